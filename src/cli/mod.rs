@@ -1,0 +1,162 @@
+//! Front end 1, the command line: flags become a request, the domain does the work,
+//! `render` turns the answer into text. No fleet logic lives here.
+
+use crate::clock::{self, FleetZone};
+use crate::error::{Error, Result};
+use crate::{render, store, synth};
+use clap::{Args, Parser, Subcommand};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+/// fleetctl — offline fleet telemetry: a synthetic fleet, reports computed from GPS
+/// positions, route maps, and an MCP server for AI assistants.
+#[derive(Debug, Parser)]
+#[command(name = "fleetctl", version, about, long_about = None, max_term_width = 100)]
+pub struct Cli {
+    /// The fleet database. Default: fleet.db in the fleetctl folder of your data
+    /// directory (~/.local/share/fleetctl/fleet.db on Linux).
+    #[arg(long, global = true, env = "FLEETCTL_DB", value_name = "PATH")]
+    pub db: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Generate a synthetic fleet database with planted anomalies (ground truth).
+    ///
+    /// Drives the vehicles along the embedded Guatemala City routes, a fix every 15 s
+    /// on shift with GPS noise, and plants speeding episodes, long stops, signal
+    /// losses and three vehicles stopped "now", each recorded in `injected_events`.
+    /// The same --seed and --ahora give identical rows.
+    ///
+    /// Example: fleetctl generate --ahora 2026-11-25T15:30
+    Generate(GenerateArgs),
+}
+
+#[derive(Debug, Args)]
+struct GenerateArgs {
+    /// The data clock's "now": local time in the fleet's zone (America/Guatemala,
+    /// UTC−06:00). The last day of data ends here. Default: the current time.
+    #[arg(long, visible_alias = "now", value_name = "YYYY-MM-DDTHH:MM")]
+    ahora: Option<String>,
+
+    /// Random seed; the same seed and --ahora give the same database.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+
+    /// Number of vehicles (1..=5000); one in fifteen is out of service.
+    #[arg(long, default_value_t = 15, value_name = "N")]
+    vehicles: u32,
+
+    /// Days of data ending on the --ahora day (1..=366).
+    #[arg(long, default_value_t = 7, value_name = "N")]
+    days: u32,
+
+    /// Replace an existing fleetctl database (never any other file).
+    #[arg(long)]
+    force: bool,
+}
+
+/// Parses `argv` and runs the command, writing its output to stdout.
+pub fn run(cli: Cli) -> Result<()> {
+    let db = cli.db.clone().unwrap_or_else(store::default_db_path);
+    match cli.command {
+        Command::Generate(args) => generate(db, args),
+    }
+}
+
+fn generate(path: PathBuf, args: GenerateArgs) -> Result<()> {
+    let zone = FleetZone::default();
+    let now_ts = match &args.ahora {
+        Some(text) => zone.parse_local_minute(text)?,
+        None => clock::wall_clock_now() / 60 * 60,
+    };
+    let opts = synth::GenerateOptions {
+        path,
+        now_ts,
+        seed: args.seed,
+        vehicles: args.vehicles,
+        days: args.days,
+        force: args.force,
+        zone,
+    };
+    synth::validate(&opts)?;
+    let mut bar = ProgressBar::new("generating");
+    let summary = synth::generate(&opts, &mut |f| bar.set(f));
+    bar.finish();
+    let text = render::generate_summary(&summary?);
+    print_stdout(&text)
+}
+
+/// Writes to stdout, treating a closed pipe as success (`fleetctl … | head`).
+fn print_stdout(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Error::io(std::path::Path::new("<stdout>"), e))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A progress bar on stderr when it is a terminal; silent otherwise.
+struct ProgressBar {
+    label: &'static str,
+    enabled: bool,
+    shown: i32,
+}
+
+impl ProgressBar {
+    fn new(label: &'static str) -> Self {
+        ProgressBar {
+            label,
+            enabled: std::io::stderr().is_terminal(),
+            shown: -1,
+        }
+    }
+
+    fn set(&mut self, fraction: f64) {
+        let percent = (fraction.clamp(0.0, 1.0) * 100.0) as i32;
+        if !self.enabled || percent == self.shown {
+            return;
+        }
+        self.shown = percent;
+        let filled = (percent / 4) as usize;
+        eprint!(
+            "\r{} [{}{}] {percent:3}%",
+            self.label,
+            "#".repeat(filled),
+            " ".repeat(25 - filled)
+        );
+    }
+
+    fn finish(&mut self) {
+        if self.enabled && self.shown >= 0 {
+            eprint!("\r{}\r", " ".repeat(self.label.len() + 34));
+        }
+    }
+}
+
+/// Turns a clap parse failure into our `invalid_argument`, keeping clap's wording
+/// and its suggestions as the hint.
+pub fn usage_error(e: &clap::Error) -> Error {
+    let text = e.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let message = lines
+        .next()
+        .unwrap_or("bad command line")
+        .trim_start_matches("error: ")
+        .to_string();
+    let hint: Vec<&str> = lines
+        .filter(|l| !l.starts_with("Usage:"))
+        .map(|l| l.trim_start_matches("tip: "))
+        .collect();
+    let err = Error::invalid(message);
+    if hint.is_empty() {
+        err.with_hint("see `fleetctl --help`")
+    } else {
+        err.with_hint(hint.join(" "))
+    }
+}

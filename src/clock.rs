@@ -1,0 +1,301 @@
+//! The data clock and the fleet's time zone.
+//!
+//! Positions are stored in UTC epoch seconds; people think in local dates and times.
+//! The fleet has one zone with a fixed UTC offset (Guatemala has no daylight saving),
+//! so conversions are plain arithmetic on civil dates, written here rather than
+//! pulling a time-zone database into the binary.
+
+use crate::error::{Error, Result};
+
+/// The default fleet time zone.
+pub const DEFAULT_TIME_ZONE: &str = "America/Guatemala";
+/// The default fleet UTC offset, in minutes (UTC−06:00).
+pub const DEFAULT_UTC_OFFSET_MIN: i32 = -360;
+
+/// Seconds in a day.
+pub const DAY_S: i64 = 86_400;
+
+/// A calendar date (proleptic Gregorian).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Date {
+    /// Year, e.g. 2026.
+    pub year: i32,
+    /// Month 1..=12.
+    pub month: u32,
+    /// Day of month 1..=31.
+    pub day: u32,
+}
+
+/// Day of the week.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weekday {
+    /// Monday.
+    Mon,
+    /// Tuesday.
+    Tue,
+    /// Wednesday.
+    Wed,
+    /// Thursday.
+    Thu,
+    /// Friday.
+    Fri,
+    /// Saturday.
+    Sat,
+    /// Sunday.
+    Sun,
+}
+
+impl Date {
+    /// Days since 1970-01-01 (negative before).
+    pub fn days_since_epoch(self) -> i64 {
+        // Howard Hinnant's days_from_civil.
+        let y = i64::from(self.year) - i64::from(self.month <= 2);
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let m = i64::from(self.month);
+        let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + i64::from(self.day) - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        era * 146_097 + doe - 719_468
+    }
+
+    /// The date `days` days after 1970-01-01.
+    pub fn from_days_since_epoch(days: i64) -> Date {
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+        let year = (yoe + era * 400 + i64::from(month <= 2)) as i32;
+        Date { year, month, day }
+    }
+
+    /// The date `n` days later (or earlier, for negative `n`).
+    pub fn add_days(self, n: i64) -> Date {
+        Date::from_days_since_epoch(self.days_since_epoch() + n)
+    }
+
+    /// Day of the week.
+    pub fn weekday(self) -> Weekday {
+        // 1970-01-01 was a Thursday.
+        const ORDER: [Weekday; 7] = [
+            Weekday::Thu,
+            Weekday::Fri,
+            Weekday::Sat,
+            Weekday::Sun,
+            Weekday::Mon,
+            Weekday::Tue,
+            Weekday::Wed,
+        ];
+        ORDER[self.days_since_epoch().rem_euclid(7) as usize]
+    }
+
+    /// Parses `YYYY-MM-DD`, checking that the day exists.
+    pub fn parse(text: &str) -> Option<Date> {
+        let b = text.as_bytes();
+        if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+            return None;
+        }
+        let year: i32 = digits(&text[0..4])?;
+        let month: u32 = digits(&text[5..7])?;
+        let day: u32 = digits(&text[8..10])?;
+        let date = Date { year, month, day };
+        let exists = (1..=12).contains(&month)
+            && day >= 1
+            && Date::from_days_since_epoch(date.days_since_epoch()) == date;
+        exists.then_some(date)
+    }
+}
+
+impl std::fmt::Display for Date {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:04}-{:02}-{:02}", self.year, self.month, self.day)
+    }
+}
+
+fn digits<T: std::str::FromStr>(s: &str) -> Option<T> {
+    if s.bytes().all(|c| c.is_ascii_digit()) {
+        s.parse().ok()
+    } else {
+        None
+    }
+}
+
+/// The fleet's zone: a name for people and a fixed offset for arithmetic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetZone {
+    /// IANA name, e.g. `America/Guatemala`.
+    pub name: String,
+    /// Offset from UTC in minutes (negative west of Greenwich).
+    pub utc_offset_min: i32,
+}
+
+impl Default for FleetZone {
+    fn default() -> Self {
+        FleetZone {
+            name: DEFAULT_TIME_ZONE.to_string(),
+            utc_offset_min: DEFAULT_UTC_OFFSET_MIN,
+        }
+    }
+}
+
+impl FleetZone {
+    fn offset_s(&self) -> i64 {
+        i64::from(self.utc_offset_min) * 60
+    }
+
+    /// The local date of an instant.
+    pub fn local_date(&self, ts: i64) -> Date {
+        Date::from_days_since_epoch((ts + self.offset_s()).div_euclid(DAY_S))
+    }
+
+    /// Seconds since local midnight of an instant.
+    pub fn local_seconds_of_day(&self, ts: i64) -> i64 {
+        (ts + self.offset_s()).rem_euclid(DAY_S)
+    }
+
+    /// The instant of local midnight starting `date`.
+    pub fn day_start(&self, date: Date) -> i64 {
+        date.days_since_epoch() * DAY_S - self.offset_s()
+    }
+
+    /// The instant of a local date and time of day.
+    pub fn at(&self, date: Date, seconds_of_day: i64) -> i64 {
+        self.day_start(date) + seconds_of_day
+    }
+
+    /// Parses a local `YYYY-MM-DDTHH:MM` (a space may replace the `T`) into an instant.
+    pub fn parse_local_minute(&self, text: &str) -> Result<i64> {
+        let bad = || {
+            Error::invalid(format!("{text:?} is not a local date and time")).with_hint(format!(
+                "use YYYY-MM-DDTHH:MM in {}, e.g. 2026-11-25T15:30",
+                self.name
+            ))
+        };
+        if text.len() != 16 {
+            return Err(bad());
+        }
+        let (date, time) = (&text[..10], &text[11..]);
+        let sep = text.as_bytes()[10];
+        if sep != b'T' && sep != b' ' || time.as_bytes()[2] != b':' {
+            return Err(bad());
+        }
+        let date = Date::parse(date).ok_or_else(bad)?;
+        let hour: i64 = digits(&time[..2]).ok_or_else(bad)?;
+        let minute: i64 = digits(&time[3..]).ok_or_else(bad)?;
+        if hour > 23 || minute > 59 {
+            return Err(bad());
+        }
+        Ok(self.at(date, hour * 3600 + minute * 60))
+    }
+
+    /// RFC 3339 with the fleet's offset, to the second: `2026-11-24T08:13:00-06:00`.
+    pub fn rfc3339(&self, ts: i64) -> String {
+        let date = self.local_date(ts);
+        let sod = self.local_seconds_of_day(ts);
+        let off = self.utc_offset_min;
+        let sign = if off < 0 { '-' } else { '+' };
+        format!(
+            "{date}T{:02}:{:02}:{:02}{sign}{:02}:{:02}",
+            sod / 3600,
+            sod / 60 % 60,
+            sod % 60,
+            off.abs() / 60,
+            off.abs() % 60
+        )
+    }
+
+    /// Local `HH:MM` of an instant.
+    pub fn hhmm(&self, ts: i64) -> String {
+        let sod = self.local_seconds_of_day(ts);
+        format!("{:02}:{:02}", sod / 3600, sod / 60 % 60)
+    }
+}
+
+/// The wall clock, in epoch seconds. Only the generator's default `--ahora` uses it;
+/// reports run on the data clock.
+pub fn wall_clock_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates_round_trip_and_know_their_weekday() {
+        let d = Date {
+            year: 2026,
+            month: 11,
+            day: 25,
+        };
+        assert_eq!(Date::from_days_since_epoch(d.days_since_epoch()), d);
+        assert_eq!(d.weekday(), Weekday::Wed);
+        assert_eq!(
+            Date {
+                year: 1970,
+                month: 1,
+                day: 1
+            }
+            .days_since_epoch(),
+            0
+        );
+        assert_eq!(
+            Date {
+                year: 2024,
+                month: 2,
+                day: 29
+            }
+            .add_days(1),
+            Date {
+                year: 2024,
+                month: 3,
+                day: 1
+            }
+        );
+        for n in -1000..1000 {
+            let d = Date::from_days_since_epoch(20_000 + n);
+            assert_eq!(d.days_since_epoch(), 20_000 + n);
+        }
+    }
+
+    #[test]
+    fn parse_rejects_days_that_do_not_exist() {
+        assert_eq!(Date::parse("2026-02-29"), None);
+        assert_eq!(Date::parse("2026-13-01"), None);
+        assert_eq!(Date::parse("2026-1-01"), None);
+        assert_eq!(
+            Date::parse("2028-02-29"),
+            Some(Date {
+                year: 2028,
+                month: 2,
+                day: 29
+            })
+        );
+    }
+
+    #[test]
+    fn local_minute_is_read_in_the_fleet_zone() {
+        let zone = FleetZone::default();
+        let ts = zone.parse_local_minute("2026-11-25T15:30").unwrap();
+        assert_eq!(zone.rfc3339(ts), "2026-11-25T15:30:00-06:00");
+        // 15:30 in Guatemala is 21:30 UTC.
+        assert_eq!(ts.rem_euclid(DAY_S), 21 * 3600 + 30 * 60);
+        assert_eq!(zone.local_date(ts).to_string(), "2026-11-25");
+        for bad in [
+            "2026-11-25",
+            "2026-11-25T24:00",
+            "2026-11-31T10:00",
+            "25/11/2026 10:00",
+            "2026-11-25T1:30x",
+        ] {
+            let err = zone.parse_local_minute(bad).unwrap_err();
+            assert!(err.message.contains(bad), "{err:?}");
+        }
+    }
+}

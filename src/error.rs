@@ -1,0 +1,148 @@
+//! One error type for the whole crate, with a small closed set of stable codes.
+//!
+//! Domain code returns [`Error`]; the two front ends translate it at their edge: the
+//! CLI into `fleetctl: <code>: <message>` plus an exit status, the MCP server into a
+//! tool result with `isError: true`. The codes and exit statuses are a public
+//! contract, like a command's flags.
+
+use std::fmt;
+
+/// The stable, snake_case error codes of fleetctl.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    /// A value given by the caller is malformed or out of range.
+    InvalidArgument,
+    /// A named thing (plate, geofence, place) does not exist.
+    NotFound,
+    /// A name matches several things; the hint lists the candidates.
+    Ambiguous,
+    /// Nothing can be made from the data (a map of a day without fixes).
+    NoData,
+    /// The database is missing or cannot be opened.
+    DbUnavailable,
+    /// The database exists but is not of the schema this binary reads.
+    DbSchema,
+    /// Reading or writing a file failed.
+    Io,
+    /// Drawing or encoding an image failed.
+    Render,
+    /// A bug: something that should not happen did.
+    Internal,
+}
+
+impl ErrorCode {
+    /// The code as it appears in messages and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidArgument => "invalid_argument",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::Ambiguous => "ambiguous",
+            ErrorCode::NoData => "no_data",
+            ErrorCode::DbUnavailable => "db_unavailable",
+            ErrorCode::DbSchema => "db_schema",
+            ErrorCode::Io => "io",
+            ErrorCode::Render => "render",
+            ErrorCode::Internal => "internal",
+        }
+    }
+
+    /// The process exit status the CLI uses for this code.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            ErrorCode::InvalidArgument => 2,
+            ErrorCode::NotFound | ErrorCode::Ambiguous | ErrorCode::NoData => 3,
+            ErrorCode::DbUnavailable | ErrorCode::DbSchema => 4,
+            ErrorCode::Io | ErrorCode::Render => 5,
+            ErrorCode::Internal => 70,
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An error with a stable code, a message naming the offending value, and an
+/// optional hint saying what would be accepted or what to do next.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct Error {
+    /// Which kind of failure this is.
+    pub code: ErrorCode,
+    /// What went wrong, naming the value.
+    pub message: String,
+    /// What would work instead, when we know.
+    pub hint: Option<String>,
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An error with a code and message and no hint.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Error {
+            code,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    /// Adds a hint.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// Shorthand for an `invalid_argument` error.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Error::new(ErrorCode::InvalidArgument, message)
+    }
+
+    /// Shorthand for an `io` error about `path`.
+    pub fn io(path: &std::path::Path, err: impl fmt::Display) -> Self {
+        Error::new(ErrorCode::Io, format!("{}: {err}", path.display()))
+    }
+
+    /// Shorthand for an `internal` error.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Error::new(ErrorCode::Internal, message)
+    }
+
+    /// The stable code of this error.
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_its_documented_exit_status() {
+        let table = [
+            (ErrorCode::InvalidArgument, "invalid_argument", 2),
+            (ErrorCode::NotFound, "not_found", 3),
+            (ErrorCode::Ambiguous, "ambiguous", 3),
+            (ErrorCode::NoData, "no_data", 3),
+            (ErrorCode::DbUnavailable, "db_unavailable", 4),
+            (ErrorCode::DbSchema, "db_schema", 4),
+            (ErrorCode::Io, "io", 5),
+            (ErrorCode::Render, "render", 5),
+            (ErrorCode::Internal, "internal", 70),
+        ];
+        for (code, name, exit) in table {
+            assert_eq!(code.as_str(), name);
+            assert_eq!(code.exit_code(), exit, "{name}");
+        }
+    }
+
+    #[test]
+    fn display_starts_with_the_code() {
+        let e = Error::invalid("--days 0 is out of range").with_hint("use 1..=366");
+        assert_eq!(e.to_string(), "invalid_argument: --days 0 is out of range");
+    }
+}

@@ -1,0 +1,249 @@
+//! Pure geometry on the Earth's surface, with no I/O: distances, bearings, small
+//! offsets in metres, geofence shapes (polygon or circle) and the polyline codec.
+//!
+//! Everything here works in WGS84 degrees (`lat`, `lon`) and metres. At city scale a
+//! local equirectangular approximation is exact to well under a metre, which is what
+//! the offset helpers use; distances between fixes use the haversine formula on the
+//! mean Earth radius, as DOMAIN.md defines.
+
+pub mod atlas;
+
+use crate::error::{Error, Result};
+use geo::Contains;
+
+/// Mean Earth radius in metres (IUGG), the radius DOMAIN.md prescribes.
+pub const EARTH_RADIUS_M: f64 = 6_371_008.8;
+
+/// A point in WGS84 degrees.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LatLon {
+    /// Latitude in degrees, north positive.
+    pub lat: f64,
+    /// Longitude in degrees, east positive.
+    pub lon: f64,
+}
+
+impl LatLon {
+    /// A point from latitude and longitude in degrees.
+    pub const fn new(lat: f64, lon: f64) -> Self {
+        LatLon { lat, lon }
+    }
+}
+
+/// Great-circle distance in metres (haversine).
+pub fn haversine_m(a: LatLon, b: LatLon) -> f64 {
+    let (p1, p2) = (a.lat.to_radians(), b.lat.to_radians());
+    let dp = p2 - p1;
+    let dl = (b.lon - a.lon).to_radians();
+    let h = (dp / 2.0).sin().powi(2) + p1.cos() * p2.cos() * (dl / 2.0).sin().powi(2);
+    2.0 * EARTH_RADIUS_M * h.sqrt().min(1.0).asin()
+}
+
+/// Initial bearing from `a` to `b`, degrees clockwise from north in `[0, 360)`.
+pub fn bearing_deg(a: LatLon, b: LatLon) -> f64 {
+    let (p1, p2) = (a.lat.to_radians(), b.lat.to_radians());
+    let dl = (b.lon - a.lon).to_radians();
+    let y = dl.sin() * p2.cos();
+    let x = p1.cos() * p2.sin() - p1.sin() * p2.cos() * dl.cos();
+    y.atan2(x).to_degrees().rem_euclid(360.0)
+}
+
+/// The eight-point compass name of a bearing (`N`, `NE`, … `NW`).
+pub fn compass_point(bearing_deg: f64) -> &'static str {
+    const POINTS: [&str; 8] = ["N", "NE", "E", "SE", "S", "SW", "W", "NW"];
+    POINTS[((bearing_deg.rem_euclid(360.0) + 22.5) / 45.0) as usize % 8]
+}
+
+/// The point `east_m` metres east and `north_m` metres north of `p`.
+pub fn offset_m(p: LatLon, east_m: f64, north_m: f64) -> LatLon {
+    let m_per_deg_lat = EARTH_RADIUS_M.to_radians();
+    let m_per_deg_lon = m_per_deg_lat * p.lat.to_radians().cos();
+    LatLon::new(
+        p.lat + north_m / m_per_deg_lat,
+        p.lon + east_m / m_per_deg_lon,
+    )
+}
+
+/// East and north metres from `origin` to `p` (local tangent plane).
+pub fn local_xy_m(origin: LatLon, p: LatLon) -> (f64, f64) {
+    let m_per_deg_lat = EARTH_RADIUS_M.to_radians();
+    let m_per_deg_lon = m_per_deg_lat * origin.lat.to_radians().cos();
+    (
+        (p.lon - origin.lon) * m_per_deg_lon,
+        (p.lat - origin.lat) * m_per_deg_lat,
+    )
+}
+
+/// Decodes a Google encoded polyline of precision 5 into points.
+pub fn decode_polyline(encoded: &str) -> Result<Vec<LatLon>> {
+    let line = polyline::decode_polyline(encoded, 5)
+        .map_err(|e| Error::invalid(format!("bad encoded polyline: {e}")))?;
+    Ok(line.coords().map(|c| LatLon::new(c.y, c.x)).collect())
+}
+
+/// A geofence's area: a polygon (exterior ring, lon/lat) or a circle.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Shape {
+    /// A simple polygon without holes.
+    Polygon(geo::Polygon<f64>),
+    /// A circle around `center` with radius `radius_m` metres.
+    Circle {
+        /// The centre.
+        center: LatLon,
+        /// The radius in metres.
+        radius_m: f64,
+    },
+}
+
+impl Shape {
+    /// Reads a shape from WKT (`POLYGON((lon lat, …))`, or `POINT(lon lat)` with a
+    /// radius in metres for a circle).
+    pub fn from_wkt(wkt: &str, radius_m: Option<f64>) -> Result<Shape> {
+        let bad = |why: &str| {
+            Error::invalid(format!("bad geofence WKT {wkt:?}: {why}"))
+                .with_hint("use POLYGON((lon lat, lon lat, …)) or POINT(lon lat) with radius_m")
+        };
+        let text = wkt.trim();
+        let upper = text.to_ascii_uppercase();
+        let inner = |prefix: &str, open: &str, close: &str| -> Option<&str> {
+            let rest = upper.strip_prefix(prefix)?.trim_start();
+            let start = text.len() - rest.len();
+            let body = text[start..]
+                .trim()
+                .strip_prefix(open)?
+                .strip_suffix(close)?;
+            Some(body)
+        };
+        let pair = |s: &str| -> Option<(f64, f64)> {
+            let mut it = s.split_whitespace();
+            let (x, y) = (it.next()?.parse().ok()?, it.next()?.parse().ok()?);
+            it.next().is_none().then_some((x, y))
+        };
+        if let Some(body) = inner("POLYGON", "((", "))") {
+            let ring: Option<Vec<(f64, f64)>> = body.split(',').map(pair).collect();
+            let ring = ring.ok_or_else(|| bad("coordinates must be `lon lat` pairs"))?;
+            if ring.len() < 4 || ring.first() != ring.last() {
+                return Err(bad("a ring needs at least 4 points and must be closed"));
+            }
+            return Ok(Shape::Polygon(geo::Polygon::new(ring.into(), vec![])));
+        }
+        if let Some(body) = inner("POINT", "(", ")") {
+            let (lon, lat) = pair(body).ok_or_else(|| bad("POINT needs `lon lat`"))?;
+            let radius_m = radius_m
+                .filter(|r| *r > 0.0)
+                .ok_or_else(|| bad("a circle (POINT) needs a positive radius_m"))?;
+            return Ok(Shape::Circle {
+                center: LatLon::new(lat, lon),
+                radius_m,
+            });
+        }
+        Err(bad("only POLYGON and POINT (circle) are supported"))
+    }
+
+    /// Whether the point lies inside the shape.
+    pub fn contains(&self, p: LatLon) -> bool {
+        match self {
+            Shape::Polygon(poly) => poly.contains(&geo::Coord { x: p.lon, y: p.lat }),
+            Shape::Circle { center, radius_m } => haversine_m(*center, p) <= *radius_m,
+        }
+    }
+
+    /// A representative centre point (ring vertex mean, or the circle's centre).
+    pub fn center(&self) -> LatLon {
+        match self {
+            Shape::Polygon(poly) => {
+                let ring = &poly.exterior().0[1..];
+                let n = ring.len() as f64;
+                let (sx, sy) = ring
+                    .iter()
+                    .fold((0.0, 0.0), |(sx, sy), c| (sx + c.x, sy + c.y));
+                LatLon::new(sy / n, sx / n)
+            }
+            Shape::Circle { center, .. } => *center,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn haversine_matches_known_distances() {
+        // One degree of latitude on the mean sphere is 111.195 km.
+        let d = haversine_m(LatLon::new(14.0, -90.5), LatLon::new(15.0, -90.5));
+        assert!((d - 111_195.08).abs() < 1.0, "{d}");
+        // Plaza de la Constitución to La Aurora airport is about 5.9 km.
+        let d = haversine_m(
+            LatLon::new(14.6425, -90.5133),
+            LatLon::new(14.5833, -90.5275),
+        );
+        assert!((6_500.0..6_900.0).contains(&d), "{d}");
+        assert_eq!(
+            haversine_m(LatLon::new(14.6, -90.5), LatLon::new(14.6, -90.5)),
+            0.0
+        );
+    }
+
+    #[test]
+    fn bearings_and_compass_points() {
+        let o = LatLon::new(14.6, -90.5);
+        assert!((bearing_deg(o, offset_m(o, 0.0, 500.0)) - 0.0).abs() < 0.01);
+        assert!((bearing_deg(o, offset_m(o, 500.0, 0.0)) - 90.0).abs() < 0.01);
+        assert!((bearing_deg(o, offset_m(o, -500.0, -500.0)) - 225.0).abs() < 0.1);
+        assert_eq!(compass_point(0.0), "N");
+        assert_eq!(compass_point(359.0), "N");
+        assert_eq!(compass_point(44.0), "NE");
+        assert_eq!(compass_point(225.0), "SW");
+    }
+
+    #[test]
+    fn offsets_round_trip_through_local_xy() {
+        let o = LatLon::new(14.6, -90.5);
+        let p = offset_m(o, 1200.0, -800.0);
+        let (x, y) = local_xy_m(o, p);
+        assert!((x - 1200.0).abs() < 1e-6 && (y + 800.0).abs() < 1e-6);
+        assert!((haversine_m(o, p) - (1200f64.hypot(800.0))).abs() < 0.5);
+    }
+
+    #[test]
+    fn polygon_and_circle_containment() {
+        // An L-shaped (non-convex) polygon: the notch is outside.
+        let l = Shape::from_wkt(
+            "POLYGON((-90.52 14.60, -90.50 14.60, -90.50 14.61, -90.51 14.61, -90.51 14.62, -90.52 14.62, -90.52 14.60))",
+            None,
+        )
+        .unwrap();
+        assert!(l.contains(LatLon::new(14.605, -90.505)));
+        assert!(l.contains(LatLon::new(14.615, -90.515)));
+        assert!(!l.contains(LatLon::new(14.615, -90.505)), "the notch");
+        assert!(!l.contains(LatLon::new(14.63, -90.515)));
+        let c = Shape::from_wkt("POINT(-90.5 14.6)", Some(250.0)).unwrap();
+        let o = LatLon::new(14.6, -90.5);
+        assert!(c.contains(offset_m(o, 249.0, 0.0)));
+        assert!(!c.contains(offset_m(o, 0.0, 251.0)));
+        assert_eq!(c.center(), o);
+    }
+
+    #[test]
+    fn bad_wkt_is_refused_with_the_accepted_forms() {
+        for (wkt, r) in [
+            ("POLYGON((-90.5 14.6, -90.4 14.6, -90.4 14.7))", None),
+            ("POINT(-90.5 14.6)", None),
+            ("LINESTRING(0 0, 1 1)", None),
+            ("POLYGON((a b, c d, e f, a b))", None),
+        ] {
+            let e = Shape::from_wkt(wkt, r).unwrap_err();
+            assert!(e.message.contains(wkt) && e.hint.is_some(), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn polyline_decodes_the_reference_example() {
+        // The example of the format's documentation.
+        let pts = decode_polyline("_p~iF~ps|U_ulLnnqC_mqNvxq`@").unwrap();
+        assert_eq!(pts.len(), 3);
+        assert!((pts[0].lat - 38.5).abs() < 1e-9 && (pts[0].lon + 120.2).abs() < 1e-9);
+        assert!((pts[2].lat - 43.252).abs() < 1e-9 && (pts[2].lon + 126.453).abs() < 1e-9);
+    }
+}

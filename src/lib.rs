@@ -1,0 +1,13 @@
+//! fleetctl: offline fleet telemetry. A synthetic fleet generator with ground truth,
+//! fleet reports computed straight from GPS positions, route maps, and an MCP server,
+//! all over one SQLite file. The library is the product; the command line is a thin
+//! front end over it.
+
+pub mod cli;
+pub mod clock;
+pub mod error;
+pub mod geo;
+pub mod model;
+pub mod render;
+pub mod store;
+pub mod synth;

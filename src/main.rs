@@ -1,0 +1,29 @@
+//! The `fleetctl` binary: parse argv, run, and map an error to one stderr line and
+//! its exit status. Everything else lives in the library.
+
+use clap::Parser;
+use fleetctl::cli::{self, Cli};
+use fleetctl::error::Error;
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version.
+            let _ = e.print();
+            return;
+        }
+        Err(e) => fail(&cli::usage_error(&e)),
+    };
+    if let Err(e) = cli::run(cli) {
+        fail(&e);
+    }
+}
+
+fn fail(e: &Error) -> ! {
+    eprintln!("fleetctl: {}: {}", e.code, e.message);
+    if let Some(hint) = &e.hint {
+        eprintln!("hint: {hint}");
+    }
+    std::process::exit(e.code.exit_code());
+}

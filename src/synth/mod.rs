@@ -1,0 +1,475 @@
+//! The generator: a synthetic fleet driven along the embedded routes, with planted
+//! anomalies recorded as ground truth in `injected_events`.
+//!
+//! `generate` decides everything first (vehicles, shifts, where each anomaly goes),
+//! then simulates one vehicle-shift at a time and streams its fixes into a temporary
+//! database, so memory does not grow with the fleet. The file is renamed into place
+//! only when complete: an interrupted run leaves the previous database untouched.
+
+pub mod drive;
+pub mod fleet;
+
+use crate::clock::{Date, FleetZone};
+use crate::error::{Error, Result};
+use crate::geo::{Shape, atlas};
+use crate::model::{Geofence, InjectedEvent, PlantedKind};
+use crate::store::{self, Probe};
+use drive::{FIX_INTERVAL_S, Plant, RoutePath, ShiftPlan};
+use fleet::Shift;
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::{RngExt, SeedableRng};
+use std::path::{Path, PathBuf};
+
+/// Version of the generator, stored in `meta.generator_version`.
+pub const GENERATOR_VERSION: &str = env!("CARGO_PKG_VERSION");
+/// Accepted fleet sizes.
+pub const VEHICLES_RANGE: std::ops::RangeInclusive<u32> = 1..=5000;
+/// Accepted numbers of days.
+pub const DAYS_RANGE: std::ops::RangeInclusive<u32> = 1..=366;
+/// Minutes before the data clock at which the stopped-now vehicles stopped.
+pub const STOPPED_NOW_MINUTES: [i64; 3] = [35, 52, 95];
+
+/// What to generate, and where.
+#[derive(Debug, Clone)]
+pub struct GenerateOptions {
+    /// The database to write.
+    pub path: PathBuf,
+    /// The data clock's "now", UTC epoch seconds (whole minutes).
+    pub now_ts: i64,
+    /// Random seed.
+    pub seed: u64,
+    /// Fleet size.
+    pub vehicles: u32,
+    /// Days of data, ending on the data clock's day.
+    pub days: u32,
+    /// Replace an existing fleetctl database.
+    pub force: bool,
+    /// The fleet's time zone.
+    pub zone: FleetZone,
+}
+
+/// What `generate` made.
+#[derive(Debug, Clone)]
+pub struct GenerateSummary {
+    /// Where the database is.
+    pub path: PathBuf,
+    /// Vehicles, and how many of them are active.
+    pub vehicles: u32,
+    /// Active vehicles.
+    pub active_vehicles: u32,
+    /// First and last local date of data.
+    pub first_date: Date,
+    /// Last local date (the data clock's).
+    pub last_date: Date,
+    /// The data clock, RFC 3339.
+    pub now: String,
+    /// Position rows written.
+    pub positions: u64,
+    /// Planted anomalies by kind.
+    pub planted: Vec<(PlantedKind, usize)>,
+    /// Things worth telling (where stopped-now vehicles are, plants that did not fit).
+    pub notes: Vec<String>,
+    /// Wall time taken.
+    pub seconds: f64,
+}
+
+/// Checks the options' ranges.
+pub fn validate(opts: &GenerateOptions) -> Result<()> {
+    if !VEHICLES_RANGE.contains(&opts.vehicles) {
+        return Err(
+            Error::invalid(format!("--vehicles {} is out of range", opts.vehicles)).with_hint(
+                format!("use {}..={}", VEHICLES_RANGE.start(), VEHICLES_RANGE.end()),
+            ),
+        );
+    }
+    if !DAYS_RANGE.contains(&opts.days) {
+        return Err(
+            Error::invalid(format!("--days {} is out of range", opts.days)).with_hint(format!(
+                "use {}..={}",
+                DAYS_RANGE.start(),
+                DAYS_RANGE.end()
+            )),
+        );
+    }
+    Ok(())
+}
+
+/// Refuses to replace what must not be replaced.
+fn check_target(path: &Path, force: bool) -> Result<()> {
+    match store::probe(path)? {
+        Probe::Missing => Ok(()),
+        Probe::Fleet { .. } if force => Ok(()),
+        Probe::Fleet { .. } => Err(Error::invalid(format!("{} already exists", path.display()))
+            .with_hint("pass --force to replace it, or --db to write elsewhere")),
+        Probe::NotFleet => Err(Error::invalid(format!(
+            "{} exists and is not a fleetctl database; refusing to replace it",
+            path.display()
+        ))
+        .with_hint("choose another path with --db")),
+    }
+}
+
+/// Removes the temporary file unless the build completed.
+struct TempFile(Option<PathBuf>);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// SplitMix64: turns (seed, vehicle, day) into independent stream seeds, so each
+/// shift's randomness does not depend on the order shifts are simulated in.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// Builds the fleet database. `progress` receives the fraction done (0..=1).
+pub fn generate(opts: &GenerateOptions, progress: &mut dyn FnMut(f64)) -> Result<GenerateSummary> {
+    let started = std::time::Instant::now();
+    validate(opts)?;
+    check_target(&opts.path, opts.force)?;
+    let dir = match opts.path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let file_name = opts
+        .path
+        .file_name()
+        .ok_or_else(|| Error::invalid(format!("{} is not a file path", opts.path.display())))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        file_name.to_string_lossy(),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&tmp);
+    let mut guard = TempFile(Some(tmp.clone()));
+
+    let plan = plan_fleet(opts)?;
+    let writer = store::Writer::create(&tmp)?;
+    let zone = &opts.zone;
+    let meta = [
+        ("schema_version", store::SCHEMA_VERSION.to_string()),
+        ("time_zone", zone.name.clone()),
+        ("utc_offset_min", zone.utc_offset_min.to_string()),
+        ("data_now", opts.now_ts.to_string()),
+        ("seed", opts.seed.to_string()),
+        ("generator_version", GENERATOR_VERSION.to_string()),
+        ("first_date", plan.first_date.to_string()),
+        ("last_date", plan.last_date.to_string()),
+    ];
+    for (k, v) in meta {
+        writer.set_meta(k, &v)?;
+    }
+    for g in atlas::geofences() {
+        writer.insert_geofence(&Geofence {
+            name: g.name.clone(),
+            kind: g.kind.clone(),
+            wkt: g.wkt.clone(),
+            radius_m: g.radius_m,
+        })?;
+    }
+    let mut positions = 0u64;
+    let mut truth: Vec<InjectedEvent> = Vec::new();
+    let total = plan.vehicles.len().max(1);
+    for (done, pv) in plan.vehicles.iter().enumerate() {
+        writer.insert_vehicle(&pv.vehicle, pv.route.map(|r| plan.routes[r].slug.as_str()))?;
+        if let Some(r) = pv.route {
+            let mut odometer_m = pv.odometer_start_m;
+            for shift in &pv.shifts {
+                let out = drive::simulate_shift(&plan.routes[r], shift, odometer_m);
+                odometer_m = out.odometer_m;
+                positions += out.fixes.len() as u64;
+                writer.insert_fixes(&out.fixes)?;
+                truth.extend(out.truth);
+            }
+        }
+        progress((done + 1) as f64 / total as f64);
+    }
+    truth.sort_by_key(|e| (e.kind, e.vehicle_id, e.start_ts));
+    for e in &truth {
+        writer.insert_injected(e)?;
+    }
+    writer.finish()?;
+    std::fs::rename(&tmp, &opts.path).map_err(|e| Error::io(&opts.path, e))?;
+    guard.0 = None;
+
+    let mut notes = plan.notes;
+    let planted = PlantedKind::ALL
+        .iter()
+        .map(|&k| (k, truth.iter().filter(|e| e.kind == k).count()))
+        .collect::<Vec<_>>();
+    for (kind, wanted) in &plan.wanted {
+        let got = truth.iter().filter(|e| e.kind == *kind).count();
+        if got < *wanted {
+            notes.push(format!(
+                "planted {got} {} of the {wanted} wanted: too few shifts to hold them",
+                kind.as_str()
+            ));
+        }
+    }
+    for e in truth.iter().filter(|e| e.kind == PlantedKind::StoppedNow) {
+        let plate = &plan.vehicles[(e.vehicle_id - 1) as usize].vehicle.plate;
+        notes.push(format!(
+            "{plate} is stopped now: since {} ({} min, engine on)",
+            zone.hhmm(e.start_ts),
+            (e.end_ts - e.start_ts) / 60
+        ));
+    }
+    Ok(GenerateSummary {
+        path: opts.path.clone(),
+        vehicles: opts.vehicles,
+        active_vehicles: plan.vehicles.iter().filter(|v| v.vehicle.active).count() as u32,
+        first_date: plan.first_date,
+        last_date: plan.last_date,
+        now: zone.rfc3339(opts.now_ts),
+        positions,
+        planted,
+        notes,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// One vehicle with everything decided.
+struct PlannedVehicle {
+    vehicle: crate::model::Vehicle,
+    route: Option<usize>,
+    odometer_start_m: f64,
+    shifts: Vec<ShiftPlan>,
+}
+
+struct FleetPlan {
+    routes: Vec<RoutePath>,
+    vehicles: Vec<PlannedVehicle>,
+    first_date: Date,
+    last_date: Date,
+    wanted: Vec<(PlantedKind, usize)>,
+    notes: Vec<String>,
+}
+
+/// Typical average speed including traffic, m/s, to estimate loop durations.
+const PLANNING_SPEED_MS: f64 = 8.0;
+
+fn plan_fleet(opts: &GenerateOptions) -> Result<FleetPlan> {
+    let zone = &opts.zone;
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(opts.seed);
+    let routes: Vec<RoutePath> = atlas::routes()
+        .iter()
+        .map(RoutePath::new)
+        .collect::<Result<_>>()?;
+    if routes.is_empty() {
+        return Err(Error::internal("no routes are embedded in this build"));
+    }
+    for g in atlas::geofences() {
+        Shape::from_wkt(&g.wkt, g.radius_m)?;
+    }
+    let last_date = zone.local_date(opts.now_ts);
+    let first_date = last_date.add_days(1 - i64::from(opts.days));
+    let mut notes = Vec::new();
+
+    let vehicles = fleet::make_vehicles(opts.vehicles, &mut rng);
+    let mut planned: Vec<PlannedVehicle> = Vec::with_capacity(vehicles.len());
+    let mut active_index = 0usize;
+    for vehicle in vehicles {
+        let route = vehicle.active.then(|| {
+            active_index += 1;
+            (active_index - 1) % routes.len()
+        });
+        let odometer_start_m = rng.random_range(15_000.0..250_000.0) * 1000.0;
+        let mut shifts = Vec::new();
+        if let Some(r) = route {
+            for day in 0..opts.days {
+                let date = first_date.add_days(i64::from(day));
+                let mut day_rng = Xoshiro256PlusPlus::seed_from_u64(mix(opts.seed
+                    ^ mix(vehicle.id as u64)
+                    ^ mix(u64::from(day) << 32)));
+                if let Some(shift) = fleet::draw_shift(date, zone, &mut day_rng) {
+                    shifts.push(shift_plan(
+                        &routes[r],
+                        &vehicle,
+                        shift,
+                        opts,
+                        day_rng.random(),
+                    ));
+                }
+            }
+        }
+        planned.push(PlannedVehicle {
+            vehicle,
+            route,
+            odometer_start_m,
+            shifts,
+        });
+    }
+
+    // Stopped "now": three active vehicles halt, engine on, 35, 52 and 95 minutes
+    // before the data clock. Their last shift is stretched (or moved earlier) so that
+    // they are at work then.
+    let mut active: Vec<usize> = (0..planned.len())
+        .filter(|&i| planned[i].route.is_some())
+        .collect();
+    shuffle(&mut active, &mut rng);
+    let last_day_start = zone.day_start(last_date);
+    for (&vi, minutes) in active.iter().zip(STOPPED_NOW_MINUTES) {
+        let at = opts.now_ts - minutes * 60;
+        let pv = &mut planned[vi];
+        let r = pv.route.expect("active");
+        let today = pv.shifts.iter().position(|s| s.start_ts >= last_day_start);
+        let latest_start = at - 75 * 60;
+        let start = match today {
+            Some(i) => pv.shifts.remove(i).start_ts.min(latest_start),
+            None => latest_start.min(zone.at(last_date, 7 * 3600)),
+        };
+        if start < zone.at(last_date, 6 * 3600 + 20 * 60) {
+            notes.push(format!(
+                "{}: the data clock is before the usual shift start, so its shift was moved to begin at {} for it to be stopped now",
+                pv.vehicle.plate,
+                zone.rfc3339(start)
+            ));
+        }
+        // A shift moved back into the previous evening must not overlap yesterday's.
+        pv.shifts.retain(|s| s.start_ts + 14 * 3600 < start);
+        let mut plan = shift_plan(
+            &routes[r],
+            &pv.vehicle,
+            Shift {
+                start_ts: start,
+                length_s: 0,
+            },
+            opts,
+            rng.random(),
+        );
+        plan.stopped_now_at = Some(at);
+        pv.shifts.push(plan);
+    }
+
+    // Planted anomalies go on complete shifts (not the data clock's day), one per loop,
+    // spreading over distinct vehicle-days before doubling up.
+    let mut slots: Vec<(usize, usize)> = planned
+        .iter()
+        .enumerate()
+        .flat_map(|(vi, pv)| {
+            pv.shifts
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.start_ts < last_day_start && s.stopped_now_at.is_none())
+                .map(move |(si, _)| (vi, si))
+        })
+        .collect();
+    shuffle(&mut slots, &mut rng);
+    let scale = ((slots.len() as f64 / 90.0).round() as usize).max(1);
+    let wanted = vec![
+        (PlantedKind::Speeding, 12 * scale),
+        (PlantedKind::LongStop, 8 * scale),
+        (PlantedKind::SignalLoss, 5 * scale),
+    ];
+    let mut cursor = 0usize;
+    for &(kind, count) in &wanted {
+        let mut placed = 0;
+        let mut tried = 0;
+        while placed < count && tried < slots.len() * 4 {
+            tried += 1;
+            let Some(&(vi, si)) = slots.get(cursor % slots.len().max(1)) else {
+                break;
+            };
+            cursor += 1;
+            let route = &routes[planned[vi].route.expect("active")];
+            let shift = &mut planned[vi].shifts[si];
+            let used: Vec<u32> = shift.plants.iter().map(plant_loop).collect();
+            let free: Vec<u32> = (0..shift.loops).filter(|l| !used.contains(l)).collect();
+            if free.is_empty() {
+                continue;
+            }
+            let loop_index = free[rng.random_range(0..free.len())];
+            let plant = match kind {
+                PlantedKind::Speeding => {
+                    let target_kmh = (rng.random_range(88.0f64..110.0) * 10.0).round() / 10.0;
+                    let room_s = (route.longest_free_run_m() - 600.0) / (target_kmh / 3.6);
+                    if room_s < 60.0 {
+                        continue;
+                    }
+                    let duration_s = rng.random_range(60.0f64..180.0).min(room_s).floor();
+                    Plant::Speeding {
+                        loop_index,
+                        target_kmh,
+                        duration_s,
+                    }
+                }
+                PlantedKind::LongStop => Plant::LongStop {
+                    loop_index,
+                    stop_index: rng.random_range(0..route.stop_s.len()),
+                    dwell_s: rng.random_range(45 * 60..=110 * 60),
+                    engine_on: rng.random_bool(0.5),
+                },
+                _ => Plant::SignalLoss {
+                    loop_index,
+                    at_fraction: rng.random_range(0.1..0.5),
+                    gap_s: rng.random_range(24..=56) * FIX_INTERVAL_S,
+                },
+            };
+            shift.plants.push(plant);
+            placed += 1;
+        }
+    }
+    let mut wanted = wanted;
+    wanted.push((PlantedKind::StoppedNow, STOPPED_NOW_MINUTES.len()));
+    Ok(FleetPlan {
+        routes,
+        vehicles: planned,
+        first_date,
+        last_date,
+        wanted,
+        notes,
+    })
+}
+
+fn plant_loop(p: &Plant) -> u32 {
+    match p {
+        Plant::Speeding { loop_index, .. }
+        | Plant::LongStop { loop_index, .. }
+        | Plant::SignalLoss { loop_index, .. } => *loop_index,
+    }
+}
+
+/// Fits whole loops of the route into the shift and scales the dwells to fill it.
+fn shift_plan(
+    route: &RoutePath,
+    vehicle: &crate::model::Vehicle,
+    shift: Shift,
+    opts: &GenerateOptions,
+    seed: u64,
+) -> ShiftPlan {
+    let stops = route.stop_s.len() as f64;
+    let drive_s = route.length_m / PLANNING_SPEED_MS;
+    let dwell_s = stops * 12.0 * 60.0 + 15.0 * 60.0;
+    let loops = ((shift.length_s as f64 / (drive_s + dwell_s)).round() as u32).max(1);
+    let budget = shift.length_s as f64 - f64::from(loops) * drive_s;
+    let base = f64::from(loops) * stops * 12.0 * 60.0 + f64::from(loops - 1) * 15.0 * 60.0;
+    let dwell_factor = if base > 0.0 {
+        (budget / base).clamp(0.4, 1.6)
+    } else {
+        1.0
+    };
+    ShiftPlan {
+        vehicle_id: vehicle.id,
+        start_ts: shift.start_ts,
+        loops,
+        dwell_factor,
+        plants: Vec::new(),
+        stopped_now_at: None,
+        cutoff_ts: opts.now_ts,
+        seed,
+    }
+}
+
+fn shuffle<T>(items: &mut [T], rng: &mut Xoshiro256PlusPlus) {
+    for i in (1..items.len()).rev() {
+        items.swap(i, rng.random_range(0..=i));
+    }
+}
