@@ -2,7 +2,8 @@
 -- Times are UTC epoch seconds (INTEGER); coordinates are WGS84 degrees; units are in
 -- the column names. The tables below the `-- @indexes` line are built after a bulk
 -- load, which is several times faster than maintaining them row by row.
--- Reserved for the derived tables of detection: trips, stops, events, daily.
+-- The derived tables (stops, trips, events, visits, daily) are rebuilt by `fleetctl
+-- analyze` from the positions alone; the thresholds used are in meta.
 
 CREATE TABLE meta (
     key   TEXT PRIMARY KEY,
@@ -48,6 +49,78 @@ CREATE TABLE injected_events (
     end_ts     INTEGER NOT NULL,
     detail     TEXT NOT NULL
 );
+
+-- ---- Derived by detection (analyze/) ------------------------------------------
+
+CREATE TABLE stops (
+    id         INTEGER PRIMARY KEY,
+    vehicle_id INTEGER NOT NULL,
+    start_ts   INTEGER NOT NULL,        -- first stationary fix
+    end_ts     INTEGER NOT NULL,        -- last stationary fix
+    lat        REAL NOT NULL,
+    lon        REAL NOT NULL,
+    idle_s     INTEGER NOT NULL,        -- engine on
+    parked_s   INTEGER NOT NULL,        -- engine off
+    ongoing    INTEGER NOT NULL,        -- 1: still stopped at the vehicle's last fix
+    place      TEXT NOT NULL
+);
+CREATE INDEX stops_vehicle_ts ON stops (vehicle_id, start_ts);
+
+CREATE TABLE trips (
+    id            INTEGER PRIMARY KEY,
+    vehicle_id    INTEGER NOT NULL,
+    start_ts      INTEGER NOT NULL,
+    end_ts        INTEGER NOT NULL,
+    distance_km   REAL NOT NULL,
+    max_speed_kmh REAL NOT NULL,
+    start_lat     REAL NOT NULL,
+    start_lon     REAL NOT NULL,
+    end_lat       REAL NOT NULL,
+    end_lon       REAL NOT NULL
+);
+CREATE INDEX trips_vehicle_ts ON trips (vehicle_id, start_ts);
+
+-- kind: speeding | long_stop | signal_loss | geofence_enter | geofence_exit |
+--       ignition_on | ignition_off; detail is JSON with kind-specific figures.
+CREATE TABLE events (
+    id         INTEGER PRIMARY KEY,
+    vehicle_id INTEGER NOT NULL,
+    kind       TEXT NOT NULL,
+    start_ts   INTEGER NOT NULL,
+    end_ts     INTEGER NOT NULL,
+    lat        REAL NOT NULL,
+    lon        REAL NOT NULL,
+    detail     TEXT NOT NULL
+);
+CREATE INDEX events_ts ON events (start_ts);
+CREATE INDEX events_vehicle_ts ON events (vehicle_id, start_ts);
+
+CREATE TABLE visits (
+    vehicle_id  INTEGER NOT NULL,
+    geofence_id INTEGER NOT NULL,
+    enter_ts    INTEGER NOT NULL,       -- first fix inside (or first fix of the data)
+    exit_ts     INTEGER                 -- first fix outside again; NULL: still inside
+);
+CREATE INDEX visits_vehicle ON visits (vehicle_id, geofence_id, enter_ts);
+
+CREATE TABLE daily (
+    vehicle_id           INTEGER NOT NULL,
+    date                 TEXT NOT NULL,  -- local date, YYYY-MM-DD
+    gps_distance_km      REAL NOT NULL,
+    odometer_distance_km REAL,           -- NULL without an odometer
+    moving_min           REAL NOT NULL,
+    idle_min             REAL NOT NULL,
+    parked_min           REAL NOT NULL,
+    trips                INTEGER NOT NULL,
+    stops                INTEGER NOT NULL,
+    max_speed_kmh        REAL NOT NULL,
+    avg_moving_speed_kmh REAL NOT NULL,
+    first_ts             INTEGER NOT NULL,
+    last_ts              INTEGER NOT NULL,
+    signal_losses        INTEGER NOT NULL,
+    PRIMARY KEY (vehicle_id, date)
+);
+CREATE INDEX daily_date ON daily (date);
 
 -- @indexes
 CREATE INDEX positions_vehicle_ts ON positions (vehicle_id, ts);

@@ -3,6 +3,7 @@
 //! all over one SQLite file. The library is the product; the command line is a thin
 //! front end over it.
 
+pub mod analyze;
 pub mod cli;
 pub mod clock;
 pub mod error;

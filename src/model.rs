@@ -101,3 +101,177 @@ pub struct InjectedEvent {
     /// Parameters, as a JSON object.
     pub detail: serde_json::Value,
 }
+
+/// A stop: the vehicle stayed within the stop radius for at least the minimum time.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stop {
+    /// The vehicle's store id.
+    pub vehicle_id: i64,
+    /// First stationary fix, UTC epoch seconds.
+    pub start_ts: i64,
+    /// Last stationary fix (movement began after it), UTC epoch seconds.
+    pub end_ts: i64,
+    /// Where (median of the stationary fixes).
+    pub lat: f64,
+    /// Where.
+    pub lon: f64,
+    /// Seconds of the stop with the engine on.
+    pub idle_s: i64,
+    /// Seconds of the stop with the engine off.
+    pub parked_s: i64,
+    /// Still going at the vehicle's last fix.
+    pub ongoing: bool,
+    /// Where, for people.
+    pub place: String,
+}
+
+impl Stop {
+    /// Length of the stop, seconds.
+    pub fn duration_s(&self) -> i64 {
+        self.end_ts - self.start_ts
+    }
+
+    /// Whether the engine ran for most of the stop.
+    pub fn engine_on(&self) -> bool {
+        self.idle_s > self.parked_s
+    }
+}
+
+/// A trip: the movement between two stops.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Trip {
+    /// The vehicle's store id.
+    pub vehicle_id: i64,
+    /// When movement began, UTC epoch seconds.
+    pub start_ts: i64,
+    /// When the next stop began (or the data ended), UTC epoch seconds.
+    pub end_ts: i64,
+    /// Distance from the fixes, jitter and teleports filtered out, km.
+    pub distance_km: f64,
+    /// Highest speed reported, km/h.
+    pub max_speed_kmh: f64,
+    /// Start point.
+    pub start_lat: f64,
+    /// Start point.
+    pub start_lon: f64,
+    /// End point.
+    pub end_lat: f64,
+    /// End point.
+    pub end_lon: f64,
+}
+
+/// The kinds of event detection derives from positions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// Above the speed limit for at least the minimum time.
+    Speeding,
+    /// A stop of at least the long-stop threshold.
+    LongStop,
+    /// A gap between fixes while on shift.
+    SignalLoss,
+    /// Entered a geofence.
+    GeofenceEnter,
+    /// Left a geofence.
+    GeofenceExit,
+    /// Engine switched on.
+    IgnitionOn,
+    /// Engine switched off.
+    IgnitionOff,
+}
+
+impl EventKind {
+    /// Every kind, in a fixed order.
+    pub const ALL: [EventKind; 7] = [
+        EventKind::Speeding,
+        EventKind::LongStop,
+        EventKind::SignalLoss,
+        EventKind::GeofenceEnter,
+        EventKind::GeofenceExit,
+        EventKind::IgnitionOn,
+        EventKind::IgnitionOff,
+    ];
+
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Speeding => "speeding",
+            EventKind::LongStop => "long_stop",
+            EventKind::SignalLoss => "signal_loss",
+            EventKind::GeofenceEnter => "geofence_enter",
+            EventKind::GeofenceExit => "geofence_exit",
+            EventKind::IgnitionOn => "ignition_on",
+            EventKind::IgnitionOff => "ignition_off",
+        }
+    }
+
+    /// The kind with this stored name.
+    pub fn parse(name: &str) -> Option<EventKind> {
+        EventKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+/// A detected event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// The vehicle's store id.
+    pub vehicle_id: i64,
+    /// What happened.
+    pub kind: EventKind,
+    /// When it began, UTC epoch seconds.
+    pub start_ts: i64,
+    /// When it ended, UTC epoch seconds (equal to `start_ts` for instants).
+    pub end_ts: i64,
+    /// Where it began.
+    pub lat: f64,
+    /// Where it began.
+    pub lon: f64,
+    /// Kind-specific figures (a JSON object), including `place`.
+    pub detail: serde_json::Value,
+}
+
+/// A stay inside a geofence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Visit {
+    /// The vehicle's store id.
+    pub vehicle_id: i64,
+    /// The geofence's store id.
+    pub geofence_id: i64,
+    /// First fix inside (or the first fix of the data, when it starts inside).
+    pub enter_ts: i64,
+    /// First fix outside again; `None` while still inside.
+    pub exit_ts: Option<i64>,
+}
+
+/// One vehicle's local day, rolled up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DailyRollup {
+    /// The vehicle's store id.
+    pub vehicle_id: i64,
+    /// Local date, `YYYY-MM-DD`.
+    pub date: String,
+    /// Distance from the fixes (jitter filtered), km.
+    pub gps_distance_km: f64,
+    /// Distance from the odometer, km, when the data has one.
+    pub odometer_distance_km: Option<f64>,
+    /// Minutes moving.
+    pub moving_min: f64,
+    /// Minutes stopped with the engine on.
+    pub idle_min: f64,
+    /// Minutes stopped with the engine off.
+    pub parked_min: f64,
+    /// Trips that began this day.
+    pub trips: i64,
+    /// Stops that began this day.
+    pub stops: i64,
+    /// Highest speed, km/h.
+    pub max_speed_kmh: f64,
+    /// Distance over moving time, km/h.
+    pub avg_moving_speed_kmh: f64,
+    /// First fix, UTC epoch seconds.
+    pub first_ts: i64,
+    /// Last fix, UTC epoch seconds.
+    pub last_ts: i64,
+    /// Signal losses that began this day.
+    pub signal_losses: i64,
+}

@@ -55,8 +55,12 @@ struct GenerateArgs {
     days: u32,
 
     /// Replace an existing fleetctl database (never any other file).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "if_missing")]
     force: bool,
+
+    /// Do nothing if a fleetctl database is already there (for scripts and `make run`).
+    #[arg(long)]
+    if_missing: bool,
 }
 
 /// Parses `argv` and runs the command, writing its output to stdout.
@@ -83,6 +87,12 @@ fn generate(path: PathBuf, args: GenerateArgs) -> Result<()> {
         zone,
     };
     synth::validate(&opts)?;
+    if args.if_missing && matches!(store::probe(&opts.path)?, store::Probe::Fleet { .. }) {
+        return print_stdout(&format!(
+            "{} already exists; kept it (pass --force to regenerate)\n",
+            opts.path.display()
+        ));
+    }
     let mut bar = ProgressBar::new("generating");
     let summary = synth::generate(&opts, &mut |f| bar.set(f));
     bar.finish();

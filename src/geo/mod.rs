@@ -7,6 +7,7 @@
 //! mean Earth radius, as DOMAIN.md defines.
 
 pub mod atlas;
+pub mod places;
 
 use crate::error::{Error, Result};
 use geo::Contains;

@@ -4,7 +4,10 @@
 //! This module creates it, recognises it (and refuses files that are not ours),
 //! checks its schema version, and offers typed batched writes to the generator.
 
+use crate::analyze::VehicleAnalysis;
+use crate::clock::FleetZone;
 use crate::error::{Error, ErrorCode, Result};
+use crate::geo::Shape;
 use crate::model::{Fix, Geofence, InjectedEvent, Vehicle};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
@@ -192,7 +195,19 @@ impl Writer {
             .map_err(|e| self.fail(e))
     }
 
-    /// Builds the indexes, commits and closes the file.
+    /// The connection, for detection to run inside the same transaction.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Builds the position indexes (before detection reads the positions back).
+    pub fn build_indexes(&self) -> Result<()> {
+        self.conn
+            .execute_batch(schema_parts().1)
+            .map_err(|e| self.fail(e))
+    }
+
+    /// Commits and closes the file.
     pub fn finish(self) -> Result<()> {
         self.conn
             .execute_batch(schema_parts().1)
@@ -239,4 +254,234 @@ pub fn open_read_only(path: &Path) -> Result<Connection> {
     .map_err(|e| {
         Error::new(ErrorCode::DbUnavailable, format!("{}: {e}", path.display())).with_hint(hint)
     })
+}
+
+/// Opens a fleet database for writing derived results (checked like a read).
+pub fn open_read_write(path: &Path) -> Result<Connection> {
+    drop(open_read_only(path)?);
+    Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| Error::io(path, e))
+}
+
+fn db_err(e: rusqlite::Error) -> Error {
+    Error::new(
+        ErrorCode::DbUnavailable,
+        format!("database read failed: {e}"),
+    )
+}
+
+/// Reads a `meta` value.
+pub fn read_meta(conn: &Connection, key: &str) -> Result<Option<String>> {
+    conn.prepare_cached("SELECT value FROM meta WHERE key = ?1")
+        .and_then(|mut st| st.query_row([key], |r| r.get(0)).optional())
+        .map_err(db_err)
+}
+
+/// The fleet's time zone from `meta` (defaults when absent).
+pub fn read_zone(conn: &Connection) -> Result<FleetZone> {
+    let mut zone = FleetZone::default();
+    if let Some(name) = read_meta(conn, "time_zone")? {
+        zone.name = name;
+    }
+    if let Some(off) = read_meta(conn, "utc_offset_min")? {
+        zone.utc_offset_min = off.parse().map_err(|_| {
+            Error::new(
+                ErrorCode::DbSchema,
+                format!("meta.utc_offset_min {off:?} is not a number"),
+            )
+        })?;
+    }
+    Ok(zone)
+}
+
+/// Every geofence with its id, name, kind and parsed shape, by id.
+pub fn read_geofence_shapes(conn: &Connection) -> Result<Vec<(i64, String, String, Shape)>> {
+    let mut st = conn
+        .prepare_cached("SELECT id, name, kind, wkt, radius_m FROM geofences ORDER BY id")
+        .map_err(db_err)?;
+    let rows = st
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get(4)?,
+            ))
+        })
+        .map_err(db_err)?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (id, name, kind, wkt, radius_m) = row.map_err(db_err)?;
+        let shape = Shape::from_wkt(&wkt, radius_m).map_err(|e| {
+            Error::new(
+                ErrorCode::DbSchema,
+                format!("geofence {name:?}: {}", e.message),
+            )
+        })?;
+        out.push((id, name, kind, shape));
+    }
+    Ok(out)
+}
+
+fn fix_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Fix> {
+    Ok(Fix {
+        vehicle_id: r.get(0)?,
+        ts: r.get(1)?,
+        lat: r.get(2)?,
+        lon: r.get(3)?,
+        speed_kmh: r.get(4)?,
+        heading_deg: r.get(5)?,
+        ignition: r.get(6)?,
+        odometer_km: r.get(7)?,
+    })
+}
+
+/// Calls `f` with each vehicle's fixes in time order, one vehicle at a time.
+pub fn for_each_vehicle_fixes(
+    conn: &Connection,
+    mut f: impl FnMut(&[Fix]) -> Result<()>,
+) -> Result<()> {
+    let mut st = conn
+        .prepare(
+            "SELECT vehicle_id, ts, lat, lon, speed_kmh, heading_deg, ignition, odometer_km \
+             FROM positions ORDER BY vehicle_id, ts",
+        )
+        .map_err(db_err)?;
+    let mut rows = st.query([]).map_err(db_err)?;
+    let mut batch: Vec<Fix> = Vec::new();
+    while let Some(row) = rows.next().map_err(db_err)? {
+        let fix = fix_from_row(row).map_err(db_err)?;
+        if batch.last().is_some_and(|b| b.vehicle_id != fix.vehicle_id) {
+            f(&batch)?;
+            batch.clear();
+        }
+        batch.push(fix);
+    }
+    if !batch.is_empty() {
+        f(&batch)?;
+    }
+    Ok(())
+}
+
+/// Replaces the derived tables, vehicle by vehicle, inside the caller's transaction.
+pub struct DerivedWriter<'c> {
+    conn: &'c Connection,
+}
+
+impl<'c> DerivedWriter<'c> {
+    /// Empties the derived tables.
+    pub fn start(conn: &'c Connection) -> Result<DerivedWriter<'c>> {
+        conn.execute_batch("DELETE FROM stops; DELETE FROM trips; DELETE FROM events; DELETE FROM visits; DELETE FROM daily;")
+            .map_err(db_err)?;
+        Ok(DerivedWriter { conn })
+    }
+
+    /// Sets one `meta` entry.
+    pub fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
+        self.conn
+            .prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")
+            .and_then(|mut st| st.execute(params![key, value]))
+            .map(drop)
+            .map_err(db_err)
+    }
+
+    /// Writes one vehicle's analysis.
+    pub fn write(&mut self, a: &VehicleAnalysis) -> Result<()> {
+        let c = self.conn;
+        let mut st = c
+            .prepare_cached(
+                "INSERT INTO stops (vehicle_id, start_ts, end_ts, lat, lon, idle_s, parked_s, ongoing, place) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )
+            .map_err(db_err)?;
+        for s in &a.stops {
+            st.execute(params![
+                s.vehicle_id,
+                s.start_ts,
+                s.end_ts,
+                s.lat,
+                s.lon,
+                s.idle_s,
+                s.parked_s,
+                s.ongoing,
+                s.place
+            ])
+            .map_err(db_err)?;
+        }
+        let mut st = c
+            .prepare_cached(
+                "INSERT INTO trips (vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )
+            .map_err(db_err)?;
+        for t in &a.trips {
+            st.execute(params![
+                t.vehicle_id,
+                t.start_ts,
+                t.end_ts,
+                t.distance_km,
+                t.max_speed_kmh,
+                t.start_lat,
+                t.start_lon,
+                t.end_lat,
+                t.end_lon
+            ])
+            .map_err(db_err)?;
+        }
+        let mut st = c
+            .prepare_cached(
+                "INSERT INTO events (vehicle_id, kind, start_ts, end_ts, lat, lon, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .map_err(db_err)?;
+        for e in &a.events {
+            st.execute(params![
+                e.vehicle_id,
+                e.kind.as_str(),
+                e.start_ts,
+                e.end_ts,
+                e.lat,
+                e.lon,
+                e.detail.to_string()
+            ])
+            .map_err(db_err)?;
+        }
+        let mut st = c
+            .prepare_cached("INSERT INTO visits (vehicle_id, geofence_id, enter_ts, exit_ts) VALUES (?1, ?2, ?3, ?4)")
+            .map_err(db_err)?;
+        for v in &a.visits {
+            st.execute(params![v.vehicle_id, v.geofence_id, v.enter_ts, v.exit_ts])
+                .map_err(db_err)?;
+        }
+        let mut st = c
+            .prepare_cached(
+                "INSERT INTO daily (vehicle_id, date, gps_distance_km, odometer_distance_km, moving_min, idle_min, parked_min, \
+                 trips, stops, max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            )
+            .map_err(db_err)?;
+        for d in &a.daily {
+            st.execute(params![
+                d.vehicle_id,
+                d.date,
+                d.gps_distance_km,
+                d.odometer_distance_km,
+                d.moving_min,
+                d.idle_min,
+                d.parked_min,
+                d.trips,
+                d.stops,
+                d.max_speed_kmh,
+                d.avg_moving_speed_kmh,
+                d.first_ts,
+                d.last_ts,
+                d.signal_losses
+            ])
+            .map_err(db_err)?;
+        }
+        Ok(())
+    }
 }

@@ -708,19 +708,33 @@ mod tests {
     /// A rectangular loop of about 2 × 3 km with two stops, from a depot corner.
     fn test_route() -> RoutePath {
         let o = LatLon::new(14.60, -90.55);
-        let corners = [(0.0, 0.0), (3000.0, 0.0), (3000.0, 2000.0), (0.0, 2000.0), (0.0, 0.0)];
+        let corners = [
+            (0.0, 0.0),
+            (3000.0, 0.0),
+            (3000.0, 2000.0),
+            (0.0, 2000.0),
+            (0.0, 0.0),
+        ];
         let mut coords = Vec::new();
         for w in corners.windows(2) {
             for k in 0..30 {
                 let f = f64::from(k) / 30.0;
-                let p = geo::offset_m(o, w[0].0 + (w[1].0 - w[0].0) * f, w[0].1 + (w[1].1 - w[0].1) * f);
+                let p = geo::offset_m(
+                    o,
+                    w[0].0 + (w[1].0 - w[0].0) * f,
+                    w[0].1 + (w[1].1 - w[0].1) * f,
+                );
                 coords.push(geo_types_coord(p));
             }
         }
         coords.push(geo_types_coord(o));
         let stop = |e: f64, n: f64| {
             let p = geo::offset_m(o, e, n);
-            atlas::RouteStop { name: format!("stop {e} {n}"), lat: p.lat, lon: p.lon }
+            atlas::RouteStop {
+                name: format!("stop {e} {n}"),
+                lat: p.lat,
+                lon: p.lon,
+            }
         };
         let route = atlas::Route {
             slug: "test".into(),
@@ -756,42 +770,91 @@ mod tests {
         let out = simulate_shift(&route, &plan(vec![], 3), 1_000_000.0);
         assert!(out.truth.is_empty());
         assert!(out.fixes.len() > 500, "{}", out.fixes.len());
-        assert!(out.fixes.iter().all(|f| f.speed_kmh <= MAX_CRUISE_KMH), "no fix above the cruise cap");
-        assert!(out.fixes.windows(2).all(|w| w[1].ts - w[0].ts == FIX_INTERVAL_S), "a fix every 15 s");
+        assert!(
+            out.fixes.iter().all(|f| f.speed_kmh <= MAX_CRUISE_KMH),
+            "no fix above the cruise cap"
+        );
+        assert!(
+            out.fixes
+                .windows(2)
+                .all(|w| w[1].ts - w[0].ts == FIX_INTERVAL_S),
+            "a fix every 15 s"
+        );
         assert!(out.fixes[0].ignition, "engine on at the start");
-        assert!(!out.fixes.last().unwrap().ignition, "parked, engine off, at the end");
+        assert!(
+            !out.fixes.last().unwrap().ignition,
+            "parked, engine off, at the end"
+        );
         let driven_km = out.odometer_m / 1000.0 - 1000.0;
-        assert!((driven_km - 3.0 * route.length_m / 1000.0).abs() < 0.01, "{driven_km}");
-        assert!(out.fixes.iter().any(|f| f.speed_kmh > 50.0), "it does drive");
+        assert!(
+            (driven_km - 3.0 * route.length_m / 1000.0).abs() < 0.01,
+            "{driven_km}"
+        );
+        assert!(
+            out.fixes.iter().any(|f| f.speed_kmh > 50.0),
+            "it does drive"
+        );
     }
 
     #[test]
     fn planted_speeding_is_above_85_inside_its_window() {
         let route = test_route();
-        let p = Plant::Speeding { loop_index: 1, target_kmh: 100.0, duration_s: 70.0 };
+        let p = Plant::Speeding {
+            loop_index: 1,
+            target_kmh: 100.0,
+            duration_s: 70.0,
+        };
         let out = simulate_shift(&route, &plan(vec![p], 2), 0.0);
-        let truth: Vec<_> = out.truth.iter().filter(|e| e.kind == PlantedKind::Speeding).collect();
+        let truth: Vec<_> = out
+            .truth
+            .iter()
+            .filter(|e| e.kind == PlantedKind::Speeding)
+            .collect();
         assert_eq!(truth.len(), 1);
         let (a, b) = (truth[0].start_ts, truth[0].end_ts);
         assert!((55..=200).contains(&(b - a)), "{}", b - a);
-        let inside: Vec<_> = out.fixes.iter().filter(|f| (a..=b).contains(&f.ts)).collect();
+        let inside: Vec<_> = out
+            .fixes
+            .iter()
+            .filter(|f| (a..=b).contains(&f.ts))
+            .collect();
         assert!(inside.iter().filter(|f| f.speed_kmh > 85.0).count() >= 3);
-        let outside_max = out.fixes.iter().filter(|f| !(a..=b).contains(&f.ts)).map(|f| f.speed_kmh).fold(0.0, f64::max);
+        let outside_max = out
+            .fixes
+            .iter()
+            .filter(|f| !(a..=b).contains(&f.ts))
+            .map(|f| f.speed_kmh)
+            .fold(0.0, f64::max);
         assert!(outside_max <= 80.0, "{outside_max}");
     }
 
     #[test]
     fn planted_signal_loss_is_a_gap_of_exactly_its_length() {
         let route = test_route();
-        let p = Plant::SignalLoss { loop_index: 0, at_fraction: 0.2, gap_s: 600 };
+        let p = Plant::SignalLoss {
+            loop_index: 0,
+            at_fraction: 0.2,
+            gap_s: 600,
+        };
         let out = simulate_shift(&route, &plan(vec![p], 2), 0.0);
         let truth = &out.truth[0];
         assert_eq!(truth.kind, PlantedKind::SignalLoss);
         assert_eq!(truth.end_ts - truth.start_ts, 600);
-        let before = out.fixes.iter().find(|f| f.ts == truth.start_ts).expect("the last fix before the gap");
+        let before = out
+            .fixes
+            .iter()
+            .find(|f| f.ts == truth.start_ts)
+            .expect("the last fix before the gap");
         assert!(before.ignition);
-        assert!(out.fixes.iter().any(|f| f.ts == truth.end_ts), "fixes resume");
-        assert!(!out.fixes.iter().any(|f| f.ts > truth.start_ts && f.ts < truth.end_ts));
+        assert!(
+            out.fixes.iter().any(|f| f.ts == truth.end_ts),
+            "fixes resume"
+        );
+        assert!(
+            !out.fixes
+                .iter()
+                .any(|f| f.ts > truth.start_ts && f.ts < truth.end_ts)
+        );
     }
 
     #[test]
@@ -801,8 +864,16 @@ mod tests {
         p.cutoff_ts = p.start_ts + 3 * 3600;
         p.stopped_now_at = Some(p.cutoff_ts - 52 * 60);
         let out = simulate_shift(&route, &p, 0.0);
-        let truth = out.truth.iter().find(|e| e.kind == PlantedKind::StoppedNow).expect("planted");
-        assert!((truth.start_ts - (p.cutoff_ts - 52 * 60)).abs() <= 15, "{}", truth.start_ts - p.cutoff_ts);
+        let truth = out
+            .truth
+            .iter()
+            .find(|e| e.kind == PlantedKind::StoppedNow)
+            .expect("planted");
+        assert!(
+            (truth.start_ts - (p.cutoff_ts - 52 * 60)).abs() <= 15,
+            "{}",
+            truth.start_ts - p.cutoff_ts
+        );
         assert_eq!(truth.end_ts, p.cutoff_ts);
         let tail: Vec<_> = out.fixes.iter().filter(|f| f.ts > truth.start_ts).collect();
         assert!(tail.len() >= 200);
@@ -813,13 +884,25 @@ mod tests {
     #[test]
     fn a_long_stop_stays_put_for_its_length() {
         let route = test_route();
-        let p = Plant::LongStop { loop_index: 0, stop_index: 1, dwell_s: 50 * 60, engine_on: false };
+        let p = Plant::LongStop {
+            loop_index: 0,
+            stop_index: 1,
+            dwell_s: 50 * 60,
+            engine_on: false,
+        };
         let out = simulate_shift(&route, &plan(vec![p], 1), 0.0);
         let t = &out.truth[0];
         assert_eq!(t.end_ts - t.start_ts, 50 * 60);
-        let still: Vec<_> = out.fixes.iter().filter(|f| f.ts > t.start_ts && f.ts < t.end_ts).collect();
+        let still: Vec<_> = out
+            .fixes
+            .iter()
+            .filter(|f| f.ts > t.start_ts && f.ts < t.end_ts)
+            .collect();
         assert!(still.iter().all(|f| f.speed_kmh == 0.0));
-        assert!(still.iter().any(|f| !f.ignition), "engine off while it waits");
+        assert!(
+            still.iter().any(|f| !f.ignition),
+            "engine off while it waits"
+        );
     }
 
     #[test]

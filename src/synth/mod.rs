@@ -9,6 +9,7 @@
 pub mod drive;
 pub mod fleet;
 
+use crate::analyze;
 use crate::clock::{Date, FleetZone};
 use crate::error::{Error, Result};
 use crate::geo::{Shape, atlas};
@@ -190,12 +191,15 @@ pub fn generate(opts: &GenerateOptions, progress: &mut dyn FnMut(f64)) -> Result
                 truth.extend(out.truth);
             }
         }
-        progress((done + 1) as f64 / total as f64);
+        progress(0.9 * (done + 1) as f64 / total as f64);
     }
     truth.sort_by_key(|e| (e.kind, e.vehicle_id, e.start_ts));
     for e in &truth {
         writer.insert_injected(e)?;
     }
+    writer.build_indexes()?;
+    analyze::analyze_store(writer.connection(), analyze::Thresholds::default())?;
+    progress(1.0);
     writer.finish()?;
     std::fs::rename(&tmp, &opts.path).map_err(|e| Error::io(&opts.path, e))?;
     guard.0 = None;

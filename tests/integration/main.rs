@@ -1,1 +1,5 @@
-//! x
+//! The integration tests, built as one binary: they run the real `fleetctl` the way a
+//! user would and read what it wrote.
+
+mod generate;
+mod harness;

@@ -1,0 +1,30 @@
+# fleetctl — the everyday commands. `make run` and `make test` are all a newcomer needs.
+CARGO  ?= cargo
+BIN    := target/release/fleetctl
+AHORA  ?= 2026-11-25T15:30
+
+.PHONY: build run test bench lint fmt clean
+
+build:
+	$(CARGO) build --release
+
+# Builds, generates the demo database at the default location if it is missing,
+# and prints what is in it.
+run: build
+	$(BIN) generate --ahora $(AHORA) --if-missing
+
+test:
+	$(CARGO) test
+
+bench:
+	$(CARGO) bench --bench bench
+
+lint:
+	$(CARGO) fmt --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,193 @@
+//! Events derived from a vehicle's fixes: speeding episodes, long stops, signal
+//! losses, geofence entries and exits, and ignition changes — never replayed from
+//! anything the generator wrote.
+
+use super::Thresholds;
+use crate::geo::{LatLon, Shape, places::Namer};
+use crate::model::{Event, EventKind, Fix, Stop, Visit};
+use serde_json::json;
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+fn event(f: &Fix, kind: EventKind, end_ts: i64, detail: serde_json::Value) -> Event {
+    Event {
+        vehicle_id: f.vehicle_id,
+        kind,
+        start_ts: f.ts,
+        end_ts,
+        lat: f.lat,
+        lon: f.lon,
+        detail,
+    }
+}
+
+/// Speeding: consecutive fixes above the limit (no gap over a minute between them),
+/// lasting at least `speeding_min_s` from the first to the last fix above it. A
+/// single fast fix is never an episode.
+pub fn speeding(fixes: &[Fix], th: &Thresholds, namer: &Namer) -> Vec<Event> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < fixes.len() {
+        if fixes[i].speed_kmh <= th.speed_limit_kmh {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j + 1 < fixes.len()
+            && fixes[j + 1].speed_kmh > th.speed_limit_kmh
+            && fixes[j + 1].ts - fixes[j].ts <= 60
+        {
+            j += 1;
+        }
+        let duration_s = fixes[j].ts - fixes[i].ts;
+        if j > i && duration_s >= th.speeding_min_s {
+            let max = fixes[i..=j].iter().map(|f| f.speed_kmh).fold(0.0, f64::max);
+            out.push(event(
+                &fixes[i],
+                EventKind::Speeding,
+                fixes[j].ts,
+                json!({
+                    "max_speed_kmh": round1(max),
+                    "limit_kmh": th.speed_limit_kmh,
+                    "over_limit_kmh": round1(max - th.speed_limit_kmh),
+                    "duration_s": duration_s,
+                    "place": namer.name(LatLon::new(fixes[i].lat, fixes[i].lon)),
+                }),
+            ));
+        }
+        i = j + 1;
+    }
+    out
+}
+
+/// Long stops: every stop lasting at least `long_stop_min`.
+pub fn long_stops(stops: &[Stop], th: &Thresholds) -> Vec<Event> {
+    stops
+        .iter()
+        .filter(|s| s.duration_s() as f64 >= th.long_stop_min * 60.0)
+        .map(|s| Event {
+            vehicle_id: s.vehicle_id,
+            kind: EventKind::LongStop,
+            start_ts: s.start_ts,
+            end_ts: s.end_ts,
+            lat: s.lat,
+            lon: s.lon,
+            detail: json!({
+                "duration_min": round1(s.duration_s() as f64 / 60.0),
+                "engine_on": s.engine_on(),
+                "idle_min": round1(s.idle_s as f64 / 60.0),
+                "parked_min": round1(s.parked_s as f64 / 60.0),
+                "ongoing": s.ongoing,
+                "place": s.place,
+            }),
+        })
+        .collect()
+}
+
+/// Signal losses: a gap over `signal_loss_min` between consecutive fixes while on
+/// shift (ignition on at the fix before the gap).
+pub fn signal_losses(fixes: &[Fix], th: &Thresholds, namer: &Namer) -> Vec<Event> {
+    fixes
+        .windows(2)
+        .filter(|w| w[0].ignition && (w[1].ts - w[0].ts) as f64 > th.signal_loss_min * 60.0)
+        .map(|w| {
+            event(
+                &w[0],
+                EventKind::SignalLoss,
+                w[1].ts,
+                json!({
+                    "minutes_lost": round1((w[1].ts - w[0].ts) as f64 / 60.0),
+                    "resumed_lat": w[1].lat,
+                    "resumed_lon": w[1].lon,
+                    "place": namer.name(LatLon::new(w[0].lat, w[0].lon)),
+                }),
+            )
+        })
+        .collect()
+}
+
+/// Ignition changes between consecutive fixes.
+pub fn ignition(fixes: &[Fix]) -> Vec<Event> {
+    fixes
+        .windows(2)
+        .filter(|w| w[0].ignition != w[1].ignition)
+        .map(|w| {
+            let kind = if w[1].ignition {
+                EventKind::IgnitionOn
+            } else {
+                EventKind::IgnitionOff
+            };
+            event(&w[1], kind, w[1].ts, json!({}))
+        })
+        .collect()
+}
+
+/// Geofence entries and exits, and the visits they bound. The inside/outside state
+/// flips only when `geofence_hold_fixes` consecutive fixes agree on the new side;
+/// the event's time is the first of them. A vehicle whose data starts inside is
+/// visiting from its first fix.
+pub fn geofences(
+    fixes: &[Fix],
+    geofences: &[(i64, String, Shape)],
+    th: &Thresholds,
+) -> (Vec<Event>, Vec<Visit>) {
+    let mut events = Vec::new();
+    let mut visits = Vec::new();
+    let Some(first) = fixes.first() else {
+        return (events, visits);
+    };
+    let hold = th.geofence_hold_fixes.max(1);
+    for (id, name, shape) in geofences {
+        let inside: Vec<bool> = fixes
+            .iter()
+            .map(|f| shape.contains(LatLon::new(f.lat, f.lon)))
+            .collect();
+        let mut state = inside[0];
+        let mut open: Option<i64> = state.then_some(first.ts);
+        let mut k = 1;
+        while k < fixes.len() {
+            if inside[k] != state
+                && k + hold <= fixes.len()
+                && inside[k..k + hold].iter().all(|&s| s != state)
+            {
+                state = !state;
+                let f = &fixes[k];
+                let kind = if state {
+                    EventKind::GeofenceEnter
+                } else {
+                    EventKind::GeofenceExit
+                };
+                events.push(event(
+                    f,
+                    kind,
+                    f.ts,
+                    json!({ "geofence": name, "geofence_id": id }),
+                ));
+                if state {
+                    open = Some(f.ts);
+                } else if let Some(enter_ts) = open.take() {
+                    visits.push(Visit {
+                        vehicle_id: f.vehicle_id,
+                        geofence_id: *id,
+                        enter_ts,
+                        exit_ts: Some(f.ts),
+                    });
+                }
+                k += hold;
+            } else {
+                k += 1;
+            }
+        }
+        if let Some(enter_ts) = open {
+            visits.push(Visit {
+                vehicle_id: first.vehicle_id,
+                geofence_id: *id,
+                enter_ts,
+                exit_ts: None,
+            });
+        }
+    }
+    (events, visits)
+}

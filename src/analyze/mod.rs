@@ -1,0 +1,429 @@
+//! Detection from positions alone: stops and trips, events, visits and daily
+//! rollups. It works on any fleet's data, synthetic or imported, and knows nothing
+//! of the generator's ground truth. The results go to the derived tables that the
+//! reports read; the thresholds used are stored beside them in `meta`.
+
+pub mod daily;
+pub mod events;
+pub mod motion;
+
+use crate::clock::FleetZone;
+use crate::error::{Error, Result};
+use crate::geo::{Shape, places::Namer};
+use crate::model::{DailyRollup, Event, Fix, Stop, Trip, Visit};
+use crate::store;
+use rusqlite::Connection;
+
+/// Every threshold detection uses; each is stored in `meta` under its field name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thresholds {
+    /// Speeding above this, km/h.
+    pub speed_limit_kmh: f64,
+    /// Speeding episodes last at least this, seconds.
+    pub speeding_min_s: i64,
+    /// Stops of at least this many minutes are long stops.
+    pub long_stop_min: f64,
+    /// Gaps longer than this, minutes, on shift are signal losses.
+    pub signal_loss_min: f64,
+    /// A stop stays within this radius, metres.
+    pub stop_radius_m: f64,
+    /// …for at least this long, seconds.
+    pub stop_min_s: i64,
+    /// Trips are at least this long, metres.
+    pub trip_min_m: f64,
+    /// A gap longer than this, seconds, closes any trip.
+    pub trip_gap_s: i64,
+    /// Consecutive fixes needed on a geofence's other side to flip its state.
+    pub geofence_hold_fixes: usize,
+    /// Jumps implying more than this, km/h, are dropped.
+    pub teleport_kmh: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            speed_limit_kmh: 80.0,
+            speeding_min_s: 20,
+            long_stop_min: 40.0,
+            signal_loss_min: 5.0,
+            stop_radius_m: 200.0,
+            stop_min_s: 180,
+            trip_min_m: 500.0,
+            trip_gap_s: 3600,
+            geofence_hold_fixes: 2,
+            teleport_kmh: 250.0,
+        }
+    }
+}
+
+impl Thresholds {
+    /// The thresholds as `meta` entries.
+    pub fn to_meta(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("speed_limit_kmh", self.speed_limit_kmh.to_string()),
+            ("speeding_min_s", self.speeding_min_s.to_string()),
+            ("long_stop_min", self.long_stop_min.to_string()),
+            ("signal_loss_min", self.signal_loss_min.to_string()),
+            ("stop_radius_m", self.stop_radius_m.to_string()),
+            ("stop_min_s", self.stop_min_s.to_string()),
+            ("trip_min_m", self.trip_min_m.to_string()),
+            ("trip_gap_s", self.trip_gap_s.to_string()),
+            ("geofence_hold_fixes", self.geofence_hold_fixes.to_string()),
+            ("teleport_kmh", self.teleport_kmh.to_string()),
+        ]
+    }
+
+    /// Checks the values a user may set.
+    pub fn validate(&self) -> Result<()> {
+        let check = |flag: &str, v: f64, lo: f64, hi: f64| {
+            if (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(Error::invalid(format!("{flag} {v} is out of range"))
+                    .with_hint(format!("use {lo}..={hi}")))
+            }
+        };
+        check("--speed-limit", self.speed_limit_kmh, 10.0, 200.0)?;
+        check("--long-stop-min", self.long_stop_min, 5.0, 1440.0)?;
+        check("--signal-loss-min", self.signal_loss_min, 1.0, 120.0)
+    }
+}
+
+/// Everything detection found for one vehicle.
+#[derive(Debug, Default)]
+pub struct VehicleAnalysis {
+    /// Stops, in time order.
+    pub stops: Vec<Stop>,
+    /// Trips, in time order.
+    pub trips: Vec<Trip>,
+    /// Events, in time order.
+    pub events: Vec<Event>,
+    /// Geofence visits.
+    pub visits: Vec<Visit>,
+    /// Daily rollups.
+    pub daily: Vec<DailyRollup>,
+}
+
+/// How a vehicle's fixes divide: stops (inclusive index ranges with their centre)
+/// and the movement between them.
+pub struct Segments {
+    /// Stops as (first fix, last fix, centre).
+    pub stop_ranges: Vec<(usize, usize, crate::geo::LatLon)>,
+    /// Movement spans as (first fix, last fix).
+    pub movement_spans: Vec<(usize, usize)>,
+}
+
+/// What detection needs besides the fixes.
+pub struct Context {
+    /// Thresholds.
+    pub thresholds: Thresholds,
+    /// The fleet's zone, for local days.
+    pub zone: FleetZone,
+    /// Geofences with their store ids.
+    pub geofences: Vec<(i64, String, Shape)>,
+    /// Names points.
+    pub namer: Namer,
+}
+
+impl Context {
+    /// A context over these geofences (id, name, kind, shape).
+    pub fn new(
+        thresholds: Thresholds,
+        zone: FleetZone,
+        geofences: Vec<(i64, String, String, Shape)>,
+    ) -> Context {
+        // Specific places (depots, customers) name a point before broad zones do.
+        let mut named: Vec<(String, Shape)> = geofences
+            .iter()
+            .filter(|g| g.2 != "zone")
+            .map(|g| (g.1.clone(), g.3.clone()))
+            .collect();
+        named.extend(
+            geofences
+                .iter()
+                .filter(|g| g.2 == "zone")
+                .map(|g| (g.1.clone(), g.3.clone())),
+        );
+        Context {
+            thresholds,
+            zone,
+            geofences: geofences
+                .into_iter()
+                .map(|(id, name, _, shape)| (id, name, shape))
+                .collect(),
+            namer: Namer::new(named),
+        }
+    }
+}
+
+/// Analyses one vehicle's time-ordered fixes.
+pub fn analyze_vehicle(fixes: &[Fix], ctx: &Context) -> VehicleAnalysis {
+    if fixes.is_empty() {
+        return VehicleAnalysis::default();
+    }
+    let th = &ctx.thresholds;
+    let ranges = motion::stop_ranges(fixes, th);
+    let stops = motion::stops(fixes, &ranges, &ctx.namer);
+    let spans = motion::movement_spans(fixes, &ranges, th);
+    let trips = motion::trips(fixes, &spans, th);
+    let mut events = events::speeding(fixes, th, &ctx.namer);
+    events.extend(events::long_stops(&stops, th));
+    events.extend(events::signal_losses(fixes, th, &ctx.namer));
+    events.extend(events::ignition(fixes));
+    let (geofence_events, visits) = events::geofences(fixes, &ctx.geofences, th);
+    events.extend(geofence_events);
+    events.sort_by_key(|e| (e.start_ts, e.kind));
+    let mut found = VehicleAnalysis {
+        stops,
+        trips,
+        events,
+        visits,
+        daily: Vec::new(),
+    };
+    found.daily = daily::rollup(
+        fixes,
+        &Segments {
+            stop_ranges: ranges,
+            movement_spans: spans,
+        },
+        &found,
+        ctx,
+    );
+    found
+}
+
+/// What one analysis run found, in total.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AnalyzeSummary {
+    /// Vehicles analysed.
+    pub vehicles: usize,
+    /// Fixes read.
+    pub fixes: usize,
+    /// Stops found.
+    pub stops: usize,
+    /// Trips found.
+    pub trips: usize,
+    /// Events found, by kind name.
+    pub events: Vec<(&'static str, usize)>,
+    /// Wall time, seconds.
+    pub seconds: f64,
+}
+
+/// Re-runs detection over a whole store inside the connection's current state,
+/// replacing the derived tables and the thresholds in `meta`. The caller decides
+/// the transaction (so a failure leaves the previous results).
+pub fn analyze_store(conn: &Connection, thresholds: Thresholds) -> Result<AnalyzeSummary> {
+    let started = std::time::Instant::now();
+    thresholds.validate()?;
+    let zone = store::read_zone(conn)?;
+    let ctx = Context::new(thresholds, zone, store::read_geofence_shapes(conn)?);
+    let mut out = store::DerivedWriter::start(conn)?;
+    for (k, v) in ctx.thresholds.to_meta() {
+        out.set_meta(k, &v)?;
+    }
+    let mut summary = AnalyzeSummary::default();
+    let mut counts = std::collections::BTreeMap::new();
+    store::for_each_vehicle_fixes(conn, |fixes| {
+        let a = analyze_vehicle(fixes, &ctx);
+        summary.vehicles += 1;
+        summary.fixes += fixes.len();
+        summary.stops += a.stops.len();
+        summary.trips += a.trips.len();
+        for e in &a.events {
+            *counts.entry(e.kind).or_insert(0usize) += 1;
+        }
+        out.write(&a)
+    })?;
+    summary.events = counts.into_iter().map(|(k, n)| (k.as_str(), n)).collect();
+    summary.seconds = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geo::{LatLon, offset_m};
+    use crate::model::EventKind;
+    use rand::rngs::Xoshiro256PlusPlus;
+    use rand::{RngExt, SeedableRng};
+
+    const ORIGIN: LatLon = LatLon::new(14.60, -90.55);
+    const T0: i64 = 1_795_000_000;
+
+    fn fix(ts: i64, east_m: f64, north_m: f64, speed_kmh: f64, ignition: bool) -> Fix {
+        let p = offset_m(ORIGIN, east_m, north_m);
+        Fix {
+            vehicle_id: 1,
+            ts,
+            lat: p.lat,
+            lon: p.lon,
+            speed_kmh,
+            heading_deg: 0.0,
+            ignition,
+            odometer_km: None,
+        }
+    }
+
+    fn ctx(geofences: Vec<(i64, String, String, Shape)>) -> Context {
+        Context::new(Thresholds::default(), FleetZone::default(), geofences)
+    }
+
+    /// Standing still for `n` fixes with GPS noise of σ = 5 m.
+    fn parked(
+        rng: &mut Xoshiro256PlusPlus,
+        t: &mut i64,
+        n: usize,
+        at_east_m: f64,
+        ignition: bool,
+    ) -> Vec<Fix> {
+        (0..n)
+            .map(|_| {
+                *t += 15;
+                let (dx, dy): (f64, f64) =
+                    (rng.random_range(-9.0..9.0), rng.random_range(-9.0..9.0));
+                fix(*t, at_east_m + dx, dy, 0.0, ignition)
+            })
+            .collect()
+    }
+
+    /// Driving east at `kmh` for `n` fixes from `from_east_m`.
+    fn drive(t: &mut i64, n: usize, from_east_m: f64, kmh: f64) -> Vec<Fix> {
+        (1..=n)
+            .map(|k| {
+                *t += 15;
+                fix(
+                    *t,
+                    from_east_m + kmh / 3.6 * 15.0 * k as f64,
+                    0.0,
+                    kmh,
+                    true,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn parked_jitter_makes_no_trip_and_no_distance() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+        let mut t = T0;
+        let fixes = parked(&mut rng, &mut t, 8 * 240, 0.0, false);
+        let a = analyze_vehicle(&fixes, &ctx(vec![]));
+        assert!(a.trips.is_empty(), "{:?}", a.trips);
+        assert_eq!(a.stops.len(), 1);
+        assert_eq!(a.daily.iter().map(|d| d.gps_distance_km).sum::<f64>(), 0.0);
+        assert!(a.stops[0].ongoing && !a.stops[0].engine_on());
+    }
+
+    #[test]
+    fn a_drive_between_two_stops_is_one_trip_of_the_right_length() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(2);
+        let mut t = T0;
+        let mut fixes = parked(&mut rng, &mut t, 40, 0.0, true);
+        fixes.extend(drive(&mut t, 40, 0.0, 48.0)); // 40 × 200 m = 8 km
+        fixes.extend(parked(&mut rng, &mut t, 40, 8000.0, true));
+        let a = analyze_vehicle(&fixes, &ctx(vec![]));
+        assert_eq!(a.stops.len(), 2, "{:?}", a.stops);
+        assert_eq!(a.trips.len(), 1);
+        let km = a.trips[0].distance_km;
+        assert!((km - 8.0).abs() < 0.08, "{km}");
+        // The trip starts at the last stationary fix and ends at the first one.
+        assert_eq!(a.trips[0].start_ts, a.stops[0].end_ts);
+        assert_eq!(a.trips[0].end_ts, a.stops[1].start_ts);
+        assert!((a.stops[1].start_ts - (T0 + 80 * 15)).abs() <= 15);
+    }
+
+    #[test]
+    fn a_gap_makes_no_trip() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+        let mut t = T0;
+        let mut fixes = parked(&mut rng, &mut t, 20, 0.0, false);
+        t += 2 * 3600; // two hours without data, then the vehicle is elsewhere
+        fixes.extend(parked(&mut rng, &mut t, 20, 3000.0, false));
+        let a = analyze_vehicle(&fixes, &ctx(vec![]));
+        assert!(a.trips.is_empty(), "{:?}", a.trips);
+        assert_eq!(a.daily.iter().map(|d| d.gps_distance_km).sum::<f64>(), 0.0);
+        // Ignition was off before the gap: not a signal loss.
+        assert!(!a.events.iter().any(|e| e.kind == EventKind::SignalLoss));
+    }
+
+    #[test]
+    fn a_gap_on_shift_is_a_signal_loss() {
+        let mut t = T0;
+        let mut fixes = drive(&mut t, 10, 0.0, 40.0);
+        t += 9 * 60;
+        fixes.extend(drive(&mut t, 10, 8000.0, 40.0));
+        let a = analyze_vehicle(&fixes, &ctx(vec![]));
+        let losses: Vec<_> = a
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::SignalLoss)
+            .collect();
+        assert_eq!(losses.len(), 1);
+        assert_eq!(losses[0].start_ts, fixes[9].ts);
+        assert_eq!(losses[0].end_ts, fixes[10].ts);
+        assert_eq!(losses[0].detail["minutes_lost"], 9.3);
+    }
+
+    #[test]
+    fn one_fix_above_the_limit_is_not_an_episode() {
+        let mut t = T0;
+        let mut fixes = drive(&mut t, 10, 0.0, 60.0);
+        fixes[5].speed_kmh = 104.0;
+        let a = analyze_vehicle(&fixes, &ctx(vec![]));
+        assert!(!a.events.iter().any(|e| e.kind == EventKind::Speeding));
+        // Three fixes in a row (30 s) are.
+        fixes[6].speed_kmh = 97.0;
+        fixes[7].speed_kmh = 91.0;
+        let a = analyze_vehicle(&fixes, &ctx(vec![]));
+        let ep: Vec<_> = a
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::Speeding)
+            .collect();
+        assert_eq!(ep.len(), 1);
+        assert_eq!(ep[0].start_ts, fixes[5].ts);
+        assert_eq!(ep[0].detail["max_speed_kmh"], 104.0);
+        assert_eq!(ep[0].detail["duration_s"], 30);
+    }
+
+    #[test]
+    fn touching_a_geofence_for_one_fix_is_not_a_visit() {
+        let zone = Shape::Circle {
+            center: offset_m(ORIGIN, 1000.0, 0.0),
+            radius_m: 60.0,
+        };
+        let c = ctx(vec![(1, "Bodega".into(), "depot".into(), zone)]);
+        let mut t = T0;
+        // At 48 km/h a fix every 200 m: only one lands inside a 120 m wide circle.
+        let fixes = drive(&mut t, 20, 0.0, 48.0);
+        let inside = fixes
+            .iter()
+            .filter(|f| c.geofences[0].2.contains(LatLon::new(f.lat, f.lon)))
+            .count();
+        assert_eq!(inside, 1);
+        let a = analyze_vehicle(&fixes, &c);
+        assert!(a.visits.is_empty());
+        assert!(!a.events.iter().any(|e| e.kind == EventKind::GeofenceEnter));
+        // Two fixes inside (slower) are a visit, entered at the first of them.
+        let mut t = T0;
+        let slow = drive(&mut t, 60, 0.0, 12.0);
+        let a = analyze_vehicle(&slow, &c);
+        assert_eq!(a.visits.len(), 1, "{:?}", a.visits);
+        let first_inside = slow
+            .iter()
+            .find(|f| c.geofences[0].2.contains(LatLon::new(f.lat, f.lon)))
+            .unwrap();
+        assert_eq!(a.visits[0].enter_ts, first_inside.ts);
+        assert!(a.visits[0].exit_ts.is_some());
+    }
+
+    #[test]
+    fn a_teleport_adds_no_distance() {
+        let mut t = T0;
+        let mut fixes = drive(&mut t, 20, 0.0, 36.0);
+        fixes[10].lat += 0.2; // 22 km away for one fix
+        let a = analyze_vehicle(&fixes, &ctx(vec![]));
+        let km: f64 = a.daily.iter().map(|d| d.gps_distance_km).sum();
+        assert!((km - 19.0 * 0.15).abs() < 0.2, "{km}");
+    }
+}

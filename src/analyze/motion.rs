@@ -1,0 +1,187 @@
+//! Stops, trips and distance from a vehicle's fixes alone (displacement-based).
+//!
+//! A stop: the vehicle stays within `stop_radius_m` of one point for at least
+//! `stop_min_s`. Its start and end are refined to the fixes where the vehicle was
+//! really standing (close to the stop's centre, or reporting no speed), so that the
+//! slow approach and departure belong to the trips. A trip is the movement between
+//! two stops, at least `trip_min_m` long; a gap of more than `trip_gap_s` closes it.
+//! Distance counts a step only once the vehicle is `JITTER_M` away from the last
+//! counted point, so GPS noise while standing adds nothing, and drops fixes that
+//! would imply more than `teleport_kmh`.
+
+use super::Thresholds;
+use crate::geo::{LatLon, haversine_m, places::Namer};
+use crate::model::{Fix, Stop, Trip};
+
+/// Steps shorter than this from the last counted point are jitter, metres.
+pub const JITTER_M: f64 = 25.0;
+/// A stop's edges are fixes within this distance of its centre (or without speed).
+const STANDING_M: f64 = 50.0;
+const STANDING_KMH: f64 = 3.0;
+
+fn at(f: &Fix) -> LatLon {
+    LatLon::new(f.lat, f.lon)
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// The index ranges of the stops in `fixes` (inclusive), in order.
+pub fn stop_ranges(fixes: &[Fix], th: &Thresholds) -> Vec<(usize, usize, LatLon)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < fixes.len() {
+        let anchor = at(&fixes[i]);
+        let mut j = i;
+        while j + 1 < fixes.len()
+            && fixes[j + 1].ts - fixes[j].ts <= th.trip_gap_s
+            && haversine_m(anchor, at(&fixes[j + 1])) <= th.stop_radius_m
+        {
+            j += 1;
+        }
+        if fixes[j].ts - fixes[i].ts < th.stop_min_s {
+            i += 1;
+            continue;
+        }
+        // Re-centre on where it stood, and extend while it stays within the radius.
+        let center = LatLon::new(
+            median(fixes[i..=j].iter().map(|f| f.lat).collect()),
+            median(fixes[i..=j].iter().map(|f| f.lon).collect()),
+        );
+        while j + 1 < fixes.len()
+            && fixes[j + 1].ts - fixes[j].ts <= th.trip_gap_s
+            && haversine_m(center, at(&fixes[j + 1])) <= th.stop_radius_m
+        {
+            j += 1;
+        }
+        let standing =
+            |f: &Fix| haversine_m(center, at(f)) <= STANDING_M || f.speed_kmh < STANDING_KMH;
+        let start = (i..=j).find(|&k| standing(&fixes[k])).unwrap_or(i);
+        let end = (start..=j)
+            .rev()
+            .find(|&k| standing(&fixes[k]))
+            .unwrap_or(j);
+        if fixes[end].ts - fixes[start].ts >= th.stop_min_s {
+            out.push((start, end, center));
+            i = end + 1;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Builds the stops of one vehicle's fixes (time-ordered).
+pub fn stops(fixes: &[Fix], ranges: &[(usize, usize, LatLon)], namer: &Namer) -> Vec<Stop> {
+    let last = fixes.len().saturating_sub(1);
+    ranges
+        .iter()
+        .map(|&(a, b, center)| {
+            let (mut idle_s, mut parked_s) = (0, 0);
+            for w in fixes[a..=b].windows(2) {
+                let dt = w[1].ts - w[0].ts;
+                if w[0].ignition {
+                    idle_s += dt
+                } else {
+                    parked_s += dt
+                }
+            }
+            Stop {
+                vehicle_id: fixes[a].vehicle_id,
+                start_ts: fixes[a].ts,
+                end_ts: fixes[b].ts,
+                lat: center.lat,
+                lon: center.lon,
+                idle_s,
+                parked_s,
+                ongoing: b == last,
+                place: namer.name(center),
+            }
+        })
+        .collect()
+}
+
+/// Distance travelled from fix `a` to fix `b` (inclusive), jitter and teleports
+/// filtered; `on_step` receives each counted step (its end fix and metres).
+pub fn moving_distance_m(
+    fixes: &[Fix],
+    a: usize,
+    b: usize,
+    th: &Thresholds,
+    mut on_step: impl FnMut(&Fix, f64),
+) -> f64 {
+    let mut total = 0.0;
+    let mut counted = a; // the last point a step was counted to
+    let mut good = a; // the last fix not dropped as a teleport
+    for k in a + 1..=b {
+        let dt = (fixes[k].ts - fixes[good].ts).max(1) as f64;
+        if haversine_m(at(&fixes[good]), at(&fixes[k])) / dt * 3.6 > th.teleport_kmh {
+            continue;
+        }
+        good = k;
+        let d = haversine_m(at(&fixes[counted]), at(&fixes[k]));
+        if d >= JITTER_M {
+            total += d;
+            counted = k;
+            on_step(&fixes[k], d);
+        }
+    }
+    total
+}
+
+/// The movement spans between stops: inclusive index ranges not inside a stop,
+/// split at gaps longer than `trip_gap_s`.
+pub fn movement_spans(
+    fixes: &[Fix],
+    ranges: &[(usize, usize, LatLon)],
+    th: &Thresholds,
+) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut from = 0usize;
+    let mut bounds: Vec<(usize, usize)> = ranges.iter().map(|&(a, b, _)| (a, b)).collect();
+    bounds.push((fixes.len(), fixes.len()));
+    for (a, b) in bounds {
+        // Movement runs from the last stationary fix of the previous stop to the first
+        // of the next one (backdated to when movement began).
+        let to = a.min(fixes.len().saturating_sub(1));
+        if to > from {
+            let mut start = from;
+            for k in from + 1..=to {
+                if fixes[k].ts - fixes[k - 1].ts > th.trip_gap_s {
+                    if k - 1 > start {
+                        spans.push((start, k - 1));
+                    }
+                    start = k;
+                }
+            }
+            if to > start {
+                spans.push((start, to));
+            }
+        }
+        from = b;
+    }
+    spans
+}
+
+/// Builds trips from the movement spans that cover at least `trip_min_m`.
+pub fn trips(fixes: &[Fix], spans: &[(usize, usize)], th: &Thresholds) -> Vec<Trip> {
+    spans
+        .iter()
+        .filter_map(|&(a, b)| {
+            let distance_m = moving_distance_m(fixes, a, b, th, |_, _| {});
+            (distance_m >= th.trip_min_m).then(|| Trip {
+                vehicle_id: fixes[a].vehicle_id,
+                start_ts: fixes[a].ts,
+                end_ts: fixes[b].ts,
+                distance_km: distance_m / 1000.0,
+                max_speed_kmh: fixes[a..=b].iter().map(|f| f.speed_kmh).fold(0.0, f64::max),
+                start_lat: fixes[a].lat,
+                start_lon: fixes[a].lon,
+                end_lat: fixes[b].lat,
+                end_lon: fixes[b].lon,
+            })
+        })
+        .collect()
+}
