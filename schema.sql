@@ -1,6 +1,6 @@
 -- fleetctl store, schema version 1.
 -- Times are UTC epoch seconds (INTEGER); coordinates are WGS84 degrees; units are in
--- the column names. The tables below the `-- @indexes` line are built after a bulk
+-- the column names. The indexes after the marker line at the end are built after a bulk
 -- load, which is several times faster than maintaining them row by row.
 -- The derived tables (stops, trips, events, visits, daily) are rebuilt by `fleetctl
 -- analyze` from the positions alone; the thresholds used are in meta.

@@ -63,8 +63,16 @@ pub struct Place {
 }
 
 const ROUTE_FILES: &[&str] = &[
-    // ROUTES-BEGIN
-    // ROUTES-END
+    include_str!("../../routes/mixco-san-cristobal.json"),
+    include_str!("../../routes/mixco-zona1.json"),
+    include_str!("../../routes/pinula-fraijanes.json"),
+    include_str!("../../routes/pinula-zona10-americas.json"),
+    include_str!("../../routes/zona12-villa-nueva.json"),
+    include_str!("../../routes/zona12-zona9-zona5.json"),
+    include_str!("../../routes/zona18-atlantida-paraiso.json"),
+    include_str!("../../routes/zona18-zona1-calle-marti.json"),
+    include_str!("../../routes/zona7-calzada-san-juan-mixco.json"),
+    include_str!("../../routes/zona7-trebol-avenida-elena.json"),
 ];
 
 /// The embedded routes, in a fixed order.

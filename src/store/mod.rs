@@ -12,6 +12,8 @@ use crate::model::{Fix, Geofence, InjectedEvent, Vehicle};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 
+pub mod read;
+
 /// The schema this binary reads and writes.
 pub const SCHEMA_VERSION: i64 = 1;
 
@@ -20,7 +22,7 @@ pub const SCHEMA_SQL: &str = include_str!("../../schema.sql");
 
 fn schema_parts() -> (&'static str, &'static str) {
     SCHEMA_SQL
-        .split_once("-- @indexes")
+        .split_once("\n-- @indexes\n")
         .unwrap_or((SCHEMA_SQL, ""))
 }
 
@@ -209,9 +211,6 @@ impl Writer {
 
     /// Commits and closes the file.
     pub fn finish(self) -> Result<()> {
-        self.conn
-            .execute_batch(schema_parts().1)
-            .map_err(|e| self.fail(e))?;
         self.conn
             .execute_batch("COMMIT")
             .map_err(|e| self.fail(e))?;

@@ -221,9 +221,9 @@ pub fn generate(opts: &GenerateOptions, progress: &mut dyn FnMut(f64)) -> Result
     for e in truth.iter().filter(|e| e.kind == PlantedKind::StoppedNow) {
         let plate = &plan.vehicles[(e.vehicle_id - 1) as usize].vehicle.plate;
         notes.push(format!(
-            "{plate} is stopped now: since {} ({} min, engine on)",
+            "{plate} is stopped now: since {} ({:.0} min, engine on)",
             zone.hhmm(e.start_ts),
-            (e.end_ts - e.start_ts) / 60
+            (e.end_ts - e.start_ts) as f64 / 60.0
         ));
     }
     Ok(GenerateSummary {
@@ -394,7 +394,8 @@ fn plan_fleet(opts: &GenerateOptions) -> Result<FleetPlan> {
             let plant = match kind {
                 PlantedKind::Speeding => {
                     let target_kmh = (rng.random_range(88.0f64..110.0) * 10.0).round() / 10.0;
-                    let room_s = (route.longest_free_run_m() - 600.0) / (target_kmh / 3.6);
+                    // The window also needs room to reach a vertex and to brake out of it.
+                    let room_s = (route.longest_free_run_m() - 800.0) / (target_kmh / 3.6);
                     if room_s < 60.0 {
                         continue;
                     }

@@ -251,8 +251,9 @@ fn assert_normal_driving_within_margins(path: &Path) {
     for (vehicle_id, fixes) in positions(&conn) {
         for f in &fixes {
             if f.speed_kmh > 75.0 {
+                // The ramps into and out of a planted episode belong to it.
                 assert!(
-                    inside(&truths, vehicle_id, "speeding", f.ts, 0),
+                    inside(&truths, vehicle_id, "speeding", f.ts, 30),
                     "{f:?} is fast but not planted"
                 );
             }
@@ -344,7 +345,7 @@ fn gps_noise_sigma_is_about_five_metres() {
     let mut n = 0usize;
     for (vehicle_id, fixes) in positions(&conn) {
         let path = &paths[route_of[&vehicle_id].as_str()];
-        for f in fixes.iter().filter(|f| f.speed_kmh > 20.0).step_by(40) {
+        for f in fixes.iter().filter(|f| f.speed_kmh > 20.0).step_by(10) {
             let d = distance_to_path(LatLon::new(f.lat, f.lon), path);
             if d < 30.0 {
                 sum2 += d * d;
@@ -353,7 +354,7 @@ fn gps_noise_sigma_is_about_five_metres() {
         }
     }
     let sigma = (sum2 / n as f64).sqrt();
-    assert!(n > 1000, "{n} samples");
+    assert!(n > 3000, "{n} samples");
     assert!((4.0..=6.0).contains(&sigma), "cross-track σ = {sigma:.2} m");
 }
 
