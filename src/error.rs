@@ -111,6 +111,12 @@ impl Error {
         Error::new(ErrorCode::Internal, message)
     }
 
+    /// The error as the JSON object both front ends show:
+    /// `{"error": {"code", "message", "hint"}}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({ "error": { "code": self.code.as_str(), "message": self.message, "hint": self.hint } })
+    }
+
     /// The stable code of this error.
     pub fn code(&self) -> ErrorCode {
         self.code

@@ -10,5 +10,6 @@ pub mod error;
 pub mod geo;
 pub mod model;
 pub mod render;
+pub mod report;
 pub mod store;
 pub mod synth;

@@ -3,7 +3,9 @@
 
 use crate::clock::{self, FleetZone};
 use crate::error::{Error, Result};
-use crate::{render, store, synth};
+use crate::{render, report, store, synth};
+
+pub mod query;
 use clap::{Args, Parser, Subcommand};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -33,6 +35,40 @@ enum Command {
     ///
     /// Example: fleetctl generate --ahora 2026-11-25T15:30
     Generate(GenerateArgs),
+
+    /// Re-run detection (stops, trips, events, daily rollups) on an existing database.
+    ///
+    /// Replaces the derived tables atomically: a failure leaves the previous results.
+    /// Thresholds not given keep their defaults (80 km/h, 40 min, 5 min).
+    Analyze(AnalyzeArgs),
+
+    /// Ask the fleet a question: one report, computed from the positions.
+    ///
+    /// Every report is also an MCP tool of `fleetctl serve`; `--format json` prints
+    /// exactly the tool's answer. Dates accept YYYY-MM-DD, today or yesterday,
+    /// resolved on the data clock.
+    ///
+    /// Examples:
+    ///   fleetctl query stopped --min-minutes 30
+    ///   fleetctl query trip P-123BCD --date yesterday
+    ///   fleetctl query nearest "Bodega Mixco"
+    #[command(verbatim_doc_comment)]
+    Query(query::QueryArgs),
+}
+
+#[derive(Debug, Args)]
+struct AnalyzeArgs {
+    /// Speeding above this speed, km/h.
+    #[arg(long, default_value_t = 80.0, value_name = "KMH")]
+    speed_limit: f64,
+
+    /// Stops of at least this many minutes are long stops.
+    #[arg(long, default_value_t = 40.0, value_name = "MIN")]
+    long_stop_min: f64,
+
+    /// Gaps longer than this many minutes, engine on, are signal losses.
+    #[arg(long, default_value_t = 5.0, value_name = "MIN")]
+    signal_loss_min: f64,
 }
 
 #[derive(Debug, Args)]
@@ -68,7 +104,48 @@ pub fn run(cli: Cli) -> Result<()> {
     let db = cli.db.clone().unwrap_or_else(store::default_db_path);
     match cli.command {
         Command::Generate(args) => generate(db, args),
+        Command::Analyze(args) => analyze(db, args),
+        Command::Query(q) => run_query(db, q),
     }
+}
+
+fn analyze(path: PathBuf, args: AnalyzeArgs) -> Result<()> {
+    let thresholds = crate::analyze::Thresholds {
+        speed_limit_kmh: args.speed_limit,
+        long_stop_min: args.long_stop_min,
+        signal_loss_min: args.signal_loss_min,
+        ..Default::default()
+    };
+    thresholds.validate()?;
+    let summary = store::with_write_transaction(&path, |conn| {
+        crate::analyze::analyze_store(conn, thresholds)
+    })?;
+    print_stdout(&render::analyze_summary(&path, &summary))
+}
+
+fn run_query(path: PathBuf, q: query::QueryArgs) -> Result<()> {
+    let spec =
+        report::find(q.tool).ok_or_else(|| Error::internal(format!("no report {}", q.tool)))?;
+    let format = q.format.unwrap_or(if std::io::stdout().is_terminal() {
+        query::Format::Table
+    } else {
+        query::Format::Json
+    });
+    let value = match report::Db::open(&path).and_then(|db| report::call(&db, spec, &q.args)) {
+        Ok(value) => value,
+        Err(e) => {
+            if format == query::Format::Json {
+                print_stdout(&format!("{}\n", e.to_json()))?;
+            }
+            return Err(e);
+        }
+    };
+    let text = match format {
+        query::Format::Json => format!("{value}\n"),
+        query::Format::Csv => render::csv(&value, spec.rows),
+        query::Format::Table => render::table(&value),
+    };
+    print_stdout(&text)
 }
 
 fn generate(path: PathBuf, args: GenerateArgs) -> Result<()> {

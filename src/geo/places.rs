@@ -45,6 +45,12 @@ impl Namer {
         if let Some(first) = inside.next() {
             return format!("in {first}");
         }
+        self.relative(p)
+    }
+
+    /// `<km> <compass> of <nearest place>` (`at <place>` within 100 m), ignoring
+    /// geofences.
+    pub fn relative(&self, p: LatLon) -> String {
         match self.nearest_place(p) {
             Some((name, _, d)) if d < 100.0 => format!("at {name}"),
             Some((name, at, d)) => format!(

@@ -1,7 +1,10 @@
 //! Presentation for people: text summaries and tables. Never touches the store.
 
+use crate::analyze::AnalyzeSummary;
 use crate::synth::GenerateSummary;
+use serde_json::{Map, Value};
 use std::fmt::Write;
+use std::path::Path;
 
 /// Groups digits by thousands: `214332` → `214,332`.
 pub fn thousands(n: u64) -> String {
@@ -45,6 +48,180 @@ pub fn generate_summary(s: &GenerateSummary) -> String {
     out
 }
 
+/// The summary `fleetctl analyze` prints.
+pub fn analyze_summary(path: &Path, s: &AnalyzeSummary) -> String {
+    let events: Vec<String> = s.events.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    format!(
+        "Analysed {} in {:.2} s\n  vehicles   {}\n  fixes      {}\n  stops      {}\n  trips      {}\n  events     {}\n",
+        path.display(),
+        s.seconds,
+        s.vehicles,
+        thousands(s.fixes as u64),
+        thousands(s.stops as u64),
+        thousands(s.trips as u64),
+        events.join(", ")
+    )
+}
+
+/// A scalar for a table cell.
+fn cell(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::Bool(b) => if *b { "yes" } else { "no" }.into(),
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| format!("{k}={}", cell(v)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        Value::Array(a) => a.iter().map(cell).collect::<Vec<_>>().join(", "),
+    }
+}
+
+/// The rows of a capped list (`{total, truncated, items}`) or a plain array of objects.
+fn rows_of(v: &Value) -> Option<(&Vec<Value>, usize)> {
+    match v {
+        Value::Object(m) if m.contains_key("items") && m.contains_key("total") => Some((
+            m["items"].as_array()?,
+            m["total"].as_u64().unwrap_or(0) as usize,
+        )),
+        Value::Array(a) if a.first().is_some_and(Value::is_object) => Some((a, a.len())),
+        _ => None,
+    }
+}
+
+fn write_table(out: &mut String, rows: &[Value]) {
+    let Some(first) = rows.first().and_then(Value::as_object) else {
+        return;
+    };
+    let columns: Vec<&String> = first.keys().collect();
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            columns
+                .iter()
+                .map(|c| cell(r.get(c.as_str()).unwrap_or(&Value::Null)))
+                .collect()
+        })
+        .collect();
+    let widths: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            cells
+                .iter()
+                .map(|r| r[i].chars().count())
+                .chain([c.chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |values: Vec<&str>| -> String {
+        let padded: Vec<String> = values
+            .iter()
+            .zip(&widths)
+            .map(|(v, w)| format!("{v:<w$}", w = *w))
+            .collect();
+        padded.join("  ").trim_end().to_string()
+    };
+    let _ = writeln!(
+        out,
+        "  {}",
+        line(columns.iter().map(|c| c.as_str()).collect())
+    );
+    for r in &cells {
+        let _ = writeln!(out, "  {}", line(r.iter().map(String::as_str).collect()));
+    }
+}
+
+/// A report as aligned text: its scalar fields first, then each list as a table.
+pub fn table(report: &Value) -> String {
+    let mut out = String::new();
+    let Some(obj) = report.as_object() else {
+        return format!("{report}\n");
+    };
+    let scalars: Vec<(&String, &Value)> =
+        obj.iter().filter(|(_, v)| rows_of(v).is_none()).collect();
+    let width = scalars.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (k, v) in &scalars {
+        let _ = writeln!(out, "{k:<width$}  {}", cell(v));
+    }
+    for (k, v) in obj {
+        let Some((rows, total)) = rows_of(v) else {
+            continue;
+        };
+        let shown = if rows.len() < total {
+            format!(" (showing {} of {total})", rows.len())
+        } else {
+            format!(" ({total})")
+        };
+        let _ = writeln!(out, "\n{k}{shown}");
+        if rows.is_empty() {
+            let _ = writeln!(out, "  none");
+        }
+        write_table(&mut out, rows);
+    }
+    out
+}
+
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// The report's main list (`rows_field`) as CSV with a header; a report without a
+/// list is one row of its scalar fields.
+pub fn csv(report: &Value, rows_field: &str) -> String {
+    let single;
+    let rows: &[Value] = match report.get(rows_field).and_then(rows_of) {
+        Some((rows, _)) => rows,
+        None => {
+            let flat: Map<String, Value> = report
+                .as_object()
+                .map(|o| {
+                    o.iter()
+                        .filter(|(_, v)| rows_of(v).is_none())
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            single = [Value::Object(flat)];
+            &single
+        }
+    };
+    let mut out = String::new();
+    let Some(first) = rows.first().and_then(Value::as_object) else {
+        return out;
+    };
+    let columns: Vec<&String> = first.keys().collect();
+    let _ = writeln!(
+        out,
+        "{}",
+        columns
+            .iter()
+            .map(|c| csv_field(c))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    for r in rows {
+        let line: Vec<String> = columns
+            .iter()
+            .map(|c| match r.get(c.as_str()) {
+                None | Some(Value::Null) => String::new(),
+                Some(Value::String(s)) => csv_field(s),
+                Some(v @ (Value::Object(_) | Value::Array(_))) => csv_field(&v.to_string()),
+                Some(v) => v.to_string(),
+            })
+            .collect();
+        let _ = writeln!(out, "{}", line.join(","));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,5 +233,38 @@ mod tests {
         assert_eq!(thousands(1000), "1,000");
         assert_eq!(thousands(214_332), "214,332");
         assert_eq!(thousands(60_000_000), "60,000,000");
+    }
+
+    #[test]
+    fn tables_show_scalars_then_lists() {
+        let report = serde_json::json!({
+            "date": "2026-11-24",
+            "distance_km": 12.5,
+            "stops": {"total": 3, "truncated": true, "items": [
+                {"start": "08:00", "minutes": 12.0, "place": "in Bodega Mixco"},
+                {"start": "09:30", "minutes": 4.5, "place": "1.2 km NE of Zona 10"}
+            ]}
+        });
+        let text = table(&report);
+        assert!(
+            text.starts_with("date         2026-11-24\ndistance_km  12.5\n"),
+            "{text}"
+        );
+        assert!(text.contains("stops (showing 2 of 3)"));
+        assert!(
+            text.contains("  start  minutes  place\n  08:00  12.0     in Bodega Mixco\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn csv_quotes_what_needs_quoting() {
+        let report = serde_json::json!({"rows": {"total": 1, "truncated": false, "items": [
+            {"place": "1.2 km NE of Zona 10, Oakland", "note": "say \"hi\"", "n": 3, "x": null}
+        ]}});
+        assert_eq!(
+            csv(&report, "rows"),
+            "place,note,n,x\n\"1.2 km NE of Zona 10, Oakland\",\"say \"\"hi\"\"\",3,\n"
+        );
     }
 }

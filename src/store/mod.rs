@@ -265,6 +265,21 @@ pub fn open_read_write(path: &Path) -> Result<Connection> {
     .map_err(|e| Error::io(path, e))
 }
 
+/// Runs `f` inside one write transaction on the database at `path`: committed if
+/// `f` succeeds, rolled back (leaving everything as it was) if it fails.
+pub fn with_write_transaction<T>(
+    path: &Path,
+    f: impl FnOnce(&Connection) -> Result<T>,
+) -> Result<T> {
+    let mut conn = open_read_write(path)?;
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(db_err)?;
+    let out = f(&tx)?;
+    tx.commit().map_err(|e| Error::io(path, e))?;
+    Ok(out)
+}
+
 fn db_err(e: rusqlite::Error) -> Error {
     Error::new(
         ErrorCode::DbUnavailable,

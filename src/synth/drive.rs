@@ -333,11 +333,12 @@ impl Driver<'_> {
             }
         }
         if !self.done {
-            // End of shift: idle a moment, engine off, a last fix or two parked.
-            let idle = self.rng.random_range(30..=90);
+            // End of shift: idle a moment, engine off, and the tracker reports a few
+            // more minutes parked before it sleeps (long enough to be a stop).
+            let idle = self.rng.random_range(60..=120);
             self.hold(idle);
             self.ignition = false;
-            let parked = self.rng.random_range(60..=120);
+            let parked = self.rng.random_range(240..=480);
             self.hold(parked);
         }
     }

@@ -1,7 +1,7 @@
 //! `fleetctl generate`: the database it writes, the anomalies it plants, and how it
 //! refuses bad input and protects existing files.
 
-use crate::harness::{FIXTURE_AHORA, TempDir, fixture_db, fleetctl, generate, open, run};
+use crate::harness::{FIXTURE_AHORA, TempDir, fixture_db, fleetctl, generate, open, run, seed_db};
 use fleetctl::geo::{self, LatLon, atlas};
 use rusqlite::Connection;
 use std::collections::HashMap;
@@ -299,11 +299,8 @@ fn assert_normal_driving_within_margins(path: &Path) {
 #[test]
 fn normal_driving_stays_inside_the_margins_for_five_seeds() {
     assert_normal_driving_within_margins(fixture_db());
-    let dir = TempDir::new("seeds");
-    for seed in ["1", "2", "3", "4"] {
-        let path = dir.join(&format!("seed{seed}.db"));
-        generate(&path, &["--ahora", "2026-11-25T15:30", "--seed", seed]).ok();
-        assert_normal_driving_within_margins(&path);
+    for seed in 1..=4 {
+        assert_normal_driving_within_margins(&seed_db(seed));
     }
 }
 

@@ -2,9 +2,10 @@
 //! folders, and the fixture database generated once per test run.
 
 use rusqlite::Connection;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// The data clock of the fixture database.
 pub const FIXTURE_AHORA: &str = "2026-11-25T15:30";
@@ -118,4 +119,40 @@ pub fn fixture_db() -> &'static Path {
 /// Opens a database for reading.
 pub fn open(path: &Path) -> Connection {
     Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap()
+}
+
+/// A database for `seed` (data clock 2026-11-25T15:30), generated once per run and
+/// shared by the tests that score detection across seeds.
+pub fn seed_db(seed: u64) -> PathBuf {
+    static DBS: OnceLock<Mutex<HashMap<u64, PathBuf>>> = OnceLock::new();
+    let mut dbs = DBS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    dbs.entry(seed)
+        .or_insert_with(|| {
+            let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("seed-{seed}.db"));
+            generate(
+                &path,
+                &[
+                    "--ahora",
+                    FIXTURE_AHORA,
+                    "--seed",
+                    &seed.to_string(),
+                    "--force",
+                ],
+            )
+            .ok();
+            path
+        })
+        .clone()
+}
+
+/// Runs `fleetctl --db DB query ARGS… --format json` and parses the answer.
+pub fn query_json(db: &Path, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["--db", db.to_str().unwrap(), "query"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    let r = run(fleetctl(&all)).ok();
+    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", r.stdout))
 }

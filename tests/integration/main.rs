@@ -1,5 +1,7 @@
 //! The integration tests, built as one binary: they run the real `fleetctl` the way a
 //! user would and read what it wrote.
 
+mod detection;
 mod generate;
 mod harness;
+mod reports;

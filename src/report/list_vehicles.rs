@@ -1,0 +1,78 @@
+//! `list_vehicles` (`fleetctl query vehicles`): the fleet, for discovery — plates,
+//! kinds, drivers, and which days each vehicle has data.
+
+use super::{Db, List, ReportSpec};
+use crate::error::Result;
+use crate::store::read;
+use serde::{Deserialize, Serialize};
+
+/// No arguments.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListVehiclesRequest {}
+
+/// One vehicle.
+#[derive(Debug, Clone, Serialize)]
+pub struct VehicleRow {
+    /// Plate.
+    pub plate: String,
+    /// `truck`, `van`, `pickup` or `minibus`.
+    pub kind: String,
+    /// Driver.
+    pub driver: String,
+    /// False: out of service, no positions.
+    pub active: bool,
+    /// First local date with data.
+    pub first_date: Option<String>,
+    /// Last local date with data.
+    pub last_date: Option<String>,
+    /// Days with data.
+    pub days_with_data: usize,
+}
+
+/// The fleet.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListVehiclesReport {
+    /// The data clock.
+    pub data_now: String,
+    /// The fleet's time zone.
+    pub time_zone: String,
+    /// Vehicles, by plate.
+    pub vehicles: List<VehicleRow>,
+}
+
+/// Runs the report.
+pub fn run(db: &Db, _req: &ListVehiclesRequest) -> Result<ListVehiclesReport> {
+    let mut rows = Vec::new();
+    for (v, _) in &db.vehicles {
+        let days = read::days_with_data(db.conn(), v.id)?;
+        rows.push(VehicleRow {
+            plate: v.plate.clone(),
+            kind: v.kind.clone(),
+            driver: v.driver.clone(),
+            active: v.active,
+            first_date: days.first().cloned(),
+            last_date: days.last().cloned(),
+            days_with_data: days.len(),
+        });
+    }
+    rows.sort_by(|a, b| a.plate.cmp(&b.plate));
+    Ok(ListVehiclesReport {
+        data_now: db.time(db.now_ts),
+        time_zone: db.zone.name.clone(),
+        vehicles: List::capped(rows),
+    })
+}
+
+/// The registry entry.
+pub const SPEC: ReportSpec = ReportSpec {
+    tool: "list_vehicles",
+    cli: "vehicles",
+    title: "The fleet's vehicles",
+    description: "Every vehicle of the fleet: plate, kind (truck, van, pickup, minibus), driver, whether it is \
+active (an inactive vehicle is out of service and has no positions), and the first and last local dates with data. \
+Also returns the data clock ('now') and the time zone. Call it first to learn valid plates and dates.",
+    params: &[],
+    rows: "vehicles",
+    run: |db, args| super::invoke(db, args, run),
+};

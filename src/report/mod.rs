@@ -1,0 +1,418 @@
+//! THE DOMAIN API: one file per report, each the same shape — a `…Request` in, a
+//! `…Report` out, `pub fn run(&Db, &Request) -> Result<Report>`, and a `SPEC` that
+//! describes it. This file holds what they share: the open database with its data
+//! clock, lists capped at 200 rows, argument validation, and the registry that both
+//! front ends (the CLI's `query` and the MCP tools) are generated from.
+
+pub mod alerts;
+pub mod geofence_visits;
+pub mod list_geofences;
+pub mod list_vehicles;
+pub mod mileage_ranking;
+pub mod nearest_vehicles;
+pub mod resolve;
+pub mod stopped_vehicles;
+pub mod trip_summary;
+pub mod vehicle_position;
+
+use crate::analyze::Thresholds;
+use crate::clock::{Date, FleetZone};
+use crate::error::{Error, ErrorCode, Result};
+use crate::geo::{LatLon, Shape, places::Namer};
+use crate::model::Vehicle;
+use crate::store;
+use rusqlite::Connection;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use std::path::Path;
+
+/// Lists in reports hold at most this many rows.
+pub const MAX_ROWS: usize = 200;
+/// Date ranges span at most this many days.
+pub const MAX_RANGE_DAYS: i64 = 92;
+/// No fix for longer than this at the data clock means offline, seconds.
+pub const OFFLINE_AFTER_S: i64 = 10 * 60;
+
+/// A capped list: the first rows, how many there are in all, and whether some
+/// were left out.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct List<T> {
+    /// Rows in all.
+    pub total: usize,
+    /// True when `items` holds fewer than `total`.
+    pub truncated: bool,
+    /// The rows (at most 200).
+    pub items: Vec<T>,
+}
+
+impl<T> List<T> {
+    /// Caps `rows` at `MAX_ROWS`.
+    pub fn capped(mut rows: Vec<T>) -> List<T> {
+        let total = rows.len();
+        rows.truncate(MAX_ROWS);
+        List {
+            total,
+            truncated: total > MAX_ROWS,
+            items: rows,
+        }
+    }
+}
+
+/// A geofence as reports see it.
+#[derive(Debug, Clone)]
+pub struct GeofenceInfo {
+    /// Store id.
+    pub id: i64,
+    /// Name.
+    pub name: String,
+    /// Kind.
+    pub kind: String,
+    /// Shape.
+    pub shape: Shape,
+}
+
+/// An open fleet database with what every report needs loaded once: the data
+/// clock, the zone, the vehicles, the geofences and the point namer.
+pub struct Db {
+    conn: Connection,
+    /// The fleet's time zone.
+    pub zone: FleetZone,
+    /// The data clock's "now", UTC epoch seconds.
+    pub now_ts: i64,
+    /// Vehicles, by id, with their route slug if synthetic.
+    pub vehicles: Vec<(Vehicle, Option<String>)>,
+    /// Geofences, by id.
+    pub geofences: Vec<GeofenceInfo>,
+    /// Names points for people.
+    pub namer: Namer,
+    /// The thresholds detection used.
+    pub thresholds: Thresholds,
+}
+
+impl Db {
+    /// Opens the database read-only.
+    pub fn open(path: &Path) -> Result<Db> {
+        let conn = store::open_read_only(path)?;
+        let zone = store::read_zone(&conn)?;
+        let now_ts = match store::read_meta(&conn, "data_now")?.and_then(|v| v.parse().ok()) {
+            Some(ts) => ts,
+            None => store::read::newest_fix_ts(&conn)?.unwrap_or(0),
+        };
+        let vehicles = store::read::vehicles(&conn)?;
+        let geofences: Vec<GeofenceInfo> = store::read_geofence_shapes(&conn)?
+            .into_iter()
+            .map(|(id, name, kind, shape)| GeofenceInfo {
+                id,
+                name,
+                kind,
+                shape,
+            })
+            .collect();
+        let mut named: Vec<(String, Shape)> = geofences
+            .iter()
+            .filter(|g| g.kind != "zone")
+            .map(|g| (g.name.clone(), g.shape.clone()))
+            .collect();
+        named.extend(
+            geofences
+                .iter()
+                .filter(|g| g.kind == "zone")
+                .map(|g| (g.name.clone(), g.shape.clone())),
+        );
+        let mut thresholds = Thresholds::default();
+        let meta_f64 = |k: &str, d: f64| -> Result<f64> {
+            Ok(store::read_meta(&conn, k)?
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(d))
+        };
+        thresholds.speed_limit_kmh = meta_f64("speed_limit_kmh", thresholds.speed_limit_kmh)?;
+        thresholds.long_stop_min = meta_f64("long_stop_min", thresholds.long_stop_min)?;
+        thresholds.signal_loss_min = meta_f64("signal_loss_min", thresholds.signal_loss_min)?;
+        Ok(Db {
+            conn,
+            zone,
+            now_ts,
+            vehicles,
+            geofences,
+            namer: Namer::new(named),
+            thresholds,
+        })
+    }
+
+    /// The connection, for the store's typed reads.
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The data clock's local date.
+    pub fn today(&self) -> Date {
+        self.zone.local_date(self.now_ts)
+    }
+
+    /// RFC 3339 in the fleet's zone.
+    pub fn time(&self, ts: i64) -> String {
+        self.zone.rfc3339(ts)
+    }
+
+    /// `[start, end)` of a local date, UTC epoch seconds.
+    pub fn day_bounds(&self, date: Date) -> (i64, i64) {
+        let start = self.zone.day_start(date);
+        (start, start + crate::clock::DAY_S)
+    }
+
+    /// Names a point for people.
+    pub fn place(&self, lat: f64, lon: f64) -> String {
+        self.namer.name(LatLon::new(lat, lon))
+    }
+
+    /// The vehicle with this store id.
+    pub fn vehicle(&self, id: i64) -> Option<&Vehicle> {
+        self.vehicles.iter().map(|(v, _)| v).find(|v| v.id == id)
+    }
+}
+
+/// Rounds to one decimal (km, minutes, km/h in answers).
+pub fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+/// Rounds to two decimals.
+pub fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+// ---- The registry ---------------------------------------------------------------
+
+/// Arguments as both front ends deliver them: a JSON object.
+pub type Args = Map<String, Value>;
+
+/// What a parameter accepts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ParamKind {
+    /// A plate, matched forgivingly.
+    Plate,
+    /// `YYYY-MM-DD`, `today` or `yesterday`.
+    Date,
+    /// Free text (a name, resolved by the report).
+    Text,
+    /// One of a closed set.
+    Enum(&'static [&'static str]),
+    /// A whole number within bounds.
+    Integer {
+        /// Smallest accepted.
+        min: i64,
+        /// Largest accepted.
+        max: i64,
+    },
+    /// A number within bounds.
+    Number {
+        /// Smallest accepted.
+        min: f64,
+        /// Largest accepted.
+        max: f64,
+    },
+}
+
+/// One parameter of a report.
+#[derive(Debug, Clone, Copy)]
+pub struct Param {
+    /// Name in JSON and, with dashes, as a CLI flag.
+    pub name: &'static str,
+    /// What it accepts.
+    pub kind: ParamKind,
+    /// Must be given.
+    pub required: bool,
+    /// A positional argument on the command line.
+    pub positional: bool,
+    /// What it means (units, defaults).
+    pub help: &'static str,
+    /// Given only together with this other parameter.
+    pub pair: Option<&'static str>,
+    /// Never given together with this other parameter.
+    pub conflicts: Option<&'static str>,
+}
+
+impl Param {
+    /// An optional flag.
+    pub const fn flag(name: &'static str, kind: ParamKind, help: &'static str) -> Param {
+        Param {
+            name,
+            kind,
+            required: false,
+            positional: false,
+            help,
+            pair: None,
+            conflicts: None,
+        }
+    }
+
+    /// A required positional argument.
+    pub const fn positional(name: &'static str, kind: ParamKind, help: &'static str) -> Param {
+        Param {
+            name,
+            kind,
+            required: true,
+            positional: true,
+            help,
+            pair: None,
+            conflicts: None,
+        }
+    }
+}
+
+/// A report as the front ends see it.
+pub struct ReportSpec {
+    /// MCP tool name, e.g. `trip_summary`.
+    pub tool: &'static str,
+    /// CLI name: `fleetctl query <cli>`.
+    pub cli: &'static str,
+    /// Short title.
+    pub title: &'static str,
+    /// For the model and `--help`: what it returns, when to use it, units.
+    pub description: &'static str,
+    /// Parameters, in CLI order.
+    pub params: &'static [Param],
+    /// The field holding the report's main list (CSV output writes its rows).
+    pub rows: &'static str,
+    /// Runs the report on validated arguments.
+    pub run: fn(&Db, &Args) -> Result<Value>,
+}
+
+/// Every report, in the fixed order tools are listed in.
+pub fn registry() -> &'static [ReportSpec] {
+    static REGISTRY: [ReportSpec; 9] = [
+        vehicle_position::SPEC,
+        stopped_vehicles::SPEC,
+        trip_summary::SPEC,
+        alerts::SPEC,
+        geofence_visits::SPEC,
+        mileage_ranking::SPEC,
+        list_vehicles::SPEC,
+        list_geofences::SPEC,
+        nearest_vehicles::SPEC,
+    ];
+    &REGISTRY
+}
+
+/// The report with this tool name.
+pub fn find(tool: &str) -> Option<&'static ReportSpec> {
+    registry().iter().find(|s| s.tool == tool)
+}
+
+fn describe(kind: ParamKind) -> String {
+    match kind {
+        ParamKind::Plate => "a plate such as P-123BCD".into(),
+        ParamKind::Date => "YYYY-MM-DD, today or yesterday".into(),
+        ParamKind::Text => "text".into(),
+        ParamKind::Enum(values) => format!("one of {}", values.join(", ")),
+        ParamKind::Integer { min, max } => format!("a whole number from {min} to {max}"),
+        ParamKind::Number { min, max } => format!("a number from {min} to {max}"),
+    }
+}
+
+/// Checks arguments against a report's parameters: names, types, bounds, closed
+/// sets, required ones and pairs. Every refusal names the field and what it accepts.
+pub fn validate(spec: &ReportSpec, args: &Args) -> Result<()> {
+    let accepted = || {
+        spec.params
+            .iter()
+            .map(|p| p.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for key in args.keys() {
+        if !spec.params.iter().any(|p| p.name == key) {
+            let list = accepted();
+            return Err(
+                Error::invalid(format!("unknown argument `{key}` for {}", spec.tool)).with_hint(
+                    if list.is_empty() {
+                        "it takes no arguments".to_string()
+                    } else {
+                        format!("accepted: {list}")
+                    },
+                ),
+            );
+        }
+    }
+    for p in spec.params {
+        let Some(v) = args.get(p.name).filter(|v| !v.is_null()) else {
+            if p.required {
+                return Err(
+                    Error::invalid(format!("`{}` is required for {}", p.name, spec.tool))
+                        .with_hint(format!("{}: {}", p.name, describe(p.kind))),
+                );
+            }
+            continue;
+        };
+        let bad =
+            |shown: String| {
+                Error::invalid(format!("`{}` = {shown} is not accepted", p.name))
+                    .with_hint(format!("{}: {}", p.name, describe(p.kind)))
+            };
+        let ok = match p.kind {
+            ParamKind::Plate | ParamKind::Text => v.as_str().is_some_and(|s| !s.trim().is_empty()),
+            ParamKind::Date => v
+                .as_str()
+                .is_some_and(|s| resolve::parse_date_word(s).is_some()),
+            ParamKind::Enum(values) => v.as_str().is_some_and(|s| values.contains(&s)),
+            ParamKind::Integer { min, max } => v.as_i64().is_some_and(|n| (min..=max).contains(&n)),
+            ParamKind::Number { min, max } => v.as_f64().is_some_and(|n| (min..=max).contains(&n)),
+        };
+        if !ok {
+            return Err(bad(v.to_string()));
+        }
+        if let Some(other) = p.pair
+            && args.get(other).is_none_or(Value::is_null)
+        {
+            return Err(Error::invalid(format!(
+                "`{}` needs `{other}`: they are given together",
+                p.name
+            ))
+            .with_hint(format!("give both {} and {other}, or neither", p.name)));
+        }
+        if let Some(other) = p.conflicts
+            && args.get(other).is_some_and(|v| !v.is_null())
+        {
+            return Err(Error::invalid(format!(
+                "`{}` and `{other}` cannot be given together",
+                p.name
+            ))
+            .with_hint(format!("give either {} or {other}", p.name)));
+        }
+    }
+    Ok(())
+}
+
+/// Validates the arguments and runs the report; a panic inside a report becomes an
+/// `internal` error rather than taking the caller down.
+pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Value> {
+    validate(spec, args)?;
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (spec.run)(db, args))) {
+        Ok(result) => result,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(
+                Error::new(ErrorCode::Internal, format!("{} failed: {what}", spec.tool))
+                    .with_hint("this is a bug in fleetctl; other tools still work"),
+            )
+        }
+    }
+}
+
+/// Adapts a typed report function to the registry's JSON signature.
+pub fn invoke<R: DeserializeOwned, O: Serialize>(
+    db: &Db,
+    args: &Args,
+    run: fn(&Db, &R) -> Result<O>,
+) -> Result<Value> {
+    let request: R = serde_json::from_value(Value::Object(args.clone()))
+        .map_err(|e| Error::invalid(e.to_string()))?;
+    let report = run(db, &request)?;
+    serde_json::to_value(report)
+        .map_err(|e| Error::internal(format!("report did not serialise: {e}")))
+}

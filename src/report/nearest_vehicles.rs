@@ -1,0 +1,172 @@
+//! `nearest_vehicles` (`fleetctl query nearest PLACE`): the dispatcher's "who is
+//! closest to Bodega Mixco?" — vehicles ranked by straight-line distance from their
+//! last fix to a place resolved by name (or to given coordinates).
+
+use super::resolve::ResolvedPlace;
+use super::{Db, List, Param, ParamKind, ReportSpec, round1, round2};
+use crate::error::{Error, Result};
+use crate::geo::{LatLon, bearing_deg, compass_point, haversine_m};
+use crate::store::read;
+use serde::{Deserialize, Serialize};
+
+/// A place by name, or a point.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NearestVehiclesRequest {
+    /// A geofence or gazetteer name, matched forgivingly.
+    pub place: Option<String>,
+    /// Latitude (only with `lon`).
+    pub lat: Option<f64>,
+    /// Longitude (only with `lat`).
+    pub lon: Option<f64>,
+    /// How many vehicles (default 5).
+    pub limit: Option<i64>,
+}
+
+/// One vehicle and how far it is.
+#[derive(Debug, Clone, Serialize)]
+pub struct NearestRow {
+    /// 1 for the closest.
+    pub rank: usize,
+    /// Plate.
+    pub plate: String,
+    /// Driver.
+    pub driver: String,
+    /// Straight-line distance from the place to the last fix, km.
+    pub distance_km: f64,
+    /// Where the vehicle is, seen from the place (compass point).
+    pub direction: &'static str,
+    /// `moving`, `idle`, `parked` or `offline`.
+    pub state: &'static str,
+    /// Where the vehicle is, for people.
+    pub vehicle_place: String,
+    /// Time of the last fix.
+    pub last_fix_at: String,
+    /// Minutes from the last fix to the data clock.
+    pub minutes_since_fix: f64,
+}
+
+/// The ranking.
+#[derive(Debug, Clone, Serialize)]
+pub struct NearestVehiclesReport {
+    /// What was asked for.
+    pub query: String,
+    /// The place chosen for it (say which, aloud).
+    pub place: ResolvedPlace,
+    /// The data clock.
+    pub data_now: String,
+    /// Vehicles with a known position, closest first, up to `limit`.
+    pub vehicles: List<NearestRow>,
+}
+
+/// Runs the report.
+pub fn run(db: &Db, req: &NearestVehiclesRequest) -> Result<NearestVehiclesReport> {
+    let (query, place) = match (&req.place, req.lat, req.lon) {
+        (Some(name), None, None) => (name.clone(), db.resolve_place(name)?),
+        (None, Some(lat), Some(lon)) => {
+            let p = LatLon::new(lat, lon);
+            let name = format!("{lat:.5}, {lon:.5} ({})", db.place(lat, lon));
+            (
+                format!("{lat}, {lon}"),
+                ResolvedPlace {
+                    name,
+                    kind: "point".into(),
+                    source: "coordinates",
+                    lat: p.lat,
+                    lon: p.lon,
+                },
+            )
+        }
+        _ => {
+            return Err(Error::invalid("give either place, or lat and lon together")
+                .with_hint("e.g. place=\"Bodega Mixco\", or lat=14.6 and lon=-90.5"));
+        }
+    };
+    let limit = req.limit.unwrap_or(5).clamp(1, 50) as usize;
+    let mut rows = Vec::new();
+    for (v, _) in db.vehicles.iter().filter(|(v, _)| v.active) {
+        let Some(fix) = read::last_fix(db.conn(), v.id)? else {
+            continue;
+        };
+        let at = LatLon::new(fix.lat, fix.lon);
+        let (state, _, _) = super::vehicle_position::state_at(db, &fix)?;
+        rows.push(NearestRow {
+            rank: 0,
+            plate: v.plate.clone(),
+            driver: v.driver.clone(),
+            distance_km: round2(haversine_m(place.point(), at) / 1000.0),
+            direction: compass_point(bearing_deg(place.point(), at)),
+            state,
+            vehicle_place: db.place(fix.lat, fix.lon),
+            last_fix_at: db.time(fix.ts),
+            minutes_since_fix: round1((db.now_ts - fix.ts) as f64 / 60.0),
+        });
+    }
+    rows.sort_by(|a, b| {
+        a.distance_km
+            .total_cmp(&b.distance_km)
+            .then_with(|| a.plate.cmp(&b.plate))
+    });
+    rows.truncate(limit);
+    for (i, r) in rows.iter_mut().enumerate() {
+        r.rank = i + 1;
+    }
+    Ok(NearestVehiclesReport {
+        query,
+        place,
+        data_now: db.time(db.now_ts),
+        vehicles: List::capped(rows),
+    })
+}
+
+/// The registry entry.
+pub const SPEC: ReportSpec = ReportSpec {
+    tool: "nearest_vehicles",
+    cli: "nearest",
+    title: "Vehicles closest to a place",
+    description: "Vehicles ranked by straight-line distance (km) from their last known position to a place, \
+with direction, state (moving, idle, parked, offline) and where each one is. Give the place by name — a depot, \
+customer zone, zone (\"Zona 10\"), neighbourhood or landmark — and the server resolves it and returns which place \
+it chose (say it aloud); an ambiguous name returns the candidates. Give lat and lon together only for a point \
+that has no name; never invent coordinates. Use it for dispatch: 'who is closest to Bodega Mixco?'.",
+    params: &[
+        Param {
+            required: false,
+            conflicts: Some("lat"),
+            ..Param::positional(
+                "place",
+                ParamKind::Text,
+                "Place name, e.g. \"Bodega Mixco\" or \"Zona 10\" (or give --lat and --lon)",
+            )
+        },
+        Param {
+            pair: Some("lon"),
+            ..Param::flag(
+                "lat",
+                ParamKind::Number {
+                    min: -90.0,
+                    max: 90.0,
+                },
+                "Latitude, only with --lon",
+            )
+        },
+        Param {
+            pair: Some("lat"),
+            ..Param::flag(
+                "lon",
+                ParamKind::Number {
+                    min: -180.0,
+                    max: 180.0,
+                },
+                "Longitude, only with --lat",
+            )
+        },
+        Param::flag(
+            "limit",
+            ParamKind::Integer { min: 1, max: 50 },
+            "How many vehicles (default 5)",
+        ),
+    ],
+    rows: "vehicles",
+    run: |db, args| super::invoke(db, args, run),
+};

@@ -1,0 +1,302 @@
+//! Turning what people type into things in the store: dates against the data clock,
+//! plates and names matched forgivingly. Ambiguity answers with the candidates;
+//! nothing is ever a silent first pick.
+
+use super::{Db, GeofenceInfo, MAX_RANGE_DAYS};
+use crate::clock::Date;
+use crate::error::{Error, ErrorCode, Result};
+use crate::geo::{LatLon, atlas};
+use crate::model::Vehicle;
+use serde::Serialize;
+
+/// A date word before resolution.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DateWord {
+    /// The data clock's day.
+    Today,
+    /// The day before it.
+    Yesterday,
+    /// A calendar date.
+    On(Date),
+}
+
+/// Parses `YYYY-MM-DD`, `today` or `yesterday` (any case).
+pub fn parse_date_word(text: &str) -> Option<DateWord> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "today" => Some(DateWord::Today),
+        "yesterday" => Some(DateWord::Yesterday),
+        other => Date::parse(other).map(DateWord::On),
+    }
+}
+
+impl Db {
+    /// Resolves a date word on the data clock; `None` means today.
+    pub fn resolve_date(&self, text: Option<&str>) -> Result<Date> {
+        let Some(text) = text else {
+            return Ok(self.today());
+        };
+        match parse_date_word(text) {
+            Some(DateWord::Today) => Ok(self.today()),
+            Some(DateWord::Yesterday) => Ok(self.today().add_days(-1)),
+            Some(DateWord::On(d)) => Ok(d),
+            None => Err(Error::invalid(format!("date {text:?} is not understood"))
+                .with_hint("use YYYY-MM-DD, today or yesterday")),
+        }
+    }
+
+    /// Resolves an inclusive range; missing ends default to the last 7 days.
+    pub fn resolve_range(&self, from: Option<&str>, to: Option<&str>) -> Result<(Date, Date)> {
+        let to = self.resolve_date(to)?;
+        let from = match from {
+            Some(_) => self.resolve_date(from)?,
+            None => to.add_days(-6),
+        };
+        if from > to {
+            return Err(Error::invalid(format!("from {from} is after to {to}"))
+                .with_hint("give from on or before to"));
+        }
+        let days = to.days_since_epoch() - from.days_since_epoch() + 1;
+        if days > MAX_RANGE_DAYS {
+            return Err(
+                Error::invalid(format!("the range {from} to {to} spans {days} days"))
+                    .with_hint(format!("ask for at most {MAX_RANGE_DAYS} days at a time")),
+            );
+        }
+        Ok((from, to))
+    }
+
+    /// Finds a vehicle by plate, ignoring case, spaces and dashes; a unique partial
+    /// plate (`123BCD`) is accepted.
+    pub fn resolve_plate(&self, text: &str) -> Result<&Vehicle> {
+        let wanted = plate_key(text);
+        let mut all: Vec<&Vehicle> = self.vehicles.iter().map(|(v, _)| v).collect();
+        all.sort_by(|a, b| a.plate.cmp(&b.plate));
+        if let Some(v) = all.iter().find(|v| plate_key(&v.plate) == wanted) {
+            return Ok(v);
+        }
+        let partial: Vec<&&Vehicle> = if wanted.len() >= 3 {
+            all.iter()
+                .filter(|v| plate_key(&v.plate).contains(&wanted))
+                .collect()
+        } else {
+            vec![]
+        };
+        match partial.as_slice() {
+            [one] => Ok(one),
+            [] => Err(Error::new(
+                ErrorCode::NotFound,
+                format!("no vehicle with plate {text:?}"),
+            )
+            .with_hint(format!(
+                "valid plates: {}",
+                all.iter()
+                    .map(|v| v.plate.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+            many => Err(Error::new(
+                ErrorCode::Ambiguous,
+                format!("plate {text:?} matches {} vehicles", many.len()),
+            )
+            .with_hint(format!(
+                "candidates: {}",
+                many.iter()
+                    .map(|v| v.plate.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+
+    /// Finds a geofence by name, forgivingly.
+    pub fn resolve_geofence(&self, text: &str) -> Result<&GeofenceInfo> {
+        let names: Vec<&str> = self.geofences.iter().map(|g| g.name.as_str()).collect();
+        let i = match_name(text, &names).map_err(|e| match e.code {
+            ErrorCode::NotFound => {
+                Error::new(ErrorCode::NotFound, format!("no geofence named {text:?}"))
+                    .with_hint(format!("valid geofences: {}", names.join(", ")))
+            }
+            _ => e,
+        })?;
+        Ok(&self.geofences[i])
+    }
+
+    /// Resolves a place name through the geofences, then the gazetteer.
+    pub fn resolve_place(&self, text: &str) -> Result<ResolvedPlace> {
+        let mut candidates: Vec<ResolvedPlace> = self
+            .geofences
+            .iter()
+            .map(|g| {
+                let c = g.shape.center();
+                let round5 = |x: f64| (x * 1e5).round() / 1e5;
+                ResolvedPlace {
+                    name: g.name.clone(),
+                    kind: g.kind.clone(),
+                    source: "geofence",
+                    lat: round5(c.lat),
+                    lon: round5(c.lon),
+                }
+            })
+            .collect();
+        for p in atlas::places() {
+            // A depot is in both lists; the geofence wins.
+            if !candidates.iter().any(|c| fold(&c.name) == fold(&p.name)) {
+                candidates.push(ResolvedPlace {
+                    name: p.name.clone(),
+                    kind: p.kind.clone(),
+                    source: "gazetteer",
+                    lat: p.lat,
+                    lon: p.lon,
+                });
+            }
+        }
+        let names: Vec<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
+        let i = match_name(text, &names).map_err(|e| match e.code {
+            ErrorCode::NotFound => Error::new(
+                ErrorCode::NotFound,
+                format!("no place named {text:?} in the geofences or the gazetteer"),
+            )
+            .with_hint("try a zone (\"Zona 10\"), a depot, a landmark, or give lat and lon"),
+            _ => e,
+        })?;
+        Ok(candidates.swap_remove(i))
+    }
+}
+
+/// A place a name resolved to.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResolvedPlace {
+    /// The name chosen.
+    pub name: String,
+    /// Its kind (`depot`, `zone`, `landmark`, …).
+    pub kind: String,
+    /// Where it came from: `geofence`, `gazetteer` or `coordinates`.
+    pub source: &'static str,
+    /// Latitude.
+    pub lat: f64,
+    /// Longitude.
+    pub lon: f64,
+}
+
+impl ResolvedPlace {
+    /// The point.
+    pub fn point(&self) -> LatLon {
+        LatLon::new(self.lat, self.lon)
+    }
+}
+
+fn plate_key(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .map(|c| c.to_ascii_uppercase())
+        .collect()
+}
+
+/// Lower case, accents removed, punctuation as spaces, single-spaced.
+pub fn fold(text: &str) -> String {
+    let mapped: String = text
+        .chars()
+        .flat_map(char::to_lowercase)
+        .map(|c| match c {
+            'á' | 'à' | 'ä' | 'â' => 'a',
+            'é' | 'è' | 'ë' | 'ê' => 'e',
+            'í' | 'ì' | 'ï' | 'î' => 'i',
+            'ó' | 'ò' | 'ö' | 'ô' => 'o',
+            'ú' | 'ù' | 'ü' | 'û' => 'u',
+            'ñ' => 'n',
+            c if c.is_alphanumeric() => c,
+            _ => ' ',
+        })
+        .collect();
+    mapped.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Picks the one name `text` means: an exact (folded) match, else the only name
+/// containing every word typed. Several → `ambiguous` with the candidates.
+pub fn match_name(text: &str, names: &[&str]) -> Result<usize> {
+    let wanted = fold(text);
+    if wanted.is_empty() {
+        return Err(Error::invalid("an empty name").with_hint("type part of a name"));
+    }
+    if let Some(i) = names.iter().position(|n| fold(n) == wanted) {
+        return Ok(i);
+    }
+    let words: Vec<&str> = wanted.split(' ').collect();
+    let hits: Vec<usize> = (0..names.len())
+        .filter(|&i| {
+            let name = fold(names[i]);
+            words.iter().all(|w| {
+                name.split(' ').any(|nw| nw.starts_with(w)) || (w.len() >= 4 && name.contains(w))
+            })
+        })
+        .collect();
+    match hits.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(Error::new(
+            ErrorCode::NotFound,
+            format!("nothing named {text:?}"),
+        )),
+        many => Err(Error::new(
+            ErrorCode::Ambiguous,
+            format!("{text:?} matches {} names", many.len()),
+        )
+        .with_hint(format!(
+            "candidates: {}",
+            many.iter()
+                .map(|&i| names[i])
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_forgivingly_and_ambiguity_lists_candidates() {
+        let names = [
+            "Bodega Mixco",
+            "Centro Histórico",
+            "Zona 10 (Oakland)",
+            "Zona 1",
+            "Mixco",
+        ];
+        assert_eq!(match_name("centro historico", &names).unwrap(), 1);
+        assert_eq!(match_name("CENTRO HISTÓRICO", &names).unwrap(), 1);
+        assert_eq!(match_name("bodega", &names).unwrap(), 0);
+        assert_eq!(
+            match_name("mixco", &names).unwrap(),
+            4,
+            "an exact name beats a partial one"
+        );
+        assert_eq!(match_name("zona 1", &names).unwrap(), 3);
+        assert_eq!(match_name("oakland", &names).unwrap(), 2);
+        let e = match_name("zona", &names).unwrap_err();
+        assert_eq!(e.code, ErrorCode::Ambiguous);
+        assert!(e.hint.unwrap().contains("Zona 10 (Oakland), Zona 1"));
+        assert_eq!(
+            match_name("Petapa", &names).unwrap_err().code,
+            ErrorCode::NotFound
+        );
+    }
+
+    #[test]
+    fn plates_ignore_case_spaces_and_dashes() {
+        assert_eq!(plate_key("p-123 bcd"), "P123BCD");
+        assert_eq!(plate_key("P123BCD"), "P123BCD");
+    }
+
+    #[test]
+    fn date_words() {
+        assert_eq!(parse_date_word("Today"), Some(DateWord::Today));
+        assert_eq!(parse_date_word("yesterday"), Some(DateWord::Yesterday));
+        assert!(matches!(
+            parse_date_word("2026-11-24"),
+            Some(DateWord::On(_))
+        ));
+        assert_eq!(parse_date_word("tomorrow"), None);
+        assert_eq!(parse_date_word("2026-11-31"), None);
+    }
+}

@@ -1,0 +1,109 @@
+//! `stopped_vehicles` (`fleetctl query stopped`): who is stopped now, since when,
+//! engine on or off, and where — longest first.
+
+use super::{Db, List, OFFLINE_AFTER_S, Param, ParamKind, ReportSpec, round1};
+use crate::error::Result;
+use crate::store::read;
+use serde::{Deserialize, Serialize};
+
+/// How long a stop must have lasted to be listed.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoppedVehiclesRequest {
+    /// Minimum minutes stopped (default 30).
+    pub min_minutes: Option<i64>,
+}
+
+/// One stopped vehicle.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoppedVehicle {
+    /// Plate.
+    pub plate: String,
+    /// Driver.
+    pub driver: String,
+    /// When the stop began.
+    pub since: String,
+    /// Minutes stopped up to the data clock.
+    pub minutes: f64,
+    /// Engine running at the last fix.
+    pub engine_on: bool,
+    /// Where, for people.
+    pub place: String,
+    /// Latitude of the stop.
+    pub lat: f64,
+    /// Longitude of the stop.
+    pub lon: f64,
+    /// No fix for over 10 minutes: still stopped as far as we know.
+    pub offline: bool,
+    /// Time of the last fix.
+    pub last_fix_at: String,
+}
+
+/// Vehicles stopped now.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoppedVehiclesReport {
+    /// The data clock ("now").
+    pub data_now: String,
+    /// The threshold applied, minutes.
+    pub min_minutes: i64,
+    /// Stopped vehicles, longest first.
+    pub vehicles: List<StoppedVehicle>,
+}
+
+/// Runs the report.
+pub fn run(db: &Db, req: &StoppedVehiclesRequest) -> Result<StoppedVehiclesReport> {
+    let min_minutes = req.min_minutes.unwrap_or(30);
+    let mut rows = Vec::new();
+    for (v, _) in db.vehicles.iter().filter(|(v, _)| v.active) {
+        let Some(fix) = read::last_fix(db.conn(), v.id)? else {
+            continue;
+        };
+        let Some(stop) = read::ongoing_stop(db.conn(), v.id)?.filter(|s| s.end_ts == fix.ts) else {
+            continue;
+        };
+        let minutes = (db.now_ts - stop.start_ts) as f64 / 60.0;
+        if minutes < min_minutes as f64 {
+            continue;
+        }
+        rows.push(StoppedVehicle {
+            plate: v.plate.clone(),
+            driver: v.driver.clone(),
+            since: db.time(stop.start_ts),
+            minutes: round1(minutes),
+            engine_on: fix.ignition,
+            place: stop.place.clone(),
+            lat: stop.lat,
+            lon: stop.lon,
+            offline: db.now_ts - fix.ts > OFFLINE_AFTER_S,
+            last_fix_at: db.time(fix.ts),
+        });
+    }
+    rows.sort_by(|a, b| {
+        b.minutes
+            .total_cmp(&a.minutes)
+            .then_with(|| a.plate.cmp(&b.plate))
+    });
+    Ok(StoppedVehiclesReport {
+        data_now: db.time(db.now_ts),
+        min_minutes,
+        vehicles: List::capped(rows),
+    })
+}
+
+/// The registry entry.
+pub const SPEC: ReportSpec = ReportSpec {
+    tool: "stopped_vehicles",
+    cli: "stopped",
+    title: "Vehicles stopped now",
+    description: "Vehicles whose current stop (staying within 200 m) has lasted at least min_minutes up to the \
+data clock: plate, driver, since (RFC 3339), minutes, engine on/off, place, and an offline flag for vehicles with \
+no fix for over 10 minutes (e.g. parked at the depot after the shift; their minutes run to the data clock). \
+Longest first. Use it for 'who is stopped?' or 'which trucks have been idle for over an hour?'.",
+    params: &[Param::flag(
+        "min_minutes",
+        ParamKind::Integer { min: 0, max: 10080 },
+        "Only stops of at least this many minutes (default 30)",
+    )],
+    rows: "vehicles",
+    run: |db, args| super::invoke(db, args, run),
+};

@@ -1,0 +1,246 @@
+//! `trip_summary` (`fleetctl query trip PLATE --date D`): one vehicle's day — km,
+//! departure and return, stops, speeds, signal losses and the day's events.
+
+use super::{Db, List, Param, ParamKind, ReportSpec, round1, round2};
+use crate::error::Result;
+use crate::model::{Event, EventKind};
+use crate::store::read;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Which vehicle and day.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TripSummaryRequest {
+    /// Plate, matched forgivingly.
+    pub plate: String,
+    /// `YYYY-MM-DD`, `today` (default) or `yesterday`.
+    pub date: Option<String>,
+}
+
+/// One stop of the day.
+#[derive(Debug, Clone, Serialize)]
+pub struct StopRow {
+    /// When it began.
+    pub start: String,
+    /// When movement began again (or the last fix, if still stopped).
+    pub end: String,
+    /// Minutes.
+    pub minutes: f64,
+    /// Engine running for most of it.
+    pub engine_on: bool,
+    /// Where, for people.
+    pub place: String,
+    /// Still stopped at the vehicle's last fix.
+    pub ongoing: bool,
+}
+
+/// One event of the day.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventRow {
+    /// Event kind.
+    pub kind: &'static str,
+    /// When it began.
+    pub at: String,
+    /// When it ended.
+    pub until: String,
+    /// Where, for people.
+    pub place: String,
+    /// Kind-specific figures (max_speed_kmh, duration_min, minutes_lost, geofence…).
+    pub detail: Value,
+}
+
+/// A signal loss of the day.
+#[derive(Debug, Clone, Serialize)]
+pub struct SignalLossRow {
+    /// The last fix before the gap.
+    pub lost_at: String,
+    /// The first fix after it.
+    pub resumed_at: String,
+    /// Minutes without fixes.
+    pub minutes_lost: f64,
+    /// Where the signal was lost.
+    pub place: String,
+}
+
+/// The day, summed up.
+#[derive(Debug, Clone, Serialize)]
+pub struct TripSummaryReport {
+    /// Plate.
+    pub plate: String,
+    /// Driver.
+    pub driver: String,
+    /// The local date reported (resolved from `today`/`yesterday`).
+    pub date: String,
+    /// The data clock ("now").
+    pub data_now: String,
+    /// False when the vehicle has no fix that day (every figure is then zero).
+    pub has_data: bool,
+    /// Kilometres driven (from `distance_source`).
+    pub distance_km: f64,
+    /// `odometer` when the data has one, else `gps`.
+    pub distance_source: &'static str,
+    /// Kilometres from the fixes (jitter filtered).
+    pub gps_distance_km: f64,
+    /// Kilometres from the odometer, when present.
+    pub odometer_distance_km: Option<f64>,
+    /// Start of the first trip.
+    pub departure_at: Option<String>,
+    /// End of the last trip.
+    pub return_at: Option<String>,
+    /// Minutes from departure to return.
+    pub duration_min: Option<f64>,
+    /// First fix of the day.
+    pub first_fix_at: Option<String>,
+    /// Last fix of the day.
+    pub last_fix_at: Option<String>,
+    /// Minutes moving.
+    pub moving_min: f64,
+    /// Minutes stopped with the engine on.
+    pub idle_min: f64,
+    /// Minutes stopped with the engine off.
+    pub parked_min: f64,
+    /// Trips (movements of at least 500 m between stops).
+    pub trips: i64,
+    /// Highest speed, km/h.
+    pub max_speed_kmh: f64,
+    /// Average speed while moving, km/h.
+    pub avg_moving_speed_kmh: f64,
+    /// Stops that began this day.
+    pub stops_count: usize,
+    /// Their total minutes.
+    pub stops_total_min: f64,
+    /// The stops, longest first.
+    pub stops: List<StopRow>,
+    /// Signal losses, in time order.
+    pub signal_losses: List<SignalLossRow>,
+    /// Speeding, long stops, signal losses and geofence entries/exits, in time order.
+    pub events: List<EventRow>,
+    /// Ignition switched on / off this day.
+    pub ignition_on_count: usize,
+    /// Ignition switched off this day.
+    pub ignition_off_count: usize,
+}
+
+/// An event as a row, its place taken from what detection recorded.
+pub fn event_row(db: &Db, e: &Event) -> EventRow {
+    let mut detail = e.detail.clone();
+    let place = match detail.as_object_mut().and_then(|d| d.remove("place")) {
+        Some(Value::String(p)) => p,
+        _ => db.place(e.lat, e.lon),
+    };
+    EventRow {
+        kind: e.kind.as_str(),
+        at: db.time(e.start_ts),
+        until: db.time(e.end_ts),
+        place,
+        detail,
+    }
+}
+
+/// Runs the report.
+pub fn run(db: &Db, req: &TripSummaryRequest) -> Result<TripSummaryReport> {
+    let v = db.resolve_plate(&req.plate)?;
+    let date = db.resolve_date(req.date.as_deref())?;
+    let (from, to) = db.day_bounds(date);
+    let day =
+        read::daily_between(db.conn(), Some(v.id), &date.to_string(), &date.to_string())?.pop();
+    let trips = read::trips_between(db.conn(), v.id, from, to)?;
+    let mut stops = read::stops_between(db.conn(), v.id, from, to)?;
+    let events = read::events_between(db.conn(), Some(v.id), &[], from, to)?;
+
+    let stops_total_min = round1(stops.iter().map(|s| s.duration_s()).sum::<i64>() as f64 / 60.0);
+    stops.sort_by_key(|s| (std::cmp::Reverse(s.duration_s()), s.start_ts));
+    let stop_rows = stops
+        .iter()
+        .map(|s| StopRow {
+            start: db.time(s.start_ts),
+            end: db.time(s.end_ts),
+            minutes: round1(s.duration_s() as f64 / 60.0),
+            engine_on: s.engine_on(),
+            place: s.place.clone(),
+            ongoing: s.ongoing,
+        })
+        .collect();
+    let losses = events
+        .iter()
+        .filter(|e| e.kind == EventKind::SignalLoss)
+        .map(|e| {
+            let row = event_row(db, e);
+            SignalLossRow {
+                lost_at: row.at,
+                resumed_at: row.until,
+                minutes_lost: e.detail["minutes_lost"].as_f64().unwrap_or_default(),
+                place: row.place,
+            }
+        })
+        .collect();
+    let count = |k: EventKind| events.iter().filter(|e| e.kind == k).count();
+    let event_rows = events
+        .iter()
+        .filter(|e| !matches!(e.kind, EventKind::IgnitionOn | EventKind::IgnitionOff))
+        .map(|e| event_row(db, e))
+        .collect();
+    let (departure, ret) = (
+        trips.first().map(|t| t.start_ts),
+        trips.last().map(|t| t.end_ts),
+    );
+    let (gps_km, odo_km) = day
+        .as_ref()
+        .map_or((0.0, None), |d| (d.gps_distance_km, d.odometer_distance_km));
+    Ok(TripSummaryReport {
+        plate: v.plate.clone(),
+        driver: v.driver.clone(),
+        date: date.to_string(),
+        data_now: db.time(db.now_ts),
+        has_data: day.is_some(),
+        distance_km: round2(odo_km.unwrap_or(gps_km)),
+        distance_source: if odo_km.is_some() { "odometer" } else { "gps" },
+        gps_distance_km: round2(gps_km),
+        odometer_distance_km: odo_km.map(round2),
+        departure_at: departure.map(|t| db.time(t)),
+        return_at: ret.map(|t| db.time(t)),
+        duration_min: departure
+            .zip(ret)
+            .map(|(a, b)| round1((b - a) as f64 / 60.0)),
+        first_fix_at: day.as_ref().map(|d| db.time(d.first_ts)),
+        last_fix_at: day.as_ref().map(|d| db.time(d.last_ts)),
+        moving_min: day.as_ref().map_or(0.0, |d| round1(d.moving_min)),
+        idle_min: day.as_ref().map_or(0.0, |d| round1(d.idle_min)),
+        parked_min: day.as_ref().map_or(0.0, |d| round1(d.parked_min)),
+        trips: trips.len() as i64,
+        max_speed_kmh: day.as_ref().map_or(0.0, |d| round1(d.max_speed_kmh)),
+        avg_moving_speed_kmh: day.as_ref().map_or(0.0, |d| round1(d.avg_moving_speed_kmh)),
+        stops_count: stops.len(),
+        stops_total_min,
+        stops: List::capped(stop_rows),
+        signal_losses: List::capped(losses),
+        events: List::capped(event_rows),
+        ignition_on_count: count(EventKind::IgnitionOn),
+        ignition_off_count: count(EventKind::IgnitionOff),
+    })
+}
+
+/// The registry entry.
+pub const SPEC: ReportSpec = ReportSpec {
+    tool: "trip_summary",
+    cli: "trip",
+    title: "A vehicle's day",
+    description: "One vehicle's local day computed from its GPS fixes: distance_km (odometer when present, \
+else GPS with jitter filtered; distance_source says which), departure and return times, minutes moving / idle / \
+parked, number of trips, max and average moving speed (km/h), every stop (start, end, minutes, place, engine on/off; \
+longest first), signal losses (minutes without fixes), and that day's speeding, long-stop, signal-loss and geofence \
+events. Use it for any question about how much a vehicle drove or what it did on a day; it is the source for numbers. \
+date accepts YYYY-MM-DD, today or yesterday (resolved on the data clock and echoed back). A day without data \
+returns has_data=false, not an error.",
+    params: &[
+        Param::positional("plate", ParamKind::Plate, "Plate, e.g. P-123BCD"),
+        Param::flag(
+            "date",
+            ParamKind::Date,
+            "Local date: YYYY-MM-DD, today or yesterday (default today)",
+        ),
+    ],
+    rows: "stops",
+    run: |db, args| super::invoke(db, args, run),
+};

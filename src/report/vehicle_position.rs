@@ -1,0 +1,162 @@
+//! `vehicle_position` (`fleetctl query position PLATE`): where a vehicle is — its
+//! last fix, how long ago by the data clock, what it is doing, and where that is.
+
+use super::{Db, OFFLINE_AFTER_S, Param, ParamKind, ReportSpec, round1};
+use crate::error::Result;
+use crate::geo::compass_point;
+use crate::model::{Fix, Stop};
+use crate::store::read;
+use serde::{Deserialize, Serialize};
+
+/// Which vehicle.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VehiclePositionRequest {
+    /// Plate, matched forgivingly.
+    pub plate: String,
+}
+
+/// The vehicle's last known position and state.
+#[derive(Debug, Clone, Serialize)]
+pub struct VehiclePositionReport {
+    /// Plate.
+    pub plate: String,
+    /// Driver.
+    pub driver: String,
+    /// Vehicle kind.
+    pub kind: String,
+    /// False: out of service, no positions.
+    pub active: bool,
+    /// The data clock ("now").
+    pub data_now: String,
+    /// `moving`, `idle`, `parked`, `offline`, `inactive` or `no_data`.
+    pub state: &'static str,
+    /// What it was doing at its last fix (`moving`, `idle`, `parked`), also when offline.
+    pub state_at_last_fix: Option<&'static str>,
+    /// Time of the last fix.
+    pub last_fix_at: Option<String>,
+    /// Minutes from the last fix to the data clock.
+    pub minutes_since_fix: Option<f64>,
+    /// Where, for people.
+    pub place: Option<String>,
+    /// Latitude.
+    pub lat: Option<f64>,
+    /// Longitude.
+    pub lon: Option<f64>,
+    /// Speed at the last fix, km/h.
+    pub speed_kmh: Option<f64>,
+    /// Heading, degrees clockwise from north.
+    pub heading_deg: Option<f64>,
+    /// Heading as a compass point.
+    pub heading: Option<&'static str>,
+    /// Ignition at the last fix.
+    pub ignition_on: Option<bool>,
+    /// Odometer, km.
+    pub odometer_km: Option<f64>,
+    /// When the current stop began, if stopped.
+    pub stopped_since: Option<String>,
+    /// Minutes stopped up to the data clock, if stopped.
+    pub stopped_min: Option<f64>,
+    /// Why fields are empty, when they are.
+    pub note: Option<String>,
+}
+
+/// A vehicle's state by the data clock (`offline` after 10 minutes without a fix),
+/// its state at the last fix, and the stop it is in, if any.
+pub fn state_at(db: &Db, fix: &Fix) -> Result<(&'static str, &'static str, Option<Stop>)> {
+    let stop = read::ongoing_stop(db.conn(), fix.vehicle_id)?.filter(|s| s.end_ts == fix.ts);
+    let at_fix = match &stop {
+        Some(_) if fix.ignition => "idle",
+        Some(_) => "parked",
+        None => "moving",
+    };
+    let state = if db.now_ts - fix.ts > OFFLINE_AFTER_S {
+        "offline"
+    } else {
+        at_fix
+    };
+    Ok((state, at_fix, stop))
+}
+
+/// Runs the report.
+pub fn run(db: &Db, req: &VehiclePositionRequest) -> Result<VehiclePositionReport> {
+    let v = db.resolve_plate(&req.plate)?;
+    let mut report = VehiclePositionReport {
+        plate: v.plate.clone(),
+        driver: v.driver.clone(),
+        kind: v.kind.clone(),
+        active: v.active,
+        data_now: db.time(db.now_ts),
+        state: "no_data",
+        state_at_last_fix: None,
+        last_fix_at: None,
+        minutes_since_fix: None,
+        place: None,
+        lat: None,
+        lon: None,
+        speed_kmh: None,
+        heading_deg: None,
+        heading: None,
+        ignition_on: None,
+        odometer_km: None,
+        stopped_since: None,
+        stopped_min: None,
+        note: None,
+    };
+    let Some(fix) = read::last_fix(db.conn(), v.id)? else {
+        report.state = if v.active { "no_data" } else { "inactive" };
+        report.note = Some(if v.active {
+            format!("{} has no positions in this database", v.plate)
+        } else {
+            format!(
+                "{} is out of service (inactive) and reports no positions",
+                v.plate
+            )
+        });
+        return Ok(report);
+    };
+    let (state, at_fix, stop) = state_at(db, &fix)?;
+    let since_s = db.now_ts - fix.ts;
+    report.state = state;
+    report.state_at_last_fix = Some(at_fix);
+    report.last_fix_at = Some(db.time(fix.ts));
+    report.minutes_since_fix = Some(round1(since_s as f64 / 60.0));
+    report.place = Some(db.place(fix.lat, fix.lon));
+    report.lat = Some(fix.lat);
+    report.lon = Some(fix.lon);
+    report.speed_kmh = Some(fix.speed_kmh);
+    report.heading_deg = Some(fix.heading_deg);
+    report.heading = Some(compass_point(fix.heading_deg));
+    report.ignition_on = Some(fix.ignition);
+    report.odometer_km = fix.odometer_km;
+    if let Some(s) = stop {
+        report.stopped_since = Some(db.time(s.start_ts));
+        report.stopped_min = Some(round1((db.now_ts - s.start_ts) as f64 / 60.0));
+    }
+    if report.state == "offline" {
+        report.note = Some(format!(
+            "no fix for {:.0} min: the position is the last one known",
+            since_s as f64 / 60.0
+        ));
+    }
+    Ok(report)
+}
+
+/// The registry entry.
+pub const SPEC: ReportSpec = ReportSpec {
+    tool: "vehicle_position",
+    cli: "position",
+    title: "Where a vehicle is now",
+    description: "Last known position of one vehicle: time of the last fix and minutes before the data clock, \
+place name (inside a geofence or 'km and direction from' the nearest known place), lat/lon, speed_kmh, heading \
+(degrees and compass point), state (moving, idle = stopped with engine on, parked = engine off, offline = no fix \
+for over 10 min), how long it has been stopped, odometer and driver. Use it for 'where is P-123BCD?'. Plates are \
+matched ignoring case, spaces and dashes; call list_vehicles first if unsure of the plate.",
+    params: &[Param::positional(
+        "plate",
+        ParamKind::Plate,
+        "Plate, e.g. P-123BCD (case, spaces and dashes ignored)",
+    )],
+    rows: "",
+    run: |db, args| super::invoke(db, args, run),
+};

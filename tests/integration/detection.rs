@@ -1,0 +1,201 @@
+//! Detection scored against the generator's ground truth: every planted anomaly
+//! found (recall), nothing else flagged (precision), times within 30 s, on the
+//! fixture database and five other seeds.
+
+use crate::harness::{fixture_db, open, query_json, seed_db};
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone)]
+struct Interval {
+    vehicle_id: i64,
+    kind: String,
+    start_ts: i64,
+    end_ts: i64,
+}
+
+fn intervals(conn: &Connection, table: &str) -> Vec<Interval> {
+    let sql = format!(
+        "SELECT vehicle_id, kind, start_ts, end_ts FROM {table} ORDER BY vehicle_id, start_ts"
+    );
+    let mut st = conn.prepare(&sql).unwrap();
+    st.query_map([], |r| {
+        Ok(Interval {
+            vehicle_id: r.get(0)?,
+            kind: r.get(1)?,
+            start_ts: r.get(2)?,
+            end_ts: r.get(3)?,
+        })
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+fn databases() -> Vec<PathBuf> {
+    let mut dbs = vec![fixture_db().to_path_buf()];
+    dbs.extend((1..=5).map(seed_db));
+    dbs
+}
+
+fn score(path: &Path) {
+    let conn = open(path);
+    let truth = intervals(&conn, "injected_events");
+    let found = intervals(&conn, "events");
+    let long_stop_min: f64 = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'long_stop_min'",
+            [],
+            |r| r.get::<_, String>(0),
+        )
+        .unwrap()
+        .parse()
+        .unwrap();
+    for kind in ["speeding", "long_stop", "signal_loss"] {
+        // A stop "now" that has lasted past the threshold is a long stop too.
+        let expected: Vec<&Interval> = truth
+            .iter()
+            .filter(|t| {
+                t.kind == kind
+                    || (kind == "long_stop"
+                        && t.kind == "stopped_now"
+                        && (t.end_ts - t.start_ts) as f64 >= long_stop_min * 60.0)
+            })
+            .collect();
+        let detected: Vec<&Interval> = found.iter().filter(|e| e.kind == kind).collect();
+        let matches = |a: &Interval, b: &Interval| {
+            a.vehicle_id == b.vehicle_id && (a.start_ts - b.start_ts).abs() <= 30
+        };
+        for t in &expected {
+            assert!(
+                detected.iter().any(|e| matches(e, t)),
+                "{}: planted {kind} not found: {t:?}",
+                path.display()
+            );
+        }
+        for e in &detected {
+            assert!(
+                expected.iter().any(|t| matches(e, t)),
+                "{}: {kind} detected but not planted: {e:?}",
+                path.display()
+            );
+        }
+        assert!(!expected.is_empty(), "{kind} planted in {}", path.display());
+    }
+}
+
+#[test]
+fn every_planted_anomaly_is_found_and_nothing_else_on_six_databases() {
+    for db in databases() {
+        score(&db);
+    }
+}
+
+#[test]
+fn stopped_now_vehicles_are_reported_with_the_right_minutes() {
+    for db in databases() {
+        let conn = open(&db);
+        let report = query_json(&db, &["stopped", "--min-minutes", "30"]);
+        let rows = report["vehicles"]["items"].as_array().unwrap();
+        let truth = intervals(&conn, "injected_events");
+        for t in truth.iter().filter(|t| t.kind == "stopped_now") {
+            let plate: String = conn
+                .query_row(
+                    "SELECT plate FROM vehicles WHERE id = ?1",
+                    [t.vehicle_id],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            let row = rows
+                .iter()
+                .find(|r| r["plate"] == plate.as_str())
+                .unwrap_or_else(|| panic!("{plate} not reported stopped: {report}"));
+            let minutes = row["minutes"].as_f64().unwrap();
+            let expected = (t.end_ts - t.start_ts) as f64 / 60.0;
+            assert!(
+                (minutes - expected).abs() <= 1.0,
+                "{plate}: {minutes} min reported, {expected} planted"
+            );
+            assert_eq!(row["engine_on"], true);
+            assert_eq!(row["offline"], false);
+        }
+    }
+}
+
+#[test]
+fn distance_from_fixes_is_within_three_percent_of_the_odometer() {
+    for db in databases() {
+        let conn = open(&db);
+        let mut st = conn.prepare("SELECT vehicle_id, date, gps_distance_km, odometer_distance_km FROM daily WHERE odometer_distance_km > 5").unwrap();
+        let rows: Vec<(i64, String, f64, f64)> = st
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert!(rows.len() > 50);
+        for (v, date, gps, odo) in rows {
+            let err = (gps - odo).abs() / odo;
+            assert!(
+                err <= 0.03,
+                "{}: vehicle {v} on {date}: gps {gps:.2} km vs odometer {odo:.2} km",
+                db.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn shifts_start_and_end_inside_the_depot_of_their_route() {
+    let db = fixture_db();
+    let conn = open(db);
+    let depots: Vec<(i64, String)> = conn
+        .prepare("SELECT id, name FROM geofences WHERE kind IN ('depot', 'distribution_center')")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let last_date: String = conn
+        .query_row("SELECT value FROM meta WHERE key = 'last_date'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let mut st = conn
+        .prepare("SELECT vehicle_id, date, first_ts, last_ts FROM daily WHERE date < ?1")
+        .unwrap();
+    let days: Vec<(i64, String, i64, i64)> = st
+        .query_map([&last_date], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(days.len() > 60);
+    for (v, date, first, last) in days {
+        let route: String = conn
+            .query_row("SELECT route FROM vehicles WHERE id = ?1", [v], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        let depot_name = &fleetctl::geo::atlas::routes()
+            .iter()
+            .find(|r| r.slug == route)
+            .unwrap()
+            .depot;
+        let depot_id = depots.iter().find(|(_, n)| n == depot_name).unwrap().0;
+        let inside_at = |ts: i64| -> bool {
+            conn.query_row(
+                "SELECT COUNT(*) FROM visits WHERE vehicle_id = ?1 AND geofence_id = ?2 AND enter_ts <= ?3 AND (exit_ts IS NULL OR exit_ts > ?3)",
+                rusqlite::params![v, depot_id, ts],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap()
+                > 0
+        };
+        assert!(
+            inside_at(first),
+            "vehicle {v} starts {date} in {depot_name}"
+        );
+        assert!(inside_at(last), "vehicle {v} ends {date} in {depot_name}");
+    }
+}

@@ -1,0 +1,386 @@
+//! The reports through the CLI: golden JSON for every report on the fixture
+//! database, and each anchor and bad-input rule with its message and exit code.
+
+use crate::harness::{TempDir, fixture_db, fleetctl, open, query_json, run};
+use serde_json::Value;
+use std::path::Path;
+
+/// A vehicle of the fixture: the one stopped longest "now".
+fn stopped_longest(db: &Path) -> String {
+    open(db)
+        .query_row(
+            "SELECT plate FROM vehicles JOIN injected_events e ON e.vehicle_id = vehicles.id \
+             WHERE e.kind = 'stopped_now' ORDER BY e.start_ts LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+/// The arguments each golden file is made with (every report appears).
+fn golden_cases(db: &Path) -> Vec<(&'static str, Vec<String>)> {
+    let plate = stopped_longest(db);
+    let depot: String = open(db)
+        .query_row(
+            "SELECT route FROM vehicles WHERE plate = ?1",
+            [&plate],
+            |r| r.get::<_, String>(0),
+        )
+        .map(|slug| {
+            fleetctl::geo::atlas::routes()
+                .iter()
+                .find(|r| r.slug == slug)
+                .unwrap()
+                .depot
+                .clone()
+        })
+        .unwrap();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    vec![
+        ("vehicle_position", s(&["position", &plate])),
+        ("stopped_vehicles", s(&["stopped"])),
+        ("trip_summary", s(&["trip", &plate, "--date", "yesterday"])),
+        ("alerts", s(&["alerts"])),
+        (
+            "geofence_visits",
+            s(&["geofence", &plate, &depot, "--date", "yesterday"]),
+        ),
+        ("mileage_ranking", s(&["mileage"])),
+        ("list_vehicles", s(&["vehicles"])),
+        ("list_geofences", s(&["geofences"])),
+        ("nearest_vehicles", s(&["nearest", "Bodega Mixco"])),
+    ]
+}
+
+/// Compares `actual` with `tests/golden/NAME.json`; `FLEETCTL_UPDATE_GOLDEN=1`
+/// rewrites it. A missing golden file fails.
+pub fn assert_golden(name: &str, actual: &Value) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(format!("{name}.json"));
+    let pretty = serde_json::to_string_pretty(actual).unwrap() + "\n";
+    if std::env::var_os("FLEETCTL_UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &pretty).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "missing golden file {}: run `FLEETCTL_UPDATE_GOLDEN=1 cargo test`",
+            path.display()
+        )
+    });
+    let expected: Value = serde_json::from_str(&expected).unwrap();
+    assert!(
+        expected == *actual,
+        "{name} differs from {} (FLEETCTL_UPDATE_GOLDEN=1 rewrites it after review)\nactual:\n{pretty}",
+        path.display()
+    );
+}
+
+#[test]
+fn every_report_matches_its_golden_json() {
+    let db = fixture_db();
+    let cases = golden_cases(db);
+    let covered: Vec<&str> = cases.iter().map(|(name, _)| *name).collect();
+    for spec in fleetctl::report::registry() {
+        assert!(
+            covered.contains(&spec.tool),
+            "no golden case for {}",
+            spec.tool
+        );
+    }
+    for (name, args) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_golden(name, &query_json(db, &args));
+    }
+}
+
+/// Runs a query expected to fail; returns stderr's first line and the JSON error.
+fn query_fails(db: &Path, args: &[&str], code: i32) -> (String, Value) {
+    let mut all = vec!["--db", db.to_str().unwrap(), "query"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    let r = run(fleetctl(&all)).fails(code);
+    let json: Value = serde_json::from_str(&r.stdout).unwrap_or(Value::Null);
+    (
+        r.stderr.lines().next().unwrap_or_default().to_string(),
+        json,
+    )
+}
+
+#[test]
+fn plates_are_matched_forgivingly() {
+    let db = fixture_db();
+    let plate = stopped_longest(db);
+    let loose = plate.replace('-', " ").to_lowercase();
+    let digits_and_letters = plate[2..].to_string();
+    for variant in [plate.to_lowercase(), loose, digits_and_letters] {
+        let r = query_json(db, &["position", &variant]);
+        assert_eq!(r["plate"], plate.as_str(), "{variant}");
+    }
+}
+
+#[test]
+fn bad_anchors_are_refused_with_what_would_be_accepted() {
+    let db = fixture_db();
+    let (line, json) = query_fails(db, &["position", "P-000XXX"], 3);
+    assert!(
+        line.starts_with("fleetctl: not_found: no vehicle with plate \"P-000XXX\""),
+        "{line}"
+    );
+    assert!(
+        json["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .starts_with("valid plates: P-"),
+        "{json}"
+    );
+
+    // "P-" followed by a single digit matches several plates: the candidates come back.
+    let (line, json) = query_fails(db, &["position", "P"], 3);
+    assert!(
+        line.starts_with("fleetctl: not_found") || line.starts_with("fleetctl: ambiguous"),
+        "{line}"
+    );
+    let _ = json;
+
+    let plate = stopped_longest(db);
+    let (line, json) = query_fails(db, &["geofence", &plate, "Bodega Petén"], 3);
+    assert!(
+        line.contains("no geofence named \"Bodega Petén\""),
+        "{line}"
+    );
+    assert!(
+        json["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("Bodega Mixco")
+    );
+
+    let (line, json) = query_fails(db, &["geofence", &plate, "bodega"], 3);
+    assert!(line.starts_with("fleetctl: ambiguous: "), "{line}");
+    assert!(
+        json["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .starts_with("candidates: "),
+        "{json}"
+    );
+
+    let (line, _) = query_fails(db, &["nearest", "--lat", "14.6"], 2);
+    assert!(line.contains("`lat` needs `lon`"), "{line}");
+    let (line, _) = query_fails(
+        db,
+        &["nearest", "Zona 10", "--lat", "14.6", "--lon", "-90.5"],
+        2,
+    );
+    assert!(line.contains("cannot be given together"), "{line}");
+    let (line, _) = query_fails(db, &["nearest", "Atlantis"], 3);
+    assert!(line.contains("no place named \"Atlantis\""), "{line}");
+}
+
+#[test]
+fn bad_dates_and_ranges_are_refused() {
+    let db = fixture_db();
+    let (line, _) = query_fails(
+        db,
+        &["alerts", "--from", "2026-11-25", "--to", "2026-11-20"],
+        2,
+    );
+    assert_eq!(
+        line,
+        "fleetctl: invalid_argument: from 2026-11-25 is after to 2026-11-20"
+    );
+    let (line, json) = query_fails(
+        db,
+        &["mileage", "--from", "2026-01-01", "--to", "2026-11-25"],
+        2,
+    );
+    assert!(line.contains("spans 329 days"), "{line}");
+    assert!(json["error"]["hint"].as_str().unwrap().contains("92 days"));
+    let (line, json) = query_fails(db, &["trip", "P-000XXX", "--date", "tomorrow"], 2);
+    assert!(
+        line.contains("`date` = \"tomorrow\" is not accepted"),
+        "{line}"
+    );
+    assert_eq!(
+        json["error"]["hint"],
+        "date: YYYY-MM-DD, today or yesterday"
+    );
+    let (line, _) = query_fails(db, &["stopped", "--min-minutes", "-5"], 2);
+    assert!(line.contains("`min_minutes` = -5"), "{line}");
+    let (line, _) = query_fails(db, &["alerts", "--type", "speedin"], 2);
+    assert!(line.contains("speedin"), "{line}");
+}
+
+#[test]
+fn dates_are_resolved_on_the_data_clock_and_echoed() {
+    let db = fixture_db();
+    let plate = stopped_longest(db);
+    assert_eq!(query_json(db, &["trip", &plate])["date"], "2026-11-25");
+    assert_eq!(
+        query_json(db, &["trip", &plate, "--date", "yesterday"])["date"],
+        "2026-11-24"
+    );
+    let m = query_json(db, &["mileage"]);
+    assert_eq!(
+        (m["from"].as_str(), m["to"].as_str()),
+        (Some("2026-11-19"), Some("2026-11-25"))
+    );
+}
+
+#[test]
+fn a_day_without_data_is_an_empty_report_and_an_inactive_vehicle_explains_itself() {
+    let db = fixture_db();
+    let plate = stopped_longest(db);
+    let r = query_json(db, &["trip", &plate, "--date", "2026-10-01"]);
+    assert_eq!(r["has_data"], false);
+    assert_eq!(r["distance_km"], 0.0);
+    assert_eq!(r["stops"]["total"], 0);
+    let inactive: String = open(db)
+        .query_row("SELECT plate FROM vehicles WHERE active = 0", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let r = query_json(db, &["position", &inactive]);
+    assert_eq!(r["state"], "inactive");
+    assert!(
+        r["note"].as_str().unwrap().contains("out of service"),
+        "{r}"
+    );
+    assert_eq!(r["lat"], Value::Null);
+}
+
+#[test]
+fn lists_say_total_and_truncated() {
+    let r = query_json(fixture_db(), &["vehicles"]);
+    assert_eq!(r["vehicles"]["total"], 15);
+    assert_eq!(r["vehicles"]["truncated"], false);
+    assert_eq!(r["vehicles"]["items"].as_array().unwrap().len(), 15);
+}
+
+#[test]
+fn a_missing_or_foreign_database_says_what_to_do() {
+    let dir = TempDir::new("nodb");
+    let missing = dir.join("none.db");
+    let (line, json) = query_fails(&missing, &["vehicles"], 4);
+    assert!(
+        line.starts_with("fleetctl: db_unavailable: no database at "),
+        "{line}"
+    );
+    assert!(
+        json["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("fleetctl generate")
+    );
+
+    let old = dir.join("old.db");
+    std::fs::copy(fixture_db(), &old).unwrap();
+    let conn = rusqlite::Connection::open(&old).unwrap();
+    conn.execute(
+        "UPDATE meta SET value = '0' WHERE key = 'schema_version'",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let (line, _) = query_fails(&old, &["vehicles"], 4);
+    assert!(line.starts_with("fleetctl: db_schema: "), "{line}");
+}
+
+#[test]
+fn reports_open_the_database_read_only() {
+    let dir = TempDir::new("readonly");
+    let db = dir.join("fleet.db");
+    std::fs::copy(fixture_db(), &db).unwrap();
+    let mut perms = std::fs::metadata(&db).unwrap().permissions();
+    perms.set_readonly(true);
+    std::fs::set_permissions(&db, perms).unwrap();
+    let before = std::fs::read(&db).unwrap();
+    for (_, args) in golden_cases(&db) {
+        query_json(&db, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+}
+
+#[test]
+fn table_and_csv_formats_print_for_people() {
+    let db = fixture_db();
+    let r = run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "query",
+        "stopped",
+        "--format",
+        "table",
+    ]))
+    .ok();
+    assert!(
+        r.stdout.contains("vehicles (") && r.stdout.contains("  plate "),
+        "{}",
+        r.stdout
+    );
+    let r = run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "query",
+        "mileage",
+        "--format",
+        "csv",
+    ]))
+    .ok();
+    let mut lines = r.stdout.lines();
+    assert_eq!(
+        lines.next(),
+        Some("rank,plate,driver,distance_km,active_days,daily_average_km,distance_source,active")
+    );
+    assert_eq!(lines.count(), 15);
+}
+
+#[test]
+fn analyze_reruns_detection_with_new_thresholds_atomically() {
+    let dir = TempDir::new("analyze");
+    let db = dir.join("fleet.db");
+    std::fs::copy(fixture_db(), &db).unwrap();
+    let speeding = |db: &Path| {
+        query_json(db, &["alerts", "--type", "speeding"])["total"]
+            .as_u64()
+            .unwrap()
+    };
+    let before = speeding(&db);
+    let r = run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "analyze",
+        "--speed-limit",
+        "60",
+    ]))
+    .ok();
+    assert!(r.stdout.contains("speeding"), "{}", r.stdout);
+    assert!(speeding(&db) > before, "a lower limit finds more speeding");
+    let limit: String = open(&db)
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'speed_limit_kmh'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(limit, "60");
+    // A refused threshold changes nothing.
+    let r = run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "analyze",
+        "--speed-limit",
+        "0",
+    ]))
+    .fails(2);
+    assert!(
+        r.stderr.contains("--speed-limit 0 is out of range"),
+        "{}",
+        r.stderr
+    );
+    run(fleetctl(&["--db", db.to_str().unwrap(), "analyze"])).ok();
+    assert_eq!(speeding(&db), before);
+}
