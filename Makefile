@@ -9,9 +9,13 @@ build:
 	$(CARGO) build --release
 
 # Builds, generates the demo database at the default location if it is missing,
-# and prints what is in it.
+# and prints a fleet overview: who is stopped now, and the week's kilometres.
 run: build
 	$(BIN) generate --ahora $(AHORA) --if-missing
+	@echo
+	$(BIN) query stopped --format table
+	@echo
+	$(BIN) query mileage --format table
 
 test:
 	$(CARGO) test

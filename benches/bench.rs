@@ -1,9 +1,13 @@
 //! `make bench`: the speed and memory figures the issues set targets for, measured
-//! on this machine and printed. Each case runs in a fresh child process (this same
-//! binary, re-executed) so that its peak memory is its own.
+//! on this machine and printed. Generation and analysis run in a fresh child process
+//! (this same binary, re-executed) so that each peak memory figure is its own.
 
+use fleetctl::analyze::{self, Thresholds};
 use fleetctl::clock::FleetZone;
+use fleetctl::report::{self, Args, Db};
+use fleetctl::store;
 use fleetctl::synth::{self, GenerateOptions};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -12,10 +16,12 @@ const AHORA: &str = "2026-11-25T15:30";
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("--child-generate") {
-        child_generate(&args[2..]);
-        return;
+    match args.get(1).map(String::as_str) {
+        Some("--child-generate") => return child_generate(&args[2..]),
+        Some("--child-analyze") => return child_analyze(&args[2]),
+        _ => {}
     }
+    let quick = std::env::var_os("FLEETCTL_BENCH_QUICK").is_some();
     let dir = std::env::temp_dir().join(format!("fleetctl-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     println!(
@@ -23,19 +29,42 @@ fn main() {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     println!();
-    println!("generate");
-    let default = (0..5)
-        .map(|i| generate_in_child(&dir.join(format!("default-{i}.db")), 15, 7))
-        .collect::<Vec<_>>();
+    println!("generate (in a child process)");
+    let default: Vec<Figures> = (0..5)
+        .map(|i| generate_in_child(&dir.join(format!("default-{i}.db")), 15, 7, i > 0))
+        .collect();
     report("15 vehicles × 7 days (median of 5)", &default, 0.5);
-    let mid = generate_in_child(&dir.join("100x30.db"), 100, 30);
-    report("100 vehicles × 30 days", &[mid], f64::NAN);
-    let big = generate_in_child(&dir.join("1000x30.db"), 1000, 30);
-    report("1000 vehicles × 30 days", &[big], 180.0);
+    if !quick {
+        let mid = generate_in_child(&dir.join("100x30.db"), 100, 30, true);
+        report("100 vehicles × 30 days", &[mid], f64::NAN);
+        let big = generate_in_child(&dir.join("1000x30.db"), 1000, 30, false);
+        report("1000 vehicles × 30 days", &[big], 180.0);
+    }
+
+    println!();
+    println!("analyze (re-run detection, in a child process)");
+    let runs: Vec<Figures> = (0..5)
+        .map(|_| analyze_in_child(&dir.join("default-0.db")))
+        .collect();
+    report("15 vehicles × 7 days (median of 5)", &runs, 0.3);
+    if !quick {
+        report(
+            "1000 vehicles × 30 days",
+            &[analyze_in_child(&dir.join("1000x30.db"))],
+            120.0,
+        );
+    }
+
+    println!();
+    println!("reports (in-process, median of 50 calls)");
+    bench_reports(&dir.join("default-0.db"), "15 × 7", 2.0);
+    if !quick {
+        bench_reports(&dir.join("1000x30.db"), "1000 × 30", 50.0);
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Wall seconds, rows written, peak resident memory in MiB.
+/// Wall seconds, rows handled, peak resident memory in MiB.
 #[derive(Clone, Copy)]
 struct Figures {
     seconds: f64,
@@ -63,32 +92,42 @@ fn report(label: &str, runs: &[Figures], target_s: f64) {
     );
 }
 
-fn generate_in_child(path: &Path, vehicles: u32, days: u32) -> Figures {
+fn child(args: &[&str]) -> Figures {
     let out = Command::new(std::env::current_exe().expect("own path"))
-        .args([
-            "--child-generate",
-            path.to_str().unwrap(),
-            &vehicles.to_string(),
-            &days.to_string(),
-        ])
+        .args(args)
         .output()
         .expect("child runs");
-    let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
         "child failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: Vec<f64> = text
+    let v: Vec<f64> = String::from_utf8_lossy(&out.stdout)
         .split_whitespace()
         .map(|x| x.parse().unwrap())
         .collect();
-    let _ = std::fs::remove_file(path);
     Figures {
         seconds: v[0],
         rows: v[1] as u64,
         peak_mib: v[2],
     }
+}
+
+fn generate_in_child(path: &Path, vehicles: u32, days: u32, discard: bool) -> Figures {
+    let figures = child(&[
+        "--child-generate",
+        path.to_str().unwrap(),
+        &vehicles.to_string(),
+        &days.to_string(),
+    ]);
+    if discard {
+        let _ = std::fs::remove_file(path);
+    }
+    figures
+}
+
+fn analyze_in_child(path: &Path) -> Figures {
+    child(&["--child-analyze", path.to_str().unwrap()])
 }
 
 fn child_generate(args: &[String]) {
@@ -104,8 +143,82 @@ fn child_generate(args: &[String]) {
     };
     let started = Instant::now();
     let summary = synth::generate(&opts, &mut |_| {}).expect("generate");
-    let seconds = started.elapsed().as_secs_f64();
-    println!("{seconds} {} {}", summary.positions, peak_rss_mib());
+    println!(
+        "{} {} {}",
+        started.elapsed().as_secs_f64(),
+        summary.positions,
+        peak_rss_mib()
+    );
+}
+
+fn child_analyze(path: &str) {
+    let started = Instant::now();
+    let summary = store::with_write_transaction(Path::new(path), |conn| {
+        analyze::analyze_store(conn, Thresholds::default())
+    })
+    .expect("analyze");
+    println!(
+        "{} {} {}",
+        started.elapsed().as_secs_f64(),
+        summary.fixes,
+        peak_rss_mib()
+    );
+}
+
+/// The arguments each report is timed with: a busy vehicle, its depot, yesterday.
+fn report_cases(db: &Db) -> Vec<(&'static str, Args)> {
+    let (vehicle, route) = db
+        .vehicles
+        .iter()
+        .find(|(v, _)| v.active)
+        .expect("an active vehicle");
+    let depot = route
+        .as_deref()
+        .and_then(|slug| {
+            fleetctl::geo::atlas::routes()
+                .iter()
+                .find(|r| r.slug == slug)
+        })
+        .map_or("Bodega Mixco".to_string(), |r| r.depot.clone());
+    let args = |v: serde_json::Value| v.as_object().cloned().unwrap_or_default();
+    vec![
+        ("vehicle_position", args(json!({"plate": vehicle.plate}))),
+        ("stopped_vehicles", args(json!({}))),
+        (
+            "trip_summary",
+            args(json!({"plate": vehicle.plate, "date": "yesterday"})),
+        ),
+        ("alerts", args(json!({}))),
+        (
+            "geofence_visits",
+            args(json!({"plate": vehicle.plate, "geofence": depot, "date": "yesterday"})),
+        ),
+        ("mileage_ranking", args(json!({}))),
+        ("list_vehicles", args(json!({}))),
+        ("list_geofences", args(json!({}))),
+        ("nearest_vehicles", args(json!({"place": "Bodega Mixco"}))),
+    ]
+}
+
+fn bench_reports(path: &Path, label: &str, target_ms: f64) {
+    let db = Db::open(path).expect("open");
+    for (tool, args) in report_cases(&db) {
+        let spec = report::find(tool).expect("registered");
+        let mut times: Vec<f64> = (0..50)
+            .map(|_| {
+                let t = Instant::now();
+                report::call(&db, spec, &args).expect("report runs");
+                t.elapsed().as_secs_f64() * 1000.0
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        let verdict = if median <= target_ms { "met" } else { "MISSED" };
+        println!(
+            "  {label:<10} {tool:<18} median {median:>8.3} ms  max {:>8.3} ms  (target ≤ {target_ms} ms: {verdict})",
+            times[times.len() - 1]
+        );
+    }
 }
 
 /// Peak resident set size of this process, from /proc (Linux); 0 elsewhere.

@@ -105,3 +105,97 @@ pub fn places() -> &'static [Place] {
             .expect("embedded places are checked by tests")
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geo::{LatLon, Shape, decode_polyline, haversine_m};
+    use std::collections::HashSet;
+
+    #[test]
+    fn the_embedded_routes_are_closed_dense_loops_from_a_depot() {
+        assert!(routes().len() >= 10);
+        let shapes: Vec<(&GeofenceDef, Shape)> = geofences()
+            .iter()
+            .map(|g| (g, Shape::from_wkt(&g.wkt, g.radius_m).unwrap()))
+            .collect();
+        for r in routes() {
+            let pts = decode_polyline(&r.polyline).unwrap();
+            assert_eq!(pts.first(), pts.last(), "{} is a loop", r.slug);
+            let max_gap = pts
+                .windows(2)
+                .map(|w| haversine_m(w[0], w[1]))
+                .fold(0.0, f64::max);
+            assert!(
+                max_gap <= 100.0,
+                "{}: vertices {max_gap:.0} m apart",
+                r.slug
+            );
+            let (depot, shape) = shapes
+                .iter()
+                .find(|(g, _)| g.name == r.depot)
+                .expect("the depot is a geofence");
+            assert!(matches!(
+                depot.kind.as_str(),
+                "depot" | "distribution_center"
+            ));
+            assert!(
+                shape.contains(pts[0]),
+                "{} starts inside {}",
+                r.slug,
+                r.depot
+            );
+            let length_km: f64 =
+                pts.windows(2).map(|w| haversine_m(w[0], w[1])).sum::<f64>() / 1000.0;
+            assert!(
+                (12.0..=45.0).contains(&length_km),
+                "{}: {length_km:.1} km",
+                r.slug
+            );
+            assert!((4..=8).contains(&r.stops.len()));
+            // Stops further apart than the 200 m stop radius (with room for GPS noise),
+            // so two normal dwells never merge into one long stop.
+            for w in r.stops.windows(2) {
+                let d = haversine_m(
+                    LatLon::new(w[0].lat, w[0].lon),
+                    LatLon::new(w[1].lat, w[1].lon),
+                );
+                assert!(
+                    d >= 300.0,
+                    "{}: {} and {} are {d:.0} m apart",
+                    r.slug,
+                    w[0].name,
+                    w[1].name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn geofences_and_places_are_complete_and_unique() {
+        let g = geofences();
+        assert!(g.len() >= 6);
+        assert_eq!(
+            g.iter()
+                .filter(|g| matches!(g.kind.as_str(), "depot" | "distribution_center"))
+                .count(),
+            5
+        );
+        assert!(g.iter().any(|g| g.name == "Centro Histórico"));
+        assert!(g.iter().any(|g| g.radius_m.is_some()), "a circle");
+        assert!(
+            g.iter().any(|g| g.wkt.matches(',').count() >= 5),
+            "a non-rectangular polygon"
+        );
+        let names: HashSet<&str> = g.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(names.len(), g.len());
+        let p = places();
+        assert!(p.len() >= 40);
+        let names: HashSet<&str> = p.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names.len(), p.len());
+        assert!(
+            p.iter()
+                .all(|p| (14.4..14.8).contains(&p.lat) && (-90.7..-90.3).contains(&p.lon))
+        );
+    }
+}

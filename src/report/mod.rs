@@ -86,6 +86,8 @@ pub struct Db {
     pub geofences: Vec<GeofenceInfo>,
     /// Names points for people.
     pub namer: Namer,
+    /// Named places a place name can resolve to.
+    pub places: Vec<resolve::ResolvedPlace>,
     /// The thresholds detection used.
     pub thresholds: Thresholds,
 }
@@ -129,6 +131,7 @@ impl Db {
         thresholds.speed_limit_kmh = meta_f64("speed_limit_kmh", thresholds.speed_limit_kmh)?;
         thresholds.long_stop_min = meta_f64("long_stop_min", thresholds.long_stop_min)?;
         thresholds.signal_loss_min = meta_f64("signal_loss_min", thresholds.signal_loss_min)?;
+        let places = resolve::place_candidates(&geofences);
         Ok(Db {
             conn,
             zone,
@@ -136,6 +139,7 @@ impl Db {
             vehicles,
             geofences,
             namer: Namer::new(named),
+            places,
             thresholds,
         })
     }

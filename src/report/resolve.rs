@@ -123,34 +123,7 @@ impl Db {
 
     /// Resolves a place name through the geofences, then the gazetteer.
     pub fn resolve_place(&self, text: &str) -> Result<ResolvedPlace> {
-        let mut candidates: Vec<ResolvedPlace> = self
-            .geofences
-            .iter()
-            .map(|g| {
-                let c = g.shape.center();
-                let round5 = |x: f64| (x * 1e5).round() / 1e5;
-                ResolvedPlace {
-                    name: g.name.clone(),
-                    kind: g.kind.clone(),
-                    source: "geofence",
-                    lat: round5(c.lat),
-                    lon: round5(c.lon),
-                }
-            })
-            .collect();
-        for p in atlas::places() {
-            // A depot is in both lists; the geofence wins.
-            if !candidates.iter().any(|c| fold(&c.name) == fold(&p.name)) {
-                candidates.push(ResolvedPlace {
-                    name: p.name.clone(),
-                    kind: p.kind.clone(),
-                    source: "gazetteer",
-                    lat: p.lat,
-                    lon: p.lon,
-                });
-            }
-        }
-        let names: Vec<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
+        let names: Vec<&str> = self.places.iter().map(|c| c.name.as_str()).collect();
         let i = match_name(text, &names).map_err(|e| match e.code {
             ErrorCode::NotFound => Error::new(
                 ErrorCode::NotFound,
@@ -159,8 +132,42 @@ impl Db {
             .with_hint("try a zone (\"Zona 10\"), a depot, a landmark, or give lat and lon"),
             _ => e,
         })?;
-        Ok(candidates.swap_remove(i))
+        Ok(self.places[i].clone())
     }
+}
+
+/// Every named place a name can resolve to: the geofences first, then the gazetteer
+/// entries that are not also geofences.
+pub fn place_candidates(geofences: &[GeofenceInfo]) -> Vec<ResolvedPlace> {
+    let round5 = |x: f64| (x * 1e5).round() / 1e5;
+    let mut candidates: Vec<ResolvedPlace> = geofences
+        .iter()
+        .map(|g| {
+            let c = g.shape.center();
+            ResolvedPlace {
+                name: g.name.clone(),
+                kind: g.kind.clone(),
+                source: "geofence",
+                lat: round5(c.lat),
+                lon: round5(c.lon),
+            }
+        })
+        .collect();
+    let taken: std::collections::HashSet<String> =
+        candidates.iter().map(|c| fold(&c.name)).collect();
+    for p in atlas::places()
+        .iter()
+        .filter(|p| !taken.contains(&fold(&p.name)))
+    {
+        candidates.push(ResolvedPlace {
+            name: p.name.clone(),
+            kind: p.kind.clone(),
+            source: "gazetteer",
+            lat: p.lat,
+            lon: p.lon,
+        });
+    }
+    candidates
 }
 
 /// A place a name resolved to.
