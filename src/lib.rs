@@ -8,6 +8,8 @@ pub mod cli;
 pub mod clock;
 pub mod error;
 pub mod geo;
+pub mod logging;
+pub mod mcp;
 pub mod model;
 pub mod render;
 pub mod report;

@@ -54,6 +54,25 @@ enum Command {
     ///   fleetctl query nearest "Bodega Mixco"
     #[command(verbatim_doc_comment)]
     Query(query::QueryArgs),
+
+    /// Serve the reports as MCP tools over stdio (for Claude Desktop, Claude Code…).
+    ///
+    /// Speaks the handshake revisions 2024-11-05 to 2025-11-25 and the stateless
+    /// 2026-07-28 revision. Only protocol messages go to stdout; one log line per
+    /// request goes to stderr. The database is opened read-only; if it is missing the
+    /// server still starts and tools answer db_unavailable.
+    Serve(ServeArgs),
+
+    /// Print the MCP client configuration for this machine (Claude Desktop JSON and
+    /// the Claude Code command), with absolute paths to this binary and the database.
+    McpConfig,
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Also log every message in and out (on stderr).
+    #[arg(long, short)]
+    verbose: bool,
 }
 
 #[derive(Debug, Args)]
@@ -106,7 +125,26 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Generate(args) => generate(db, args),
         Command::Analyze(args) => analyze(db, args),
         Command::Query(q) => run_query(db, q),
+        Command::Serve(args) => {
+            crate::logging::init(args.verbose);
+            crate::mcp::serve_stdio(&db).map_err(|e| Error::io(std::path::Path::new("<stdio>"), e))
+        }
+        Command::McpConfig => print_stdout(&render::mcp_config(&mcp_paths(&db)?)),
     }
+}
+
+/// Absolute paths of this binary and the database, for client configuration.
+fn mcp_paths(db: &std::path::Path) -> Result<(PathBuf, PathBuf)> {
+    let exe =
+        std::env::current_exe().map_err(|e| Error::io(std::path::Path::new("fleetctl"), e))?;
+    let db = if db.is_absolute() {
+        db.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(|e| Error::io(std::path::Path::new("."), e))?
+            .join(db)
+    };
+    Ok((exe, db))
 }
 
 fn analyze(path: PathBuf, args: AnalyzeArgs) -> Result<()> {

@@ -222,6 +222,41 @@ pub fn csv(report: &Value, rows_field: &str) -> String {
     out
 }
 
+/// The MCP client configuration for this machine: the Claude Desktop JSON and the
+/// Claude Code command, with absolute paths.
+pub fn mcp_config((exe, db): &(std::path::PathBuf, std::path::PathBuf)) -> String {
+    let config = serde_json::json!({
+        "mcpServers": {
+            "fleetctl": {
+                "command": exe.display().to_string(),
+                "args": ["--db", db.display().to_string(), "serve"],
+            }
+        }
+    });
+    let pretty = serde_json::to_string_pretty(&config).unwrap_or_default();
+    format!(
+        "# Claude Desktop: merge into claude_desktop_config.json\n\
+         #   macOS:   ~/Library/Application Support/Claude/claude_desktop_config.json\n\
+         #   Windows: %APPDATA%\\Claude\\claude_desktop_config.json\n\
+         #   Linux:   ~/.config/Claude/claude_desktop_config.json\n\
+         {pretty}\n\n\
+         # Claude Code:\n\
+         claude mcp add fleetctl -- {} --db {} serve\n",
+        shell_quote(&exe.display().to_string()),
+        shell_quote(&db.display().to_string())
+    )
+}
+
+fn shell_quote(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -220,6 +220,51 @@ fn severity_unit(k: EventKind) -> &'static str {
     }
 }
 
+/// The JSON Schema of the report (the MCP tool's `outputSchema`).
+pub fn output_schema() -> serde_json::Value {
+    use super::schema::*;
+    object(&[
+        ("from", string()),
+        ("to", string()),
+        ("data_now", string()),
+        ("type", nullable(one_of(ALERT_NAMES))),
+        ("plate", nullable(string())),
+        ("total", integer()),
+        (
+            "by_kind",
+            array(object(&[
+                ("kind", string()),
+                ("count", integer()),
+                ("severity_unit", string()),
+            ])),
+        ),
+        (
+            "by_vehicle",
+            list(object(&[
+                ("plate", string()),
+                ("driver", string()),
+                ("total", integer()),
+                ("speeding", integer()),
+                ("long_stop", integer()),
+                ("signal_loss", integer()),
+            ])),
+        ),
+        (
+            "most_severe",
+            list(object(&[
+                ("plate", string()),
+                ("kind", string()),
+                ("severity", number()),
+                ("severity_unit", string()),
+                ("at", string()),
+                ("until", string()),
+                ("place", string()),
+                ("detail", any_object()),
+            ])),
+        ),
+    ])
+}
+
 /// The registry entry.
 pub const SPEC: ReportSpec = ReportSpec {
     tool: "alerts",
@@ -247,4 +292,5 @@ week?' or 'which driver has the most alerts?'.",
     ],
     rows: "most_severe",
     run: |db, args| super::invoke(db, args, run),
+    output_schema,
 };

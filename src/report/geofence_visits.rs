@@ -85,6 +85,29 @@ pub fn run(db: &Db, req: &GeofenceVisitsRequest) -> Result<GeofenceVisitsReport>
     })
 }
 
+/// The JSON Schema of the report (the MCP tool's `outputSchema`).
+pub fn output_schema() -> serde_json::Value {
+    use super::schema::*;
+    object(&[
+        ("plate", string()),
+        ("geofence", string()),
+        ("geofence_kind", string()),
+        ("date", string()),
+        ("data_now", string()),
+        ("entered", boolean()),
+        ("minutes_inside_total", number()),
+        (
+            "visits",
+            list(object(&[
+                ("entered_at", string()),
+                ("exited_at", nullable(string())),
+                ("minutes_inside", number()),
+                ("still_inside", boolean()),
+            ])),
+        ),
+    ])
+}
+
 /// The registry entry.
 pub const SPEC: ReportSpec = ReportSpec {
     tool: "geofence_visits",
@@ -110,4 +133,5 @@ today or yesterday.",
     ],
     rows: "visits",
     run: |db, args| super::invoke(db, args, run),
+    output_schema,
 };

@@ -70,6 +70,23 @@ fn round5(x: f64) -> f64 {
     (x * 1e5).round() / 1e5
 }
 
+/// The JSON Schema of the report (the MCP tool's `outputSchema`).
+pub fn output_schema() -> serde_json::Value {
+    use super::schema::*;
+    object(&[(
+        "geofences",
+        list(object(&[
+            ("name", string()),
+            ("kind", string()),
+            ("shape", one_of(&["polygon", "circle"])),
+            ("lat", number()),
+            ("lon", number()),
+            ("radius_m", nullable(number())),
+            ("near", string()),
+        ])),
+    )])
+}
+
 /// The registry entry.
 pub const SPEC: ReportSpec = ReportSpec {
     tool: "list_geofences",
@@ -81,4 +98,5 @@ it is. Call it to learn names for geofence_visits or nearest_vehicles.",
     params: &[],
     rows: "geofences",
     run: |db, args| super::invoke(db, args, run),
+    output_schema,
 };

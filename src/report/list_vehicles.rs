@@ -64,6 +64,27 @@ pub fn run(db: &Db, _req: &ListVehiclesRequest) -> Result<ListVehiclesReport> {
     })
 }
 
+/// The JSON Schema of the report (the MCP tool's `outputSchema`).
+pub fn output_schema() -> serde_json::Value {
+    use super::schema::*;
+    object(&[
+        ("data_now", string()),
+        ("time_zone", string()),
+        (
+            "vehicles",
+            list(object(&[
+                ("plate", string()),
+                ("kind", string()),
+                ("driver", string()),
+                ("active", boolean()),
+                ("first_date", nullable(string())),
+                ("last_date", nullable(string())),
+                ("days_with_data", integer()),
+            ])),
+        ),
+    ])
+}
+
 /// The registry entry.
 pub const SPEC: ReportSpec = ReportSpec {
     tool: "list_vehicles",
@@ -75,4 +96,5 @@ Also returns the data clock ('now') and the time zone. Call it first to learn va
     params: &[],
     rows: "vehicles",
     run: |db, args| super::invoke(db, args, run),
+    output_schema,
 };

@@ -109,6 +109,31 @@ pub fn run(db: &Db, req: &MileageRankingRequest) -> Result<MileageRankingReport>
     })
 }
 
+/// The JSON Schema of the report (the MCP tool's `outputSchema`).
+pub fn output_schema() -> serde_json::Value {
+    use super::schema::*;
+    object(&[
+        ("from", string()),
+        ("to", string()),
+        ("days", integer()),
+        ("data_now", string()),
+        ("fleet_total_km", number()),
+        (
+            "vehicles",
+            list(object(&[
+                ("rank", integer()),
+                ("plate", string()),
+                ("driver", string()),
+                ("distance_km", number()),
+                ("active_days", integer()),
+                ("daily_average_km", number()),
+                ("distance_source", one_of(&["odometer", "gps"])),
+                ("active", boolean()),
+            ])),
+        ),
+    ])
+}
+
 /// The registry entry.
 pub const SPEC: ReportSpec = ReportSpec {
     tool: "mileage_ranking",
@@ -128,4 +153,5 @@ most this week?' or fleet totals.",
     ],
     rows: "vehicles",
     run: |db, args| super::invoke(db, args, run),
+    output_schema,
 };

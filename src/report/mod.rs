@@ -11,6 +11,7 @@ pub mod list_vehicles;
 pub mod mileage_ranking;
 pub mod nearest_vehicles;
 pub mod resolve;
+pub mod schema;
 pub mod stopped_vehicles;
 pub mod trip_summary;
 pub mod vehicle_position;
@@ -281,6 +282,8 @@ pub struct ReportSpec {
     pub rows: &'static str,
     /// Runs the report on validated arguments.
     pub run: fn(&Db, &Args) -> Result<Value>,
+    /// The JSON Schema of its answer.
+    pub output_schema: fn() -> Value,
 }
 
 /// Every report, in the fixed order tools are listed in.
@@ -313,6 +316,53 @@ fn describe(kind: ParamKind) -> String {
         ParamKind::Integer { min, max } => format!("a whole number from {min} to {max}"),
         ParamKind::Number { min, max } => format!("a number from {min} to {max}"),
     }
+}
+
+/// The JSON Schema of a report's arguments (the MCP tool's `inputSchema`): closed
+/// enums, bounds, required fields, pairs, and nothing else accepted.
+pub fn input_schema(spec: &ReportSpec) -> Value {
+    let mut properties = Map::new();
+    for p in spec.params {
+        let mut s = match p.kind {
+            ParamKind::Plate | ParamKind::Text => {
+                serde_json::json!({"type": "string", "minLength": 1})
+            }
+            ParamKind::Date => {
+                serde_json::json!({"type": "string", "pattern": "^([0-9]{4}-[0-9]{2}-[0-9]{2}|today|yesterday)$"})
+            }
+            ParamKind::Enum(values) => serde_json::json!({"type": "string", "enum": values}),
+            ParamKind::Integer { min, max } => {
+                serde_json::json!({"type": "integer", "minimum": min, "maximum": max})
+            }
+            ParamKind::Number { min, max } => {
+                serde_json::json!({"type": "number", "minimum": min, "maximum": max})
+            }
+        };
+        s["description"] = Value::from(p.help);
+        properties.insert(p.name.to_string(), s);
+    }
+    let required: Vec<&str> = spec
+        .params
+        .iter()
+        .filter(|p| p.required)
+        .map(|p| p.name)
+        .collect();
+    let mut schema = serde_json::json!({"type": "object", "properties": properties, "additionalProperties": false});
+    if !required.is_empty() {
+        schema["required"] = Value::from(required);
+    }
+    let pairs: Map<String, Value> = spec
+        .params
+        .iter()
+        .filter_map(|p| {
+            p.pair
+                .map(|other| (p.name.to_string(), serde_json::json!([other])))
+        })
+        .collect();
+    if !pairs.is_empty() {
+        schema["dependentRequired"] = Value::Object(pairs);
+    }
+    schema
 }
 
 /// Checks arguments against a report's parameters: names, types, bounds, closed
@@ -392,7 +442,16 @@ pub fn validate(spec: &ReportSpec, args: &Args) -> Result<()> {
 /// `internal` error rather than taking the caller down.
 pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Value> {
     validate(spec, args)?;
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (spec.run)(db, args))) {
+    let run = || {
+        // Debug builds only: lets the tests prove that a panicking report does not
+        // take a front end down.
+        #[cfg(debug_assertions)]
+        if std::env::var("FLEETCTL_TEST_PANIC_IN").is_ok_and(|t| t == spec.tool) {
+            panic!("injected test panic in {}", spec.tool);
+        }
+        (spec.run)(db, args)
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
         Ok(result) => result,
         Err(panic) => {
             let what = panic

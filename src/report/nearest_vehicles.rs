@@ -119,6 +119,39 @@ pub fn run(db: &Db, req: &NearestVehiclesRequest) -> Result<NearestVehiclesRepor
     })
 }
 
+/// The JSON Schema of the report (the MCP tool's `outputSchema`).
+pub fn output_schema() -> serde_json::Value {
+    use super::schema::*;
+    object(&[
+        ("query", string()),
+        (
+            "place",
+            object(&[
+                ("name", string()),
+                ("kind", string()),
+                ("source", one_of(&["geofence", "gazetteer", "coordinates"])),
+                ("lat", number()),
+                ("lon", number()),
+            ]),
+        ),
+        ("data_now", string()),
+        (
+            "vehicles",
+            list(object(&[
+                ("rank", integer()),
+                ("plate", string()),
+                ("driver", string()),
+                ("distance_km", number()),
+                ("direction", string()),
+                ("state", one_of(&["moving", "idle", "parked", "offline"])),
+                ("vehicle_place", string()),
+                ("last_fix_at", string()),
+                ("minutes_since_fix", number()),
+            ])),
+        ),
+    ])
+}
+
 /// The registry entry.
 pub const SPEC: ReportSpec = ReportSpec {
     tool: "nearest_vehicles",
@@ -169,4 +202,5 @@ that has no name; never invent coordinates. Use it for dispatch: 'who is closest
     ],
     rows: "vehicles",
     run: |db, args| super::invoke(db, args, run),
+    output_schema,
 };

@@ -90,6 +90,30 @@ pub fn run(db: &Db, req: &StoppedVehiclesRequest) -> Result<StoppedVehiclesRepor
     })
 }
 
+/// The JSON Schema of the report (the MCP tool's `outputSchema`).
+pub fn output_schema() -> serde_json::Value {
+    use super::schema::*;
+    object(&[
+        ("data_now", string()),
+        ("min_minutes", integer()),
+        (
+            "vehicles",
+            list(object(&[
+                ("plate", string()),
+                ("driver", string()),
+                ("since", string()),
+                ("minutes", number()),
+                ("engine_on", boolean()),
+                ("place", string()),
+                ("lat", number()),
+                ("lon", number()),
+                ("offline", boolean()),
+                ("last_fix_at", string()),
+            ])),
+        ),
+    ])
+}
+
 /// The registry entry.
 pub const SPEC: ReportSpec = ReportSpec {
     tool: "stopped_vehicles",
@@ -106,4 +130,5 @@ Longest first. Use it for 'who is stopped?' or 'which trucks have been idle for 
     )],
     rows: "vehicles",
     run: |db, args| super::invoke(db, args, run),
+    output_schema,
 };

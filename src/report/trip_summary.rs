@@ -221,6 +221,70 @@ pub fn run(db: &Db, req: &TripSummaryRequest) -> Result<TripSummaryReport> {
     })
 }
 
+/// The JSON Schema of the report (the MCP tool's `outputSchema`).
+pub fn output_schema() -> serde_json::Value {
+    use super::schema::*;
+    object(&[
+        ("plate", string()),
+        ("driver", string()),
+        ("date", string()),
+        ("data_now", string()),
+        ("has_data", boolean()),
+        ("distance_km", number()),
+        ("distance_source", one_of(&["odometer", "gps"])),
+        ("gps_distance_km", number()),
+        ("odometer_distance_km", nullable(number())),
+        ("departure_at", nullable(string())),
+        ("return_at", nullable(string())),
+        ("duration_min", nullable(number())),
+        ("first_fix_at", nullable(string())),
+        ("last_fix_at", nullable(string())),
+        ("moving_min", number()),
+        ("idle_min", number()),
+        ("parked_min", number()),
+        ("trips", integer()),
+        ("max_speed_kmh", number()),
+        ("avg_moving_speed_kmh", number()),
+        ("stops_count", integer()),
+        ("stops_total_min", number()),
+        (
+            "stops",
+            list(object(&[
+                ("start", string()),
+                ("end", string()),
+                ("minutes", number()),
+                ("engine_on", boolean()),
+                ("place", string()),
+                ("ongoing", boolean()),
+            ])),
+        ),
+        (
+            "signal_losses",
+            list(object(&[
+                ("lost_at", string()),
+                ("resumed_at", string()),
+                ("minutes_lost", number()),
+                ("place", string()),
+            ])),
+        ),
+        ("events", list(event_row_schema())),
+        ("ignition_on_count", integer()),
+        ("ignition_off_count", integer()),
+    ])
+}
+
+/// The schema of an [`EventRow`].
+pub fn event_row_schema() -> serde_json::Value {
+    use super::schema::*;
+    object(&[
+        ("kind", string()),
+        ("at", string()),
+        ("until", string()),
+        ("place", string()),
+        ("detail", any_object()),
+    ])
+}
+
 /// The registry entry.
 pub const SPEC: ReportSpec = ReportSpec {
     tool: "trip_summary",
@@ -243,4 +307,5 @@ returns has_data=false, not an error.",
     ],
     rows: "stops",
     run: |db, args| super::invoke(db, args, run),
+    output_schema,
 };

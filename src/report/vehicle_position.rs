@@ -142,6 +142,37 @@ pub fn run(db: &Db, req: &VehiclePositionRequest) -> Result<VehiclePositionRepor
     Ok(report)
 }
 
+/// The JSON Schema of the report (the MCP tool's `outputSchema`).
+pub fn output_schema() -> serde_json::Value {
+    use super::schema::*;
+    let state = one_of(&["moving", "idle", "parked", "offline", "inactive", "no_data"]);
+    object(&[
+        ("plate", string()),
+        ("driver", string()),
+        ("kind", string()),
+        ("active", boolean()),
+        ("data_now", string()),
+        ("state", state),
+        (
+            "state_at_last_fix",
+            nullable(one_of(&["moving", "idle", "parked"])),
+        ),
+        ("last_fix_at", nullable(string())),
+        ("minutes_since_fix", nullable(number())),
+        ("place", nullable(string())),
+        ("lat", nullable(number())),
+        ("lon", nullable(number())),
+        ("speed_kmh", nullable(number())),
+        ("heading_deg", nullable(number())),
+        ("heading", nullable(string())),
+        ("ignition_on", nullable(boolean())),
+        ("odometer_km", nullable(number())),
+        ("stopped_since", nullable(string())),
+        ("stopped_min", nullable(number())),
+        ("note", nullable(string())),
+    ])
+}
+
 /// The registry entry.
 pub const SPEC: ReportSpec = ReportSpec {
     tool: "vehicle_position",
@@ -159,4 +190,5 @@ matched ignoring case, spaces and dashes; call list_vehicles first if unsure of 
     )],
     rows: "",
     run: |db, args| super::invoke(db, args, run),
+    output_schema,
 };

@@ -1,0 +1,219 @@
+//! JSON-RPC 2.0 on the wire: reading one message from a line of bytes and writing
+//! responses. It knows nothing of MCP or fleets; the session decides what a method
+//! means.
+
+use serde_json::{Map, Value, json};
+
+/// Invalid JSON (the id could not be read).
+pub const PARSE_ERROR: i64 = -32700;
+/// Not a valid request object.
+pub const INVALID_REQUEST: i64 = -32600;
+/// No such method.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// Bad parameters (also: an unknown tool, or `arguments` that is not an object).
+pub const INVALID_PARAMS: i64 = -32602;
+/// Something broke inside the server.
+pub const INTERNAL_ERROR: i64 = -32603;
+
+/// One message read from the wire.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    /// A call that wants an answer; `id` is a string or an integer, as sent.
+    Request {
+        /// The id, echoed exactly.
+        id: Value,
+        /// The method name.
+        method: String,
+        /// The params (an object or absent).
+        params: Option<Value>,
+    },
+    /// A call that wants no answer, ever.
+    Notification {
+        /// The method name.
+        method: String,
+        /// The params.
+        params: Option<Value>,
+    },
+    /// A response to something we never send; ignored.
+    Response,
+    /// A JSON array of messages (allowed by revision 2025-03-26 only).
+    Batch(Vec<Value>),
+    /// Not a message we can serve: answer with this error.
+    Invalid {
+        /// The id, when it could be read (`null` otherwise).
+        id: Value,
+        /// The JSON-RPC error code.
+        code: i64,
+        /// Why.
+        message: String,
+    },
+}
+
+/// Parses one line (without its line ending).
+pub fn parse(line: &[u8]) -> Incoming {
+    match serde_json::from_slice::<Value>(line) {
+        Ok(value) => classify(value),
+        Err(e) => Incoming::Invalid {
+            id: Value::Null,
+            code: PARSE_ERROR,
+            message: format!("Parse error: {e}"),
+        },
+    }
+}
+
+/// Reads a parsed JSON value as a message.
+pub fn classify(value: Value) -> Incoming {
+    let obj = match value {
+        Value::Array(items) if !items.is_empty() => return Incoming::Batch(items),
+        Value::Object(obj) => obj,
+        _ => return invalid(Value::Null, "Invalid Request: expected a JSON-RPC object"),
+    };
+    let id = obj.get("id").cloned();
+    let id_ok = match &id {
+        Some(Value::String(_)) => true,
+        Some(Value::Number(n)) => n.is_i64() || n.is_u64(),
+        _ => false,
+    };
+    // Only a readable id is echoed in an error.
+    let echo = if id_ok {
+        id.clone().unwrap_or(Value::Null)
+    } else {
+        Value::Null
+    };
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return invalid(echo, "Invalid Request: \"jsonrpc\" must be \"2.0\"");
+    }
+    if obj.contains_key("result") || obj.contains_key("error") {
+        return Incoming::Response;
+    }
+    let Some(method) = obj.get("method").and_then(Value::as_str).map(str::to_owned) else {
+        return invalid(echo, "Invalid Request: \"method\" must be a string");
+    };
+    let params = obj.get("params").cloned();
+    if params
+        .as_ref()
+        .is_some_and(|p| !p.is_object() && !p.is_array())
+    {
+        return Incoming::Invalid {
+            id: echo,
+            code: INVALID_PARAMS,
+            message: "Invalid params: must be an object".into(),
+        };
+    }
+    match id {
+        None => Incoming::Notification { method, params },
+        Some(Value::Null) => invalid(Value::Null, "Invalid Request: id must not be null"),
+        Some(_) if !id_ok => invalid(
+            Value::Null,
+            "Invalid Request: id must be a string or an integer",
+        ),
+        Some(id) => Incoming::Request { id, method, params },
+    }
+}
+
+fn invalid(id: Value, message: &str) -> Incoming {
+    Incoming::Invalid {
+        id,
+        code: INVALID_REQUEST,
+        message: message.into(),
+    }
+}
+
+/// A success response.
+pub fn success(id: &Value, result: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+}
+
+/// An error response, with optional `data`.
+pub fn error(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value {
+    let mut err = Map::new();
+    err.insert("code".into(), code.into());
+    err.insert("message".into(), message.into());
+    if let Some(data) = data {
+        err.insert("data".into(), data);
+    }
+    json!({ "jsonrpc": "2.0", "id": id, "error": err })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_notifications_and_ids_of_every_legal_type() {
+        for id in [
+            json!(0),
+            json!(7),
+            json!(-3),
+            json!("abc"),
+            json!(""),
+            json!(u64::MAX),
+        ] {
+            let line = json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string();
+            assert_eq!(
+                parse(line.as_bytes()),
+                Incoming::Request {
+                    id,
+                    method: "ping".into(),
+                    params: None
+                }
+            );
+        }
+        let n = parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        assert!(matches!(n, Incoming::Notification { .. }));
+    }
+
+    #[test]
+    fn malformed_messages_get_the_right_codes() {
+        let code = |line: &[u8]| match parse(line) {
+            Incoming::Invalid { code, id, .. } => (code, id),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(code(b"{not json"), (PARSE_ERROR, Value::Null));
+        assert_eq!(code(b"\xff\xfe"), (PARSE_ERROR, Value::Null));
+        assert_eq!(
+            code(br#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#),
+            (INVALID_REQUEST, Value::Null)
+        );
+        assert_eq!(
+            code(br#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#),
+            (INVALID_REQUEST, Value::Null)
+        );
+        assert_eq!(
+            code(br#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#),
+            (INVALID_REQUEST, Value::Null)
+        );
+        assert_eq!(
+            code(br#"{"jsonrpc":"1.0","id":4,"method":"ping"}"#),
+            (INVALID_REQUEST, json!(4))
+        );
+        assert_eq!(
+            code(br#"{"jsonrpc":"2.0","id":"x","method":7}"#),
+            (INVALID_REQUEST, json!("x"))
+        );
+        assert_eq!(
+            code(br#"{"jsonrpc":"2.0","id":5,"method":"ping","params":"p"}"#),
+            (INVALID_PARAMS, json!(5))
+        );
+        assert_eq!(code(b"[]"), (INVALID_REQUEST, Value::Null));
+        assert_eq!(code(b"42"), (INVALID_REQUEST, Value::Null));
+        let deep = "[".repeat(100_000);
+        assert_eq!(
+            code(deep.as_bytes()).0,
+            PARSE_ERROR,
+            "deep nesting is refused, not a stack overflow"
+        );
+    }
+
+    #[test]
+    fn responses_echo_the_id_exactly() {
+        assert_eq!(
+            success(&json!("a"), json!({})).to_string(),
+            r#"{"jsonrpc":"2.0","id":"a","result":{}}"#
+        );
+        assert_eq!(
+            error(&json!(9), METHOD_NOT_FOUND, "Method not found: x", None).to_string(),
+            r#"{"jsonrpc":"2.0","id":9,"error":{"code":-32601,"message":"Method not found: x"}}"#
+        );
+    }
+}

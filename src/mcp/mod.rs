@@ -1,0 +1,23 @@
+//! Front end 2: `fleetctl serve`, an MCP server speaking both the handshake
+//! revisions and the stateless 2026-07-28 revision over stdio. Tools are the report
+//! registry; nothing here computes a fleet figure.
+
+pub mod jsonrpc;
+pub mod prompts;
+pub mod session;
+pub mod stdio;
+pub mod tools;
+
+use std::path::Path;
+
+/// Serves MCP on stdin/stdout until stdin closes.
+pub fn serve_stdio(db_path: &Path) -> std::io::Result<()> {
+    let mut server = session::Server::new(db_path);
+    crate::logging::info(&format!(
+        "serve: ready on stdio, database {}",
+        db_path.display()
+    ));
+    let stdin = std::io::stdin().lock();
+    let stdout = std::io::stdout().lock();
+    stdio::serve(&mut server, stdin, stdout)
+}

@@ -1,0 +1,393 @@
+//! The MCP server's brain: which era a message belongs to, the legacy handshake, and
+//! dispatch of every method to tools and prompts. Transport-free: it takes a line
+//! and gives back the line to answer with (or none).
+//!
+//! Eras. A request whose `params._meta` names `io.modelcontextprotocol/protocolVersion`
+//! is served statelessly under revision 2026-07-28. Anything else is the legacy
+//! handshake era (2024-11-05 … 2025-11-25): `initialize` first (`ping` is allowed
+//! before it; any other request before it is refused with -32600 "not initialized"),
+//! then tools and prompts. Both eras may be served by one process.
+
+use super::jsonrpc::{
+    self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND,
+};
+use super::{prompts, tools};
+use crate::error::Error;
+use crate::logging;
+use crate::report::{Args, Db};
+use serde_json::{Map, Value, json};
+use std::path::Path;
+use std::time::Instant;
+
+/// The handshake revisions, newest first.
+pub const LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// The stateless revision.
+pub const MODERN_VERSION: &str = "2026-07-28";
+/// The revision under which JSON-RPC batches are accepted.
+const BATCH_VERSION: &str = "2025-03-26";
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+/// Tool and prompt lists never change while a binary runs.
+const LIST_TTL_MS: u64 = 3_600_000;
+/// -32022: the request's revision is not one this server speaks.
+pub const UNSUPPORTED_VERSION: i64 = -32022;
+
+/// One server process: the database (or why it is missing), the instructions made
+/// from it, and the legacy session, if a client opened one.
+pub struct Server {
+    db: Result<Db, Error>,
+    instructions: String,
+    legacy_version: Option<String>,
+}
+
+/// Who we are, for `serverInfo`.
+pub fn server_info() -> Value {
+    json!({"name": "fleetctl", "title": "fleetctl — fleet telemetry", "version": env!("CARGO_PKG_VERSION")})
+}
+
+fn instructions_for(db: &Result<Db, Error>) -> String {
+    let usage = "Dates may be YYYY-MM-DD, 'today' or 'yesterday' (resolved on the data clock and echoed back). \
+Resolve a place by name with nearest_vehicles rather than inventing coordinates; plates are matched forgivingly. \
+Use trip_summary for a vehicle's numbers on a day, stopped_vehicles for who is stopped now, alerts for speeding, \
+long stops and signal losses. Every figure is computed from GPS positions; quote them, do not estimate.";
+    match db {
+        Ok(db) => {
+            let active = db.vehicles.iter().filter(|(v, _)| v.active).count();
+            let first = db.today().add_days(-1);
+            let dates =
+                crate::store::read::daily_between(db.conn(), None, "0000-01-01", "9999-12-31")
+                    .ok()
+                    .and_then(|d| {
+                        Some((
+                            d.iter().map(|r| r.date.clone()).min()?,
+                            d.iter().map(|r| r.date.clone()).max()?,
+                        ))
+                    });
+            let (from, to) = dates.unwrap_or((first.to_string(), db.today().to_string()));
+            format!(
+                "fleetctl answers questions about a fleet of {} vehicles ({active} active) from their GPS positions. \
+Data covers local dates {from} to {to}; the data clock ('now') is {} in time zone {} . {usage}",
+                db.vehicles.len(),
+                db.time(db.now_ts),
+                db.zone.name,
+            )
+            .replace(" .", ".")
+        }
+        Err(e) => format!(
+            "The fleet database is not available ({}): every tool will answer db_unavailable until `fleetctl generate` \
+has been run and the server restarted. {usage}",
+            e.message
+        ),
+    }
+}
+
+impl Server {
+    /// A server over the database at `path` (read-only). A missing or broken
+    /// database does not stop it: tools answer `db_unavailable`.
+    pub fn new(path: &Path) -> Server {
+        let db = Db::open(path).map_err(tools::unavailable);
+        if let Err(e) = &db {
+            logging::info(&format!("serve: database unavailable: {}", e.message));
+        }
+        let instructions = instructions_for(&db);
+        Server {
+            db,
+            instructions,
+            legacy_version: None,
+        }
+    }
+
+    /// The instructions sent to clients.
+    pub fn instructions(&self) -> &str {
+        &self.instructions
+    }
+
+    /// Handles one line from the client; returns the line to answer with, if any.
+    pub fn handle_line(&mut self, line: &[u8]) -> Option<String> {
+        logging::verbose(|| format!("<- {}", String::from_utf8_lossy(line)));
+        let answer = match jsonrpc::parse(line) {
+            Incoming::Batch(items) => self.handle_batch(items),
+            message => self.handle(message),
+        };
+        let text = answer.map(|v| v.to_string());
+        if let Some(t) = &text {
+            logging::verbose(|| format!("-> {t}"));
+        }
+        text
+    }
+
+    fn handle_batch(&mut self, items: Vec<Value>) -> Option<Value> {
+        if self.legacy_version.as_deref() != Some(BATCH_VERSION) {
+            return Some(jsonrpc::error(
+                &Value::Null,
+                INVALID_REQUEST,
+                "Invalid Request: JSON-RPC batches are accepted only in protocol revision 2025-03-26",
+                None,
+            ));
+        }
+        let answers: Vec<Value> = items
+            .into_iter()
+            .filter_map(|item| match jsonrpc::classify(item) {
+                Incoming::Batch(_) => Some(jsonrpc::error(
+                    &Value::Null,
+                    INVALID_REQUEST,
+                    "Invalid Request: batches cannot nest",
+                    None,
+                )),
+                message => self.handle(message),
+            })
+            .collect();
+        (!answers.is_empty()).then_some(Value::Array(answers))
+    }
+
+    fn handle(&mut self, message: Incoming) -> Option<Value> {
+        match message {
+            Incoming::Request { id, method, params } => {
+                let started = Instant::now();
+                let tool = params
+                    .as_ref()
+                    .and_then(|p| p.get("name"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                let response = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    self.request(&id, &method, params)
+                }))
+                .unwrap_or_else(|_| jsonrpc::error(&id, INTERNAL_ERROR, "Internal error", None));
+                log_request(&method, tool.as_deref(), started, &response);
+                Some(response)
+            }
+            Incoming::Notification { method, .. } => {
+                logging::verbose(|| format!("serve: notification {method}"));
+                None
+            }
+            Incoming::Response => None,
+            Incoming::Invalid { id, code, message } => {
+                logging::info(&format!("serve: refused a message: {message}"));
+                Some(jsonrpc::error(&id, code, &message, None))
+            }
+            Incoming::Batch(_) => unreachable!("batches are handled before"),
+        }
+    }
+
+    fn request(&mut self, id: &Value, method: &str, params: Option<Value>) -> Value {
+        let params = match params {
+            None => Map::new(),
+            Some(Value::Object(m)) => m,
+            Some(_) => {
+                return jsonrpc::error(
+                    id,
+                    INVALID_PARAMS,
+                    "Invalid params: must be an object",
+                    None,
+                );
+            }
+        };
+        let meta = params.get("_meta").and_then(Value::as_object);
+        if method != "initialize"
+            && let Some(meta) = meta.filter(|m| m.contains_key(META_VERSION))
+        {
+            return self.modern(id, method, &params, meta);
+        }
+        self.legacy(id, method, &params)
+    }
+
+    /// Revision 2026-07-28: every request stands alone.
+    fn modern(
+        &self,
+        id: &Value,
+        method: &str,
+        params: &Map<String, Value>,
+        meta: &Map<String, Value>,
+    ) -> Value {
+        let requested = meta
+            .get(META_VERSION)
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if requested != MODERN_VERSION {
+            let mut supported = vec![MODERN_VERSION];
+            supported.extend(LEGACY_VERSIONS);
+            return jsonrpc::error(
+                id,
+                UNSUPPORTED_VERSION,
+                "Unsupported protocol version",
+                Some(json!({"supported": supported, "requested": meta.get(META_VERSION)})),
+            );
+        }
+        if !meta.get(META_CAPABILITIES).is_some_and(Value::is_object) {
+            return jsonrpc::error(
+                id,
+                INVALID_PARAMS,
+                &format!("Missing required _meta field {META_CAPABILITIES}"),
+                None,
+            );
+        }
+        let result = match method {
+            "server/discover" => {
+                let mut supported = vec![MODERN_VERSION];
+                supported.extend(LEGACY_VERSIONS);
+                Ok(cacheable(json!({
+                    "supportedVersions": supported,
+                    "capabilities": capabilities(),
+                    "instructions": self.instructions,
+                })))
+            }
+            "tools/list" => self.list(params, "tools", tools::list()).map(cacheable),
+            "prompts/list" => self.list(params, "prompts", prompts::list()).map(cacheable),
+            "tools/call" => self.call_tool(params),
+            "prompts/get" => get_prompt(params),
+            _ => Err((METHOD_NOT_FOUND, format!("Method not found: {method}"))),
+        };
+        match result {
+            Ok(mut value) => {
+                value["resultType"] = json!("complete");
+                value["_meta"] = json!({ META_SERVER_INFO: server_info() });
+                jsonrpc::success(id, value)
+            }
+            Err((code, message)) => jsonrpc::error(id, code, &message, None),
+        }
+    }
+
+    /// The handshake revisions.
+    fn legacy(&mut self, id: &Value, method: &str, params: &Map<String, Value>) -> Value {
+        let result = match (method, &self.legacy_version) {
+            ("initialize", Some(v)) => Err((
+                INVALID_REQUEST,
+                format!("Invalid Request: already initialized (protocol {v})"),
+            )),
+            ("initialize", None) => {
+                let requested = params
+                    .get("protocolVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let version = LEGACY_VERSIONS
+                    .iter()
+                    .find(|v| **v == requested)
+                    .copied()
+                    .unwrap_or(LEGACY_VERSIONS[0]);
+                self.legacy_version = Some(version.to_string());
+                logging::info(&format!(
+                    "serve: session opened, protocol {version} (client asked for {requested:?})"
+                ));
+                Ok(json!({
+                    "protocolVersion": version,
+                    "capabilities": capabilities(),
+                    "serverInfo": server_info(),
+                    "instructions": self.instructions,
+                }))
+            }
+            ("ping", _) => Ok(json!({})),
+            ("server/discover", _) => Err((
+                INVALID_PARAMS,
+                format!(
+                    "server/discover needs params._meta with {META_VERSION} \"{MODERN_VERSION}\" and {META_CAPABILITIES}"
+                ),
+            )),
+            (_, None) => Err((
+                INVALID_REQUEST,
+                format!(
+                    "Invalid Request: not initialized; send initialize first (or per-request _meta of revision {MODERN_VERSION})"
+                ),
+            )),
+            ("tools/list", _) => self.list(params, "tools", tools::list()),
+            ("prompts/list", _) => self.list(params, "prompts", prompts::list()),
+            ("tools/call", _) => self.call_tool(params),
+            ("prompts/get", _) => get_prompt(params),
+            _ => Err((METHOD_NOT_FOUND, format!("Method not found: {method}"))),
+        };
+        match result {
+            Ok(value) => jsonrpc::success(id, value),
+            Err((code, message)) => jsonrpc::error(id, code, &message, None),
+        }
+    }
+
+    fn list(
+        &self,
+        params: &Map<String, Value>,
+        key: &str,
+        items: Vec<Value>,
+    ) -> Result<Value, (i64, String)> {
+        if params.get("cursor").is_some_and(|c| !c.is_null()) {
+            return Err((
+                INVALID_PARAMS,
+                "Invalid params: unknown cursor (the list has a single page)".into(),
+            ));
+        }
+        Ok(json!({ key: items }))
+    }
+
+    fn call_tool(&self, params: &Map<String, Value>) -> Result<Value, (i64, String)> {
+        let name = params.get("name").and_then(Value::as_str).ok_or((
+            INVALID_PARAMS,
+            "Invalid params: `name` must be a string".into(),
+        ))?;
+        let empty = Args::new();
+        let arguments = match params.get("arguments") {
+            None | Some(Value::Null) => &empty,
+            Some(Value::Object(a)) => a,
+            Some(_) => {
+                return Err((
+                    INVALID_PARAMS,
+                    "Invalid params: `arguments` must be an object".into(),
+                ));
+            }
+        };
+        tools::call(self.db.as_ref(), name, arguments).ok_or_else(|| {
+            let names: Vec<&str> = crate::report::registry().iter().map(|s| s.tool).collect();
+            (
+                INVALID_PARAMS,
+                format!("Unknown tool: {name}; tools: {}", names.join(", ")),
+            )
+        })
+    }
+}
+
+fn get_prompt(params: &Map<String, Value>) -> Result<Value, (i64, String)> {
+    let name = params.get("name").and_then(Value::as_str).ok_or((
+        INVALID_PARAMS,
+        "Invalid params: `name` must be a string".into(),
+    ))?;
+    let empty = Map::new();
+    let args = match params.get("arguments") {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(a)) => a,
+        Some(_) => {
+            return Err((
+                INVALID_PARAMS,
+                "Invalid params: `arguments` must be an object".into(),
+            ));
+        }
+    };
+    prompts::get(name, args).map_err(|m| (INVALID_PARAMS, m))
+}
+
+fn capabilities() -> Value {
+    json!({"tools": {"listChanged": false}, "prompts": {"listChanged": false}})
+}
+
+fn cacheable(mut value: Value) -> Value {
+    value["ttlMs"] = json!(LIST_TTL_MS);
+    value["cacheScope"] = json!("public");
+    value
+}
+
+fn log_request(method: &str, tool: Option<&str>, started: Instant, response: &Value) {
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    let outcome = if let Some(e) = response.get("error") {
+        format!("error {}", e["code"])
+    } else if response["result"]["isError"] == Value::Bool(true) {
+        format!(
+            "tool error {}",
+            response["result"]["structuredContent"]["error"]["code"]
+                .as_str()
+                .unwrap_or("?")
+        )
+    } else {
+        "ok".into()
+    };
+    let what = match (method, tool) {
+        ("tools/call" | "prompts/get", Some(t)) => format!("{method} {t}"),
+        _ => method.to_string(),
+    };
+    logging::info(&format!("serve: {what} {ms:.2} ms {outcome}"));
+}
