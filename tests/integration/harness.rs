@@ -156,3 +156,158 @@ pub fn query_json(db: &Path, args: &[&str]) -> serde_json::Value {
     let r = run(fleetctl(&all)).ok();
     serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", r.stdout))
 }
+
+/// A running `fleetctl serve`, spoken to line by line.
+pub struct McpSession {
+    pub child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<String>,
+    stderr: std::sync::Arc<Mutex<String>>,
+    next_id: i64,
+}
+
+impl McpSession {
+    /// Starts `fleetctl --db DB serve` with extra environment variables.
+    pub fn start_with_env(db: &Path, env: &[(&str, &str)]) -> McpSession {
+        use std::io::{BufRead, Read};
+        let mut cmd = fleetctl(&["--db", db.to_str().unwrap(), "serve"]);
+        cmd.envs(env.iter().copied())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().expect("serve starts");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = std::sync::Arc::new(Mutex::new(String::new()));
+        let sink = stderr.clone();
+        let mut err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        McpSession {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            stderr,
+            next_id: 1,
+        }
+    }
+
+    /// Starts `fleetctl --db DB serve`.
+    pub fn start(db: &Path) -> McpSession {
+        McpSession::start_with_env(db, &[])
+    }
+
+    /// Starts a server and opens a legacy session (initialize + initialized).
+    pub fn initialized(db: &Path, version: &str) -> McpSession {
+        let mut s = McpSession::start(db);
+        let r = s.request("initialize", serde_json::json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}));
+        assert_eq!(r["result"]["protocolVersion"], version, "{r}");
+        s.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        s
+    }
+
+    /// Writes raw bytes (a line ending is not added).
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Writes one line.
+    pub fn send_line(&mut self, line: &str) {
+        self.send_raw(format!("{line}\n").as_bytes());
+    }
+
+    /// The next line the server wrote, parsed; panics after 10 s.
+    pub fn recv(&mut self) -> serde_json::Value {
+        let line = self
+            .lines
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("no answer from the server; stderr:\n{}", self.stderr()));
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON on stdout ({e}): {line}"))
+    }
+
+    /// Whether the server writes nothing within `ms`.
+    pub fn silent_for(&mut self, ms: u64) -> bool {
+        self.lines
+            .recv_timeout(std::time::Duration::from_millis(ms))
+            .is_err()
+    }
+
+    /// Sends a request with the next integer id and returns its response.
+    pub fn request(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send_line(
+            &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+                .to_string(),
+        );
+        let r = self.recv();
+        assert_eq!(r["id"], id, "the id is echoed: {r}");
+        r
+    }
+
+    /// Calls a tool and returns the result object.
+    pub fn call_tool(&mut self, name: &str, arguments: serde_json::Value) -> serde_json::Value {
+        let r = self.request(
+            "tools/call",
+            serde_json::json!({"name": name, "arguments": arguments}),
+        );
+        r["result"].clone()
+    }
+
+    /// Everything the server wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Closes stdin and waits for the exit status (panics after 5 s).
+    pub fn finish(mut self) -> (std::process::ExitStatus, std::time::Duration) {
+        drop(self.stdin.take());
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return (status, started.elapsed());
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(5),
+                "the server did not exit at end of input"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for McpSession {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The `_meta` a 2026-07-28 request carries.
+pub fn modern_meta() -> serde_json::Value {
+    serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}
+    })
+}

@@ -4,4 +4,5 @@
 mod detection;
 mod generate;
 mod harness;
+mod mcp;
 mod reports;

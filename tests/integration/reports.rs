@@ -92,7 +92,11 @@ fn every_report_matches_its_golden_json() {
     }
     for (name, args) in cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        assert_golden(name, &query_json(db, &args));
+        let answer = query_json(db, &args);
+        let spec = fleetctl::report::find(name).unwrap();
+        fleetctl::report::schema::check(&(spec.output_schema)(), &answer)
+            .unwrap_or_else(|e| panic!("{name} breaks its outputSchema: {e}"));
+        assert_golden(name, &answer);
     }
 }
 

@@ -1,0 +1,532 @@
+//! `fleetctl serve` on the wire: both eras, every tool and prompt, the CLI/MCP parity,
+//! and the robustness rules — after each bad input, the next request is served.
+
+use crate::harness::{McpSession, TempDir, fixture_db, fleetctl, modern_meta, open, run};
+use crate::reports::assert_golden;
+use serde_json::{Value, json};
+
+/// Asserts the server still answers a ping correctly.
+fn still_serving(s: &mut McpSession) {
+    let r = s.request("ping", json!({}));
+    assert_eq!(r["result"], json!({}), "{r}");
+}
+
+/// Arguments for a tool, made from its schema: required plates get an active plate,
+/// required text a geofence name; optional arguments are left out.
+fn sample_arguments(spec: &fleetctl::report::ReportSpec) -> serde_json::Map<String, Value> {
+    let conn = open(fixture_db());
+    let plate: String = conn
+        .query_row(
+            "SELECT plate FROM vehicles WHERE active = 1 ORDER BY id LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let geofence: String = conn
+        .query_row("SELECT name FROM geofences ORDER BY id LIMIT 1", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let mut args = serde_json::Map::new();
+    for p in spec.params.iter().filter(|p| p.required || p.positional) {
+        let v = match p.kind {
+            fleetctl::report::ParamKind::Plate => plate.clone(),
+            _ => geofence.clone(),
+        };
+        args.insert(p.name.into(), v.into());
+    }
+    args
+}
+
+/// The same arguments as CLI words: positionals in order, then `--flag value`.
+fn cli_words(
+    spec: &fleetctl::report::ReportSpec,
+    args: &serde_json::Map<String, Value>,
+) -> Vec<String> {
+    let mut words = vec![spec.cli.to_string()];
+    for p in spec.params {
+        let Some(v) = args.get(p.name) else { continue };
+        let text = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+        if !p.positional {
+            words.push(format!("--{}", p.name.replace('_', "-")));
+        }
+        words.push(text);
+    }
+    words
+}
+
+#[test]
+fn a_legacy_session_lists_and_calls_every_tool_and_gets_every_prompt() {
+    let mut s = McpSession::initialized(fixture_db(), "2025-11-25");
+    let tools = s.request("tools/list", json!({}));
+    assert_golden("tools_list", &tools["result"]);
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    let expected: Vec<&str> = fleetctl::report::registry()
+        .iter()
+        .map(|s| s.tool)
+        .collect();
+    assert_eq!(names, expected, "tools in the registry's fixed order");
+    for t in tools["result"]["tools"].as_array().unwrap() {
+        let name = t["name"].as_str().unwrap();
+        assert!(
+            name.len() <= 64
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        );
+        assert_eq!(t["inputSchema"]["additionalProperties"], false, "{name}");
+        assert_eq!(t["annotations"]["readOnlyHint"], true);
+        assert_eq!(t["annotations"]["openWorldHint"], false);
+        assert!(
+            t["description"].as_str().unwrap().len() > 150,
+            "{name} describes itself for the model"
+        );
+    }
+    for spec in fleetctl::report::registry() {
+        let result = s.call_tool(spec.tool, Value::Object(sample_arguments(spec)));
+        assert_eq!(result["isError"], false, "{}: {result}", spec.tool);
+        let text = result["content"][0]["text"].as_str().unwrap();
+        assert!(!text.contains('\n'), "one line");
+        assert_eq!(
+            serde_json::from_str::<Value>(text).unwrap(),
+            result["structuredContent"]
+        );
+        fleetctl::report::schema::check(&(spec.output_schema)(), &result["structuredContent"])
+            .unwrap_or_else(|e| panic!("{} breaks its outputSchema: {e}", spec.tool));
+    }
+    let prompts = s.request("prompts/list", json!({}));
+    let prompts = prompts["result"]["prompts"].as_array().unwrap().clone();
+    assert!(prompts.len() >= 3);
+    for p in &prompts {
+        let mut args = serde_json::Map::new();
+        for a in p["arguments"].as_array().unwrap() {
+            let value = match a["name"].as_str().unwrap() {
+                "plate" => "P-000XXX",
+                "place" => "Bodega Mixco",
+                _ => "yesterday",
+            };
+            args.insert(a["name"].as_str().unwrap().into(), value.into());
+        }
+        let r = s.request("prompts/get", json!({"name": p["name"], "arguments": args}));
+        let text = r["result"]["messages"][0]["content"]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{r}"));
+        assert!(
+            text.contains("1. ") && text.contains("2. "),
+            "ordered steps: {text}"
+        );
+        assert!(
+            fleetctl::report::registry()
+                .iter()
+                .any(|t| text.contains(t.tool)),
+            "names the tools"
+        );
+    }
+    let r = s.request(
+        "prompts/get",
+        json!({"name": "vehicle_day_review", "arguments": {}}),
+    );
+    assert_eq!(
+        r["error"]["code"], -32602,
+        "a missing required prompt argument: {r}"
+    );
+    let (status, _) = s.finish();
+    assert!(status.success());
+}
+
+#[test]
+fn initialize_negotiates_each_legacy_revision() {
+    for (asked, answered) in [
+        ("2024-11-05", "2024-11-05"),
+        ("2025-03-26", "2025-03-26"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-11-25", "2025-11-25"),
+        ("2026-07-28", "2025-11-25"),
+        ("1999-01-01", "2025-11-25"),
+    ] {
+        let mut s = McpSession::start(fixture_db());
+        let r = s.request("initialize", json!({"protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
+        assert_eq!(r["result"]["protocolVersion"], answered, "{asked}: {r}");
+        assert_eq!(r["result"]["serverInfo"]["name"], "fleetctl");
+        let instructions = r["result"]["instructions"].as_str().unwrap();
+        assert!(
+            instructions.contains("15 vehicles")
+                && instructions.contains("2026-11-19 to 2026-11-25"),
+            "{instructions}"
+        );
+        assert!(
+            instructions.contains("America/Guatemala")
+                && instructions.contains("2026-11-25T15:30:00-06:00")
+        );
+    }
+}
+
+#[test]
+fn batches_are_served_under_2025_03_26_only() {
+    let mut s = McpSession::initialized(fixture_db(), "2025-03-26");
+    s.send_line(r#"[{"jsonrpc":"2.0","id":"a","method":"ping"},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"zz"}},{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"list_geofences"}}]"#);
+    let r = s.recv();
+    let answers = r.as_array().expect("an array of responses");
+    assert_eq!(answers.len(), 2);
+    assert_eq!(answers[0]["id"], "a");
+    assert_eq!(answers[1]["id"], "b");
+    assert_eq!(answers[1]["result"]["isError"], false);
+    s.send_line(r#"[{"jsonrpc":"2.0","method":"notifications/initialized"}]"#);
+    assert!(s.silent_for(300), "a batch of notifications gets no answer");
+    still_serving(&mut s);
+
+    let mut s = McpSession::initialized(fixture_db(), "2025-11-25");
+    s.send_line(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#);
+    let r = s.recv();
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    assert_eq!(r["id"], Value::Null);
+    still_serving(&mut s);
+}
+
+#[test]
+fn the_stateless_revision_needs_no_handshake() {
+    let mut s = McpSession::start(fixture_db());
+    let r = s.request("server/discover", json!({"_meta": modern_meta()}));
+    let res = &r["result"];
+    assert_eq!(res["resultType"], "complete", "{r}");
+    assert_eq!(res["supportedVersions"][0], "2026-07-28");
+    assert!(
+        res["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2025-11-25"))
+    );
+    assert!(res["ttlMs"].as_u64().is_some() && res["cacheScope"] == "public");
+    assert_eq!(
+        res["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "fleetctl"
+    );
+    assert!(res["instructions"].as_str().unwrap().contains("data clock"));
+    assert!(res["capabilities"]["tools"].is_object());
+
+    for method in ["tools/list", "prompts/list"] {
+        let r = s.request(method, json!({"_meta": modern_meta()}));
+        assert_eq!(r["result"]["resultType"], "complete", "{r}");
+        assert!(r["result"]["ttlMs"].is_u64() && r["result"]["cacheScope"] == "public");
+        assert_eq!(
+            r["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+            "fleetctl"
+        );
+    }
+    let r = s.request("tools/call", json!({"name": "stopped_vehicles", "arguments": {"min_minutes": 30}, "_meta": modern_meta()}));
+    assert_eq!(r["result"]["resultType"], "complete");
+    assert_eq!(r["result"]["isError"], false);
+    assert_eq!(r["result"]["structuredContent"]["vehicles"]["total"], 5);
+    let r = s.request("prompts/get", json!({"name": "dispatch_nearest_vehicle", "arguments": {"place": "Zona 10"}, "_meta": modern_meta()}));
+    assert_eq!(r["result"]["resultType"], "complete");
+
+    let mut old = modern_meta();
+    old["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    let r = s.request("tools/list", json!({"_meta": old}));
+    assert_eq!(r["error"]["code"], -32022, "{r}");
+    assert_eq!(r["error"]["data"]["requested"], "2099-01-01");
+    assert_eq!(r["error"]["data"]["supported"][0], "2026-07-28");
+
+    let r = s.request(
+        "tools/list",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}),
+    );
+    assert_eq!(
+        r["error"]["code"], -32602,
+        "missing clientCapabilities: {r}"
+    );
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("clientCapabilities")
+    );
+    let r = s.request("ping", json!({"_meta": modern_meta()}));
+    assert_eq!(r["error"]["code"], -32601, "no ping in 2026-07-28: {r}");
+
+    // A legacy client on the same process is still served after the modern requests.
+    let r = s.request("initialize", json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
+    assert_eq!(r["result"]["protocolVersion"], "2025-06-18");
+}
+
+#[test]
+fn tool_errors_are_results_the_model_can_act_on() {
+    let mut s = McpSession::initialized(fixture_db(), "2025-11-25");
+    let r = s.call_tool("trip_summary", json!({"plate": "P-000XXX"}));
+    assert_eq!(r["isError"], true);
+    assert_eq!(r["structuredContent"]["error"]["code"], "not_found");
+    assert!(
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("valid plates: P-")
+    );
+    let r = s.call_tool("alerts", json!({"type": "speedin"}));
+    assert_eq!(r["structuredContent"]["error"]["code"], "invalid_argument");
+    assert!(
+        r["structuredContent"]["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("speeding, long_stop, signal_loss"),
+        "{r}"
+    );
+    let r = s.call_tool("stopped_vehicles", json!({"min_minutes": "ten"}));
+    assert!(
+        r["structuredContent"]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("min_minutes"),
+        "{r}"
+    );
+    let r = s.call_tool("list_vehicles", json!({"verbose": true}));
+    assert!(
+        r["structuredContent"]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown argument `verbose`"),
+        "{r}"
+    );
+    let r = s.call_tool("nearest_vehicles", json!({"lat": 14.6}));
+    assert_eq!(r["structuredContent"]["error"]["code"], "invalid_argument");
+    let r = s.call_tool("stopped_vehicles", json!({"min_minutes": 10000}));
+    assert_eq!(r["isError"], false, "an empty answer is a result: {r}");
+    assert_eq!(r["structuredContent"]["vehicles"]["total"], 0);
+    let r = s.request("tools/call", json!({"name": "teleport", "arguments": {}}));
+    assert_eq!(r["error"]["code"], -32602);
+    let r = s.request(
+        "tools/call",
+        json!({"name": "list_vehicles", "arguments": [1, 2]}),
+    );
+    assert_eq!(r["error"]["code"], -32602);
+    still_serving(&mut s);
+}
+
+#[test]
+fn bad_input_never_stops_the_server() {
+    let mut s = McpSession::initialized(fixture_db(), "2025-11-25");
+    // A 5 MB line: a real request with a huge argument.
+    let huge = "x".repeat(5 * 1024 * 1024);
+    s.send_line(&json!({"jsonrpc": "2.0", "id": "big", "method": "tools/call", "params": {"name": "trip_summary", "arguments": {"plate": huge}}}).to_string());
+    let r = s.recv();
+    assert_eq!(r["id"], "big");
+    assert_eq!(r["result"]["isError"], true);
+    still_serving(&mut s);
+    // Invalid UTF-8.
+    s.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xffing\"}\n");
+    assert_eq!(s.recv()["error"]["code"], -32700);
+    still_serving(&mut s);
+    // 100 000 nested brackets.
+    s.send_line(&"[".repeat(100_000));
+    let r = s.recv();
+    assert_eq!(r["error"]["code"], -32700);
+    assert_eq!(r["id"], Value::Null);
+    still_serving(&mut s);
+    // Blank lines get no answer; CRLF line ends are fine.
+    s.send_raw(b"\n\r\n   \n");
+    assert!(s.silent_for(200));
+    s.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":\"crlf\",\"method\":\"ping\"}\r\n");
+    assert_eq!(s.recv()["id"], "crlf");
+    // id null is refused; ids of every legal type are echoed exactly.
+    s.send_line(r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#);
+    let r = s.recv();
+    assert_eq!(
+        (r["error"]["code"].as_i64(), &r["id"]),
+        (Some(-32600), &Value::Null)
+    );
+    for id in [
+        json!(0),
+        json!(-1),
+        json!(9007199254740993u64),
+        json!("x"),
+        json!(""),
+        json!("0"),
+    ] {
+        s.send_line(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string());
+        let r = s.recv();
+        assert_eq!(r["id"], id);
+        assert_eq!(
+            serde_json::to_string(&r["id"]).unwrap(),
+            serde_json::to_string(&id).unwrap(),
+            "same type and value"
+        );
+    }
+    // Unknown methods, wrong param types, a second initialize.
+    assert_eq!(
+        s.request("resources/list", json!({}))["error"]["code"],
+        -32601
+    );
+    s.send_line(r#"{"jsonrpc":"2.0","id":"p","method":"tools/list","params":"all"}"#);
+    assert_eq!(s.recv()["error"]["code"], -32602);
+    let r = s.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    // A notification is never answered, not even a malformed-looking one.
+    s.send_line(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#);
+    s.send_line(r#"{"jsonrpc":"2.0","method":"no/such/notification"}"#);
+    assert!(s.silent_for(200));
+    still_serving(&mut s);
+}
+
+#[test]
+fn a_thousand_requests_written_at_once_are_all_answered_in_order() {
+    let mut s = McpSession::initialized(fixture_db(), "2025-11-25");
+    let mut burst = String::new();
+    for i in 0..1000 {
+        let req = if i % 2 == 0 {
+            json!({"jsonrpc": "2.0", "id": i, "method": "ping"})
+        } else {
+            json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "vehicle_position", "arguments": {"plate": "P-000XXX"}}})
+        };
+        burst.push_str(&req.to_string());
+        burst.push('\n');
+    }
+    s.send_raw(burst.as_bytes());
+    for i in 0..1000 {
+        assert_eq!(s.recv()["id"], i);
+    }
+    still_serving(&mut s);
+}
+
+#[test]
+fn requests_before_initialize_are_refused_but_ping_works() {
+    let mut s = McpSession::start(fixture_db());
+    let r = s.request("tools/list", json!({}));
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("initialize")
+    );
+    still_serving(&mut s);
+    let r = s.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
+    assert!(r["result"].is_object());
+}
+
+#[test]
+fn a_panic_inside_a_report_becomes_an_error_result() {
+    let mut s = McpSession::start_with_env(fixture_db(), &[("FLEETCTL_TEST_PANIC_IN", "alerts")]);
+    s.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
+    let r = s.call_tool("alerts", json!({}));
+    assert_eq!(r["isError"], true);
+    assert_eq!(r["structuredContent"]["error"]["code"], "internal");
+    let r = s.call_tool("list_vehicles", json!({}));
+    assert_eq!(r["isError"], false, "the server keeps serving");
+}
+
+#[test]
+fn end_of_input_exits_zero_at_once_and_logs_stay_on_stderr() {
+    let mut s = McpSession::initialized(fixture_db(), "2025-11-25");
+    s.call_tool("list_vehicles", json!({}));
+    let stderr_before = s.stderr();
+    let (status, took) = s.finish();
+    assert!(status.success());
+    assert!(took < std::time::Duration::from_secs(1), "{took:?}");
+    assert!(
+        stderr_before.contains("tools/call list_vehicles") && stderr_before.contains(" ms ok"),
+        "{stderr_before}"
+    );
+}
+
+#[test]
+fn sigterm_stops_the_server_promptly() {
+    let mut s = McpSession::initialized(fixture_db(), "2025-11-25");
+    let pid = s.child.id().to_string();
+    let started = std::time::Instant::now();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    loop {
+        if s.child.try_wait().unwrap().is_some() {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "still running after SIGTERM"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_missing_database_does_not_stop_the_server() {
+    let dir = TempDir::new("mcp-nodb");
+    let mut s = McpSession::start(&dir.join("none.db"));
+    let r = s.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
+    assert!(
+        r["result"]["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("not available")
+    );
+    let r = s.call_tool("list_vehicles", json!({}));
+    assert_eq!(r["isError"], true);
+    assert_eq!(r["structuredContent"]["error"]["code"], "db_unavailable");
+    assert!(
+        r["structuredContent"]["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("fleetctl generate")
+    );
+    let r = s.call_tool("alerts", json!({"type": "nope"}));
+    assert_eq!(
+        r["structuredContent"]["error"]["code"], "invalid_argument",
+        "arguments are still checked"
+    );
+}
+
+#[test]
+fn every_tool_answers_exactly_what_the_cli_prints() {
+    let db = fixture_db();
+    let mut s = McpSession::initialized(db, "2025-11-25");
+    for spec in fleetctl::report::registry() {
+        let args = sample_arguments(spec);
+        let result = s.call_tool(spec.tool, Value::Object(args.clone()));
+        let mut words = vec![
+            "--db".to_string(),
+            db.to_str().unwrap().to_string(),
+            "query".to_string(),
+        ];
+        words.extend(cli_words(spec, &args));
+        words.extend(["--format".to_string(), "json".to_string()]);
+        let cli = run(fleetctl(
+            &words.iter().map(String::as_str).collect::<Vec<_>>(),
+        ))
+        .ok();
+        assert_eq!(
+            cli.stdout.trim_end(),
+            result["content"][0]["text"].as_str().unwrap(),
+            "{} differs",
+            spec.tool
+        );
+        assert_eq!(
+            serde_json::from_str::<Value>(&cli.stdout).unwrap(),
+            result["structuredContent"]
+        );
+    }
+}
+
+#[test]
+fn mcp_config_prints_absolute_paths() {
+    let r = run(fleetctl(&["--db", "relative/fleet.db", "mcp-config"])).ok();
+    let json_start = r.stdout.find('{').unwrap();
+    let json_end = r.stdout.rfind('}').unwrap();
+    let config: Value = serde_json::from_str(&r.stdout[json_start..=json_end]).unwrap();
+    let server = &config["mcpServers"]["fleetctl"];
+    assert!(std::path::Path::new(server["command"].as_str().unwrap()).is_absolute());
+    let db = server["args"][1].as_str().unwrap();
+    assert!(
+        std::path::Path::new(db).is_absolute() && db.ends_with("relative/fleet.db"),
+        "{db}"
+    );
+    assert_eq!(server["args"][2], "serve");
+    assert!(r.stdout.contains("claude mcp add fleetctl -- "));
+}
