@@ -4,5 +4,6 @@
 mod detection;
 mod generate;
 mod harness;
+mod interop;
 mod mcp;
 mod reports;
