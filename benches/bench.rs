@@ -61,6 +61,10 @@ fn main() {
     if !quick {
         bench_reports(&dir.join("1000x30.db"), "1000 × 30", 50.0);
     }
+
+    println!();
+    println!("serve (the release binary over stdio)");
+    bench_serve(&dir.join("default-0.db"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -219,6 +223,108 @@ fn bench_reports(path: &Path, label: &str, target_ms: f64) {
             times[times.len() - 1]
         );
     }
+}
+
+/// A `fleetctl serve` child spoken to line by line.
+struct Server {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Server {
+    fn start(db: &Path) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fleetctl"))
+            .args(["--db", db.to_str().unwrap(), "serve"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("serve starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        Server { child, stdin, stdout }
+    }
+
+    fn ask(&mut self, message: &serde_json::Value) -> serde_json::Value {
+        use std::io::{BufRead, Write};
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).expect("a JSON answer")
+    }
+
+    fn rss_mib(&self) -> (f64, f64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+                .map_or(0.0, |kb| kb / 1024.0)
+        };
+        (field("VmRSS:"), field("VmHWM:"))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn initialize() -> serde_json::Value {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+           "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
+}
+
+fn bench_serve(db: &Path) {
+    let mut starts: Vec<f64> = (0..20)
+        .map(|_| {
+            let t = Instant::now();
+            let mut server = Server::start(db);
+            let answer = server.ask(&initialize());
+            assert!(answer["result"]["protocolVersion"].is_string());
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    starts.sort_by(f64::total_cmp);
+    let median = starts[starts.len() / 2];
+    let verdict = if median <= 10.0 { "met" } else { "MISSED" };
+    println!("  process start to initialize response   median {median:>7.2} ms  (target ≤ 10 ms: {verdict})");
+
+    let mut server = Server::start(db);
+    server.ask(&initialize());
+    let report_db = Db::open(db).expect("open");
+    let mut calls = 0;
+    for (tool, args) in report_cases(&report_db) {
+        let mut times: Vec<f64> = (0..100)
+            .map(|i| {
+                let request = json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {"name": tool, "arguments": args}});
+                let t = Instant::now();
+                let answer = server.ask(&request);
+                assert_eq!(answer["result"]["isError"], false, "{tool}: {answer}");
+                t.elapsed().as_secs_f64() * 1000.0
+            })
+            .collect();
+        calls += times.len();
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        let verdict = if median <= 2.0 { "met" } else { "MISSED" };
+        println!("  tools/call {tool:<18} round trip median {median:>7.3} ms  (target ≤ 2 ms: {verdict})");
+    }
+    let mut id = 10_000;
+    while calls < 1000 {
+        id += 1;
+        server.ask(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "list_vehicles", "arguments": {}}}));
+        calls += 1;
+    }
+    let (rss, peak) = server.rss_mib();
+    let verdict = if rss <= 20.0 { "met" } else { "MISSED" };
+    println!("  resident memory after {calls} calls       {rss:>7.1} MiB (peak {peak:.1} MiB)  (target ≤ 20 MB: {verdict})");
 }
 
 /// Peak resident set size of this process, from /proc (Linux); 0 elsewhere.
