@@ -243,7 +243,11 @@ impl Server {
             .expect("serve starts");
         let stdin = child.stdin.take().unwrap();
         let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-        Server { child, stdin, stdout }
+        Server {
+            child,
+            stdin,
+            stdout,
+        }
     }
 
     fn ask(&mut self, message: &serde_json::Value) -> serde_json::Value {
@@ -256,7 +260,8 @@ impl Server {
     }
 
     fn rss_mib(&self) -> (f64, f64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
         let field = |name: &str| {
             status
                 .lines()
@@ -294,7 +299,9 @@ fn bench_serve(db: &Path) {
     starts.sort_by(f64::total_cmp);
     let median = starts[starts.len() / 2];
     let verdict = if median <= 10.0 { "met" } else { "MISSED" };
-    println!("  process start to initialize response   median {median:>7.2} ms  (target ≤ 10 ms: {verdict})");
+    println!(
+        "  process start to initialize response   median {median:>7.2} ms  (target ≤ 10 ms: {verdict})"
+    );
 
     let mut server = Server::start(db);
     server.ask(&initialize());
@@ -314,7 +321,9 @@ fn bench_serve(db: &Path) {
         times.sort_by(f64::total_cmp);
         let median = times[times.len() / 2];
         let verdict = if median <= 2.0 { "met" } else { "MISSED" };
-        println!("  tools/call {tool:<18} round trip median {median:>7.3} ms  (target ≤ 2 ms: {verdict})");
+        println!(
+            "  tools/call {tool:<18} round trip median {median:>7.3} ms  (target ≤ 2 ms: {verdict})"
+        );
     }
     let mut id = 10_000;
     while calls < 1000 {
@@ -324,7 +333,9 @@ fn bench_serve(db: &Path) {
     }
     let (rss, peak) = server.rss_mib();
     let verdict = if rss <= 20.0 { "met" } else { "MISSED" };
-    println!("  resident memory after {calls} calls       {rss:>7.1} MiB (peak {peak:.1} MiB)  (target ≤ 20 MB: {verdict})");
+    println!(
+        "  resident memory after {calls} calls       {rss:>7.1} MiB (peak {peak:.1} MiB)  (target ≤ 20 MB: {verdict})"
+    );
 }
 
 /// Peak resident set size of this process, from /proc (Linux); 0 elsewhere.

@@ -55,6 +55,18 @@ enum Command {
     #[command(verbatim_doc_comment)]
     Query(query::QueryArgs),
 
+    /// Draw a vehicle's route on a day as a PNG map (offline), and print its path.
+    ///
+    /// The track is coloured by speed; stops are circles labelled with minutes;
+    /// speeding is marked and signal losses are dashed; depots and zones are named.
+    /// With --tiles, local raster tiles go underneath.
+    ///
+    /// Examples:
+    ///   fleetctl map P-123BCD --date yesterday
+    ///   fleetctl map P-123BCD --date 2026-11-24 --from 08:00 --to 12:00 -o morning.png
+    #[command(verbatim_doc_comment)]
+    Map(query::MapArgs),
+
     /// Serve the reports as MCP tools over stdio (for Claude Desktop, Claude Code…).
     ///
     /// Speaks the handshake revisions 2024-11-05 to 2025-11-25 and the stateless
@@ -73,6 +85,10 @@ struct ServeArgs {
     /// Also log every message in and out (on stderr).
     #[arg(long, short)]
     verbose: bool,
+
+    /// Raster tiles for the route_map tool: a {z}/{x}/{y}.png folder or an MBTiles file.
+    #[arg(long, value_name = "DIR|FILE.mbtiles")]
+    tiles: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -125,9 +141,16 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Generate(args) => generate(db, args),
         Command::Analyze(args) => analyze(db, args),
         Command::Query(q) => run_query(db, q),
+        Command::Map(args) => draw_map(db, args),
         Command::Serve(args) => {
             crate::logging::init(args.verbose);
-            crate::mcp::serve_stdio(&db).map_err(|e| Error::io(std::path::Path::new("<stdio>"), e))
+            let tiles = args
+                .tiles
+                .as_deref()
+                .map(report::route_map::TileSource::open)
+                .transpose()?;
+            crate::mcp::serve_stdio(&db, tiles)
+                .map_err(|e| Error::io(std::path::Path::new("<stdio>"), e))
         }
         Command::McpConfig => print_stdout(&render::mcp_config(&mcp_paths(&db)?)),
     }
@@ -161,6 +184,36 @@ fn analyze(path: PathBuf, args: AnalyzeArgs) -> Result<()> {
     print_stdout(&render::analyze_summary(&path, &summary))
 }
 
+fn draw_map(path: PathBuf, m: query::MapArgs) -> Result<()> {
+    let spec = report::registry()
+        .iter()
+        .find(|s| s.draws)
+        .ok_or_else(|| Error::internal("no drawing report"))?;
+    let tiles = m
+        .tiles
+        .as_deref()
+        .map(report::route_map::TileSource::open)
+        .transpose()?;
+    let mut db = report::Db::open(&path)?;
+    db.tiles = tiles;
+    let answer = report::call(&db, spec, &m.args)?;
+    let png = answer
+        .png
+        .ok_or_else(|| Error::internal("the map report drew nothing"))?;
+    let output = m.output.unwrap_or_else(|| {
+        let plate = answer.value["plate"].as_str().unwrap_or("map");
+        let date = answer.value["date"].as_str().unwrap_or("day");
+        PathBuf::from(format!("{plate}_{date}.png"))
+    });
+    std::fs::write(&output, &png)
+        .map_err(|e| Error::io(&output, e).with_hint("choose a writable path with -o FILE"))?;
+    if m.json {
+        print_stdout(&format!("{}\n", answer.value))
+    } else {
+        print_stdout(&format!("{}\n", output.display()))
+    }
+}
+
 fn run_query(path: PathBuf, q: query::QueryArgs) -> Result<()> {
     let spec =
         report::find(q.tool).ok_or_else(|| Error::internal(format!("no report {}", q.tool)))?;
@@ -169,8 +222,8 @@ fn run_query(path: PathBuf, q: query::QueryArgs) -> Result<()> {
     } else {
         query::Format::Json
     });
-    let value = match report::Db::open(&path).and_then(|db| report::call(&db, spec, &q.args)) {
-        Ok(value) => value,
+    let answer = match report::Db::open(&path).and_then(|db| report::call(&db, spec, &q.args)) {
+        Ok(answer) => answer,
         Err(e) => {
             if format == query::Format::Json {
                 print_stdout(&format!("{}\n", e.to_json()))?;
@@ -178,6 +231,7 @@ fn run_query(path: PathBuf, q: query::QueryArgs) -> Result<()> {
             return Err(e);
         }
     };
+    let value = answer.value;
     let text = match format {
         query::Format::Json => format!("{value}\n"),
         query::Format::Csv => render::csv(&value, spec.rows),

@@ -32,35 +32,77 @@ fn flag_name(param: &str) -> String {
     param.replace('_', "-")
 }
 
+/// The CLI arguments of a report's parameters.
+pub fn spec_args(spec: &'static ReportSpec) -> Vec<Arg> {
+    spec.params
+        .iter()
+        .map(|p| {
+            let mut arg = Arg::new(p.name).help(p.help).required(p.required);
+            arg = if p.positional {
+                arg.value_name(p.name.to_uppercase())
+            } else {
+                arg.long(flag_name(p.name)).value_name(match p.kind {
+                    ParamKind::Date => "DATE",
+                    ParamKind::TimeOfDay => "HH:MM",
+                    ParamKind::Integer { .. } => "N",
+                    ParamKind::Number { .. } => "X",
+                    _ => "TEXT",
+                })
+            };
+            if let ParamKind::Enum(values) = p.kind {
+                arg = arg.value_parser(clap::builder::PossibleValuesParser::new(
+                    values.iter().copied(),
+                ));
+            }
+            arg
+        })
+        .collect()
+}
+
+/// Reads a report's arguments back from parsed flags, as the JSON an MCP client
+/// would send. Numbers become JSON numbers when they parse; anything else stays
+/// text for the core to refuse with the same message an MCP client gets.
+pub fn args_from(spec: &ReportSpec, m: &ArgMatches) -> Args {
+    let mut args = Args::new();
+    for p in spec.params {
+        let Some(text) = m.get_one::<String>(p.name) else {
+            continue;
+        };
+        let value = match p.kind {
+            ParamKind::Integer { .. } => text
+                .parse::<i64>()
+                .map(Value::from)
+                .unwrap_or_else(|_| Value::from(text.as_str())),
+            ParamKind::Number { .. } => text
+                .parse::<f64>()
+                .map(Value::from)
+                .unwrap_or_else(|_| Value::from(text.as_str())),
+            _ => Value::from(text.as_str()),
+        };
+        args.insert(p.name.to_string(), value);
+    }
+    args
+}
+
+fn format_from(m: &ArgMatches) -> Option<Format> {
+    m.get_one::<String>("format").map(|f| match f.as_str() {
+        "json" => Format::Json,
+        "csv" => Format::Csv,
+        _ => Format::Table,
+    })
+}
+
 fn report_command(spec: &'static ReportSpec) -> Command {
-    let mut cmd = Command::new(spec.cli)
+    Command::new(spec.cli)
         .about(spec.title)
         .long_about(format!("{}\n\nMCP tool: {}", spec.description, spec.tool))
-        .allow_negative_numbers(true);
-    for p in spec.params {
-        let mut arg = Arg::new(p.name).help(p.help).required(p.required);
-        arg = if p.positional {
-            arg.value_name(p.name.to_uppercase())
-        } else {
-            arg.long(flag_name(p.name)).value_name(match p.kind {
-                ParamKind::Date => "DATE",
-                ParamKind::Integer { .. } => "N",
-                ParamKind::Number { .. } => "X",
-                _ => "TEXT",
-            })
-        };
-        if let ParamKind::Enum(values) = p.kind {
-            arg = arg.value_parser(clap::builder::PossibleValuesParser::new(
-                values.iter().copied(),
-            ));
-        }
-        cmd = cmd.arg(arg);
-    }
-    cmd
+        .allow_negative_numbers(true)
+        .args(spec_args(spec))
 }
 
 impl clap::Args for QueryArgs {
     fn augment_args(cmd: Command) -> Command {
+        // Reports that draw have their own top-level command (`fleetctl map`).
         cmd.subcommand_required(true)
             .arg(
                 Arg::new("format")
@@ -69,7 +111,7 @@ impl clap::Args for QueryArgs {
                     .value_parser(["table", "json", "csv"])
                     .help("Output: table (default on a terminal), json (default otherwise; the MCP answer), csv"),
             )
-            .subcommands(report::registry().iter().map(report_command))
+            .subcommands(report::registry().iter().filter(|s| !s.draws).map(report_command))
     }
 
     fn augment_args_for_update(cmd: Command) -> Command {
@@ -86,38 +128,79 @@ impl FromArgMatches for QueryArgs {
             .iter()
             .find(|s| s.cli == name)
             .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidSubcommand))?;
-        let mut args = Args::new();
-        for p in spec.params {
-            let Some(text) = sub.get_one::<String>(p.name) else {
-                continue;
-            };
-            // Numbers become JSON numbers when they parse; anything else stays text
-            // for the core to refuse with the same message an MCP client gets.
-            let value = match p.kind {
-                ParamKind::Integer { .. } => text
-                    .parse::<i64>()
-                    .map(Value::from)
-                    .unwrap_or_else(|_| Value::from(text.as_str())),
-                ParamKind::Number { .. } => text
-                    .parse::<f64>()
-                    .map(Value::from)
-                    .unwrap_or_else(|_| Value::from(text.as_str())),
-                _ => Value::from(text.as_str()),
-            };
-            args.insert(p.name.to_string(), value);
-        }
-        let format = sub
-            .get_one::<String>("format")
-            .or_else(|| m.get_one::<String>("format"))
-            .map(|f| match f.as_str() {
-                "json" => Format::Json,
-                "csv" => Format::Csv,
-                _ => Format::Table,
-            });
         Ok(QueryArgs {
             tool: spec.tool,
-            args,
-            format,
+            args: args_from(spec, sub),
+            format: format_from(sub).or_else(|| format_from(m)),
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+/// A parsed `fleetctl map` invocation: the route map's arguments plus where to
+/// write the picture.
+#[derive(Debug, Clone)]
+pub struct MapArgs {
+    /// The report's arguments, as JSON.
+    pub args: Args,
+    /// `-o FILE`.
+    pub output: Option<std::path::PathBuf>,
+    /// `--tiles DIR|FILE.mbtiles`.
+    pub tiles: Option<std::path::PathBuf>,
+    /// `--format json`: print the summary instead of the path.
+    pub json: bool,
+}
+
+fn map_spec() -> &'static ReportSpec {
+    report::registry()
+        .iter()
+        .find(|s| s.draws)
+        .expect("the registry has a drawing report")
+}
+
+impl clap::Args for MapArgs {
+    fn augment_args(cmd: Command) -> Command {
+        cmd.allow_negative_numbers(true)
+            .args(spec_args(map_spec()))
+            .arg(
+                Arg::new("output")
+                    .short('o')
+                    .long("output")
+                    .value_name("FILE")
+                    .value_parser(clap::value_parser!(std::path::PathBuf))
+                    .help("Where to write the PNG (default: PLATE_DATE.png in the current folder)"),
+            )
+            .arg(
+                Arg::new("tiles")
+                    .long("tiles")
+                    .value_name("DIR|FILE.mbtiles")
+                    .value_parser(clap::value_parser!(std::path::PathBuf))
+                    .help("Raster tiles to draw underneath: a {z}/{x}/{y}.png folder or an MBTiles file (read locally)"),
+            )
+            .arg(
+                Arg::new("format")
+                    .long("format")
+                    .value_parser(["text", "json"])
+                    .help("Print the PNG's path (text, default) or the map's summary (json, the MCP answer)"),
+            )
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for MapArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        Ok(MapArgs {
+            args: args_from(map_spec(), m),
+            output: m.get_one::<std::path::PathBuf>("output").cloned(),
+            tiles: m.get_one::<std::path::PathBuf>("tiles").cloned(),
+            json: m.get_one::<String>("format").map(String::as_str) == Some("json"),
         })
     }
 

@@ -75,6 +75,33 @@ pub fn local_xy_m(origin: LatLon, p: LatLon) -> (f64, f64) {
     )
 }
 
+/// Web Mercator "world pixel" coordinates of a point at a zoom level (256-pixel
+/// tiles; zoom may be fractional): x grows east, y grows south.
+pub fn web_mercator_px(p: LatLon, zoom: f64) -> (f64, f64) {
+    let size = 256.0 * zoom.exp2();
+    let lat = p.lat.clamp(-85.051_128_78, 85.051_128_78).to_radians();
+    let x = (p.lon + 180.0) / 360.0 * size;
+    let y = (1.0 - (lat.tan() + 1.0 / lat.cos()).ln() / std::f64::consts::PI) / 2.0 * size;
+    (x, y)
+}
+
+/// The point at Web Mercator world pixel `(x, y)` at a zoom level.
+pub fn web_mercator_latlon(x: f64, y: f64, zoom: f64) -> LatLon {
+    let size = 256.0 * zoom.exp2();
+    let lon = x / size * 360.0 - 180.0;
+    let n = std::f64::consts::PI * (1.0 - 2.0 * y / size);
+    LatLon::new(n.sinh().atan().to_degrees(), lon)
+}
+
+/// The sphere radius Web Mercator is defined on (EPSG:3857), metres.
+pub const WEB_MERCATOR_RADIUS_M: f64 = 6_378_137.0;
+
+/// Ground metres per Web Mercator pixel at a latitude and zoom.
+pub fn web_mercator_m_per_px(lat: f64, zoom: f64) -> f64 {
+    2.0 * std::f64::consts::PI * WEB_MERCATOR_RADIUS_M * lat.to_radians().cos()
+        / (256.0 * zoom.exp2())
+}
+
 /// Decodes a Google encoded polyline of precision 5 into points.
 pub fn decode_polyline(encoded: &str) -> Result<Vec<LatLon>> {
     let line = polyline::decode_polyline(encoded, 5)
@@ -237,6 +264,20 @@ mod tests {
             let e = Shape::from_wkt(wkt, r).unwrap_err();
             assert!(e.message.contains(wkt) && e.hint.is_some(), "{e:?}");
         }
+    }
+
+    #[test]
+    fn web_mercator_matches_the_tile_scheme() {
+        // Zoom 0 is one 256-pixel tile; (0, 0) is its centre.
+        let (x, y) = web_mercator_px(LatLon::new(0.0, 0.0), 0.0);
+        assert!((x - 128.0).abs() < 1e-9 && (y - 128.0).abs() < 1e-9);
+        // Guatemala City (Plaza de la Constitución) at zoom 12 is in tile 1018/1879.
+        let (x, y) = web_mercator_px(LatLon::new(14.6349, -90.5069), 12.0);
+        assert_eq!(((x / 256.0) as u32, (y / 256.0) as u32), (1018, 1879));
+        let back = web_mercator_latlon(x, y, 12.0);
+        assert!((back.lat - 14.6349).abs() < 1e-9 && (back.lon + 90.5069).abs() < 1e-9);
+        let m = web_mercator_m_per_px(0.0, 0.0);
+        assert!((m - 156_543.03).abs() < 0.01, "{m}");
     }
 
     #[test]

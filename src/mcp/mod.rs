@@ -10,9 +10,13 @@ pub mod tools;
 
 use std::path::Path;
 
-/// Serves MCP on stdin/stdout until stdin closes.
-pub fn serve_stdio(db_path: &Path) -> std::io::Result<()> {
+/// Serves MCP on stdin/stdout until stdin closes; `tiles` go under route maps.
+pub fn serve_stdio(
+    db_path: &Path,
+    tiles: Option<crate::report::route_map::TileSource>,
+) -> std::io::Result<()> {
     let mut server = session::Server::new(db_path);
+    server.set_tiles(tiles);
     crate::logging::info(&format!(
         "serve: ready on stdio, database {}",
         db_path.display()

@@ -98,6 +98,13 @@ impl Server {
         }
     }
 
+    /// Raster tiles for the route map tool.
+    pub fn set_tiles(&mut self, tiles: Option<crate::report::route_map::TileSource>) {
+        if let Ok(db) = &mut self.db {
+            db.tiles = tiles;
+        }
+    }
+
     /// The instructions sent to clients.
     pub fn instructions(&self) -> &str {
         &self.instructions

@@ -3,7 +3,7 @@
 //! answer or error into a tool result.
 
 use crate::error::{Error, ErrorCode};
-use crate::report::{self, Args, Db, ReportSpec};
+use crate::report::{self, Answer, Args, Db, ReportSpec};
 use serde_json::{Value, json};
 
 /// The tool definition `tools/list` returns for one report.
@@ -29,9 +29,36 @@ pub fn list() -> Vec<Value> {
     report::registry().iter().map(definition).collect()
 }
 
-/// A successful tool result: the answer as one line of text and as structured content.
-pub fn success(value: Value) -> Value {
-    json!({ "content": [{"type": "text", "text": value.to_string()}], "structuredContent": value, "isError": false })
+/// A successful tool result: the answer as one line of text and as structured
+/// content, and the picture as an image block when there is one.
+pub fn success(answer: Answer) -> Value {
+    let mut content = vec![json!({"type": "text", "text": answer.value.to_string()})];
+    if let Some(png) = &answer.png {
+        content.push(json!({"type": "image", "data": base64(png), "mimeType": "image/png"}));
+    }
+    json!({ "content": content, "structuredContent": answer.value, "isError": false })
+}
+
+/// Standard base64 with padding (RFC 4648), for image blocks.
+pub fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> shift & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// A failed tool result the model can act on: a sentence, and the error object.
@@ -66,5 +93,27 @@ pub fn unavailable(e: Error) -> Error {
         ErrorCode::DbUnavailable | ErrorCode::DbSchema => e,
         _ => Error::new(ErrorCode::DbUnavailable, e.message)
             .with_hint("run `fleetctl generate`, then restart the server"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::base64;
+
+    #[test]
+    fn base64_matches_the_rfc_vectors() {
+        let cases = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ];
+        for (plain, encoded) in cases {
+            assert_eq!(base64(plain.as_bytes()), encoded);
+        }
+        assert_eq!(base64(&[0xff, 0xfe, 0x00]), "//4A");
     }
 }

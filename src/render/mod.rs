@@ -1,5 +1,7 @@
 //! Presentation for people: text summaries and tables. Never touches the store.
 
+pub mod map;
+
 use crate::analyze::AnalyzeSummary;
 use crate::synth::GenerateSummary;
 use serde_json::{Map, Value};

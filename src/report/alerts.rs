@@ -293,4 +293,5 @@ week?' or 'which driver has the most alerts?'.",
     rows: "most_severe",
     run: |db, args| super::invoke(db, args, run),
     output_schema,
+    draws: false,
 };

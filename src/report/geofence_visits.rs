@@ -134,4 +134,5 @@ today or yesterday.",
     rows: "visits",
     run: |db, args| super::invoke(db, args, run),
     output_schema,
+    draws: false,
 };

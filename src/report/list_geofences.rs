@@ -99,4 +99,5 @@ it is. Call it to learn names for geofence_visits or nearest_vehicles.",
     rows: "geofences",
     run: |db, args| super::invoke(db, args, run),
     output_schema,
+    draws: false,
 };

@@ -97,4 +97,5 @@ Also returns the data clock ('now') and the time zone. Call it first to learn va
     rows: "vehicles",
     run: |db, args| super::invoke(db, args, run),
     output_schema,
+    draws: false,
 };

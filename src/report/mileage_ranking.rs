@@ -154,4 +154,5 @@ most this week?' or fleet totals.",
     rows: "vehicles",
     run: |db, args| super::invoke(db, args, run),
     output_schema,
+    draws: false,
 };

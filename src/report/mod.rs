@@ -11,6 +11,7 @@ pub mod list_vehicles;
 pub mod mileage_ranking;
 pub mod nearest_vehicles;
 pub mod resolve;
+pub mod route_map;
 pub mod schema;
 pub mod stopped_vehicles;
 pub mod trip_summary;
@@ -91,6 +92,8 @@ pub struct Db {
     pub places: Vec<resolve::ResolvedPlace>,
     /// The thresholds detection used.
     pub thresholds: Thresholds,
+    /// Raster tiles for maps, when the user gave some.
+    pub tiles: Option<route_map::TileSource>,
 }
 
 impl Db {
@@ -142,6 +145,7 @@ impl Db {
             namer: Namer::new(named),
             places,
             thresholds,
+            tiles: None,
         })
     }
 
@@ -203,6 +207,8 @@ pub enum ParamKind {
     Text,
     /// One of a closed set.
     Enum(&'static [&'static str]),
+    /// A local time of day, `HH:MM`.
+    TimeOfDay,
     /// A whole number within bounds.
     Integer {
         /// Smallest accepted.
@@ -281,14 +287,16 @@ pub struct ReportSpec {
     /// The field holding the report's main list (CSV output writes its rows).
     pub rows: &'static str,
     /// Runs the report on validated arguments.
-    pub run: fn(&Db, &Args) -> Result<Value>,
+    pub run: fn(&Db, &Args) -> Result<Answer>,
     /// The JSON Schema of its answer.
     pub output_schema: fn() -> Value,
+    /// It draws a picture (its CLI twin writes a PNG; its tool adds an image block).
+    pub draws: bool,
 }
 
 /// Every report, in the fixed order tools are listed in.
 pub fn registry() -> &'static [ReportSpec] {
-    static REGISTRY: [ReportSpec; 9] = [
+    static REGISTRY: [ReportSpec; 10] = [
         vehicle_position::SPEC,
         stopped_vehicles::SPEC,
         trip_summary::SPEC,
@@ -298,6 +306,7 @@ pub fn registry() -> &'static [ReportSpec] {
         list_vehicles::SPEC,
         list_geofences::SPEC,
         nearest_vehicles::SPEC,
+        route_map::SPEC,
     ];
     &REGISTRY
 }
@@ -311,6 +320,7 @@ fn describe(kind: ParamKind) -> String {
     match kind {
         ParamKind::Plate => "a plate such as P-123BCD".into(),
         ParamKind::Date => "YYYY-MM-DD, today or yesterday".into(),
+        ParamKind::TimeOfDay => "a local time HH:MM".into(),
         ParamKind::Text => "text".into(),
         ParamKind::Enum(values) => format!("one of {}", values.join(", ")),
         ParamKind::Integer { min, max } => format!("a whole number from {min} to {max}"),
@@ -329,6 +339,9 @@ pub fn input_schema(spec: &ReportSpec) -> Value {
             }
             ParamKind::Date => {
                 serde_json::json!({"type": "string", "pattern": "^([0-9]{4}-[0-9]{2}-[0-9]{2}|today|yesterday)$"})
+            }
+            ParamKind::TimeOfDay => {
+                serde_json::json!({"type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$"})
             }
             ParamKind::Enum(values) => serde_json::json!({"type": "string", "enum": values}),
             ParamKind::Integer { min, max } => {
@@ -409,6 +422,7 @@ pub fn validate(spec: &ReportSpec, args: &Args) -> Result<()> {
             ParamKind::Date => v
                 .as_str()
                 .is_some_and(|s| resolve::parse_date_word(s).is_some()),
+            ParamKind::TimeOfDay => v.as_str().is_some_and(|s| resolve::parse_hhmm(s).is_some()),
             ParamKind::Enum(values) => v.as_str().is_some_and(|s| values.contains(&s)),
             ParamKind::Integer { min, max } => v.as_i64().is_some_and(|n| (min..=max).contains(&n)),
             ParamKind::Number { min, max } => v.as_f64().is_some_and(|n| (min..=max).contains(&n)),
@@ -440,7 +454,7 @@ pub fn validate(spec: &ReportSpec, args: &Args) -> Result<()> {
 
 /// Validates the arguments and runs the report; a panic inside a report becomes an
 /// `internal` error rather than taking the caller down.
-pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Value> {
+pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Answer> {
     validate(spec, args)?;
     let run = || {
         // Debug builds only: lets the tests prove that a panicking report does not
@@ -467,15 +481,25 @@ pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Value> {
     }
 }
 
+/// What a report answers: the report object, and for the route map its picture.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// The report object (the CLI's JSON, the MCP `structuredContent`).
+    pub value: Value,
+    /// A PNG image, for reports that draw one.
+    pub png: Option<Vec<u8>>,
+}
+
 /// Adapts a typed report function to the registry's JSON signature.
 pub fn invoke<R: DeserializeOwned, O: Serialize>(
     db: &Db,
     args: &Args,
     run: fn(&Db, &R) -> Result<O>,
-) -> Result<Value> {
+) -> Result<Answer> {
     let request: R = serde_json::from_value(Value::Object(args.clone()))
         .map_err(|e| Error::invalid(e.to_string()))?;
     let report = run(db, &request)?;
-    serde_json::to_value(report)
-        .map_err(|e| Error::internal(format!("report did not serialise: {e}")))
+    let value = serde_json::to_value(report)
+        .map_err(|e| Error::internal(format!("report did not serialise: {e}")))?;
+    Ok(Answer { value, png: None })
 }

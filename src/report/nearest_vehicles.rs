@@ -203,4 +203,5 @@ that has no name; never invent coordinates. Use it for dispatch: 'who is closest
     rows: "vehicles",
     run: |db, args| super::invoke(db, args, run),
     output_schema,
+    draws: false,
 };

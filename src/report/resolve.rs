@@ -29,6 +29,16 @@ pub fn parse_date_word(text: &str) -> Option<DateWord> {
     }
 }
 
+/// Parses a local time of day `HH:MM` into seconds after midnight.
+pub fn parse_hhmm(text: &str) -> Option<i64> {
+    let (h, m) = text.trim().split_once(':')?;
+    if h.len() != 2 || m.len() != 2 || !h.bytes().chain(m.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
+    (h < 24 && m < 60).then_some(h * 3600 + m * 60)
+}
+
 impl Db {
     /// Resolves a date word on the data clock; `None` means today.
     pub fn resolve_date(&self, text: Option<&str>) -> Result<Date> {

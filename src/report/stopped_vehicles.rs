@@ -131,4 +131,5 @@ Longest first. Use it for 'who is stopped?' or 'which trucks have been idle for 
     rows: "vehicles",
     run: |db, args| super::invoke(db, args, run),
     output_schema,
+    draws: false,
 };

@@ -308,4 +308,5 @@ returns has_data=false, not an error.",
     rows: "stops",
     run: |db, args| super::invoke(db, args, run),
     output_schema,
+    draws: false,
 };

@@ -191,4 +191,5 @@ matched ignoring case, spaces and dashes; call list_vehicles first if unsure of 
     rows: "",
     run: |db, args| super::invoke(db, args, run),
     output_schema,
+    draws: false,
 };

@@ -12,6 +12,7 @@ use crate::model::{Fix, Geofence, InjectedEvent, Vehicle};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 
+pub mod mbtiles;
 pub mod read;
 
 /// The schema this binary reads and writes.

@@ -1,0 +1,766 @@
+//! Route maps: one vehicle's day (or part of it) drawn to a PNG with no network at
+//! all — an offline basemap from our own routes and gazetteer (or local raster tiles
+//! when given), the track coloured by speed, stops sized by duration, speeding and
+//! signal losses marked, geofences named, with title, legend, scale bar and north
+//! arrow. Presentation only: the caller gathers the data.
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::geo::{self, LatLon, Shape, atlas};
+use crate::model::Fix;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::sync::Once;
+
+/// Accepted widths and heights, pixels.
+pub const SIZE_RANGE: std::ops::RangeInclusive<u32> = 320..=2048;
+
+/// Speed classes of the track: upper bound (km/h, exclusive) and colour.
+pub const SPEED_COLOURS: [(f64, RGBColor); 5] = [
+    (20.0, RGBColor(49, 104, 187)),
+    (40.0, RGBColor(26, 150, 65)),
+    (60.0, RGBColor(214, 182, 14)),
+    (80.0, RGBColor(241, 126, 24)),
+    (f64::INFINITY, RGBColor(215, 25, 28)),
+];
+const BACKGROUND: RGBColor = RGBColor(244, 241, 234);
+const GRID: RGBColor = RGBColor(232, 227, 216);
+const STREET_EDGE: RGBColor = RGBColor(214, 207, 193);
+const STREET: RGBColor = RGBColor(255, 255, 255);
+const LABEL: RGBColor = RGBColor(125, 117, 104);
+const INK: RGBColor = RGBColor(40, 40, 40);
+const STOP: RGBColor = RGBColor(106, 61, 154);
+const GAP: RGBColor = RGBColor(90, 90, 90);
+const START: RGBColor = RGBColor(26, 150, 65);
+const FONT: &str = "sans-serif";
+
+/// The colour the track uses for a speed.
+pub fn speed_colour(speed_kmh: f64) -> RGBColor {
+    SPEED_COLOURS
+        .iter()
+        .find(|(upper, _)| speed_kmh < *upper)
+        .map_or(SPEED_COLOURS[4].1, |(_, c)| *c)
+}
+
+/// A stop to draw.
+#[derive(Debug, Clone)]
+pub struct MapStop {
+    /// Where.
+    pub at: LatLon,
+    /// How long, minutes.
+    pub minutes: f64,
+}
+
+/// A speeding episode to mark.
+#[derive(Debug, Clone)]
+pub struct MapSpeeding {
+    /// Where the highest speed was.
+    pub at: LatLon,
+    /// That speed, km/h.
+    pub max_speed_kmh: f64,
+}
+
+/// Everything a map shows, gathered by the caller.
+pub struct MapInput<'a> {
+    /// First title line (plate, driver).
+    pub title: String,
+    /// Second title line (date, km, stops).
+    pub subtitle: String,
+    /// The fixes to draw, in time order.
+    pub fixes: &'a [Fix],
+    /// Gaps longer than this many seconds are drawn dashed (signal losses).
+    pub gap_s: i64,
+    /// Stops.
+    pub stops: Vec<MapStop>,
+    /// Speeding episodes.
+    pub speeding: Vec<MapSpeeding>,
+    /// Geofences (name, kind, shape).
+    pub geofences: Vec<(String, String, Shape)>,
+    /// Local time of the first fix, e.g. `07:39`.
+    pub first_label: String,
+    /// Local time of the last fix.
+    pub last_label: String,
+}
+
+/// Where raster tiles come from: `(z, x, y)` → encoded image bytes, if present.
+pub type TileFetch<'a> = &'a dyn Fn(u32, u32, u32) -> Option<Vec<u8>>;
+
+/// Raster tiles to draw underneath, with the line that credits them.
+pub struct Tiles<'a> {
+    /// Fetches one tile (XYZ numbering, y down).
+    pub fetch: TileFetch<'a>,
+    /// The attribution line.
+    pub attribution: String,
+}
+
+/// How the map is framed: the zoom and the world-pixel position of its top-left
+/// corner. Reproducible from the bounds a map reports.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Frame {
+    /// Web Mercator zoom (fractional).
+    pub zoom: f64,
+    /// World pixel x of the image's left edge.
+    pub left: f64,
+    /// World pixel y of the image's top edge.
+    pub top: f64,
+    /// Image width.
+    pub width: u32,
+    /// Image height.
+    pub height: u32,
+}
+
+impl Frame {
+    /// The image pixel of a point.
+    pub fn project(&self, p: LatLon) -> (f64, f64) {
+        let (x, y) = geo::web_mercator_px(p, self.zoom);
+        (x - self.left, y - self.top)
+    }
+
+    fn px(&self, p: LatLon) -> (i32, i32) {
+        let (x, y) = self.project(p);
+        (x.round() as i32, y.round() as i32)
+    }
+
+    /// The corners: (north-west, south-east).
+    pub fn bounds(&self) -> (LatLon, LatLon) {
+        let nw = geo::web_mercator_latlon(self.left, self.top, self.zoom);
+        let se = geo::web_mercator_latlon(
+            self.left + f64::from(self.width),
+            self.top + f64::from(self.height),
+            self.zoom,
+        );
+        (nw, se)
+    }
+
+    /// Fits points into an image, keeping room for the title above and the legend
+    /// and scale below, and the aspect of the ground.
+    pub fn fit(points: &[LatLon], width: u32, height: u32) -> Frame {
+        let (top_pad, bottom_pad, side_pad) = (86.0, 70.0, 40.0);
+        let at0: Vec<(f64, f64)> = points
+            .iter()
+            .map(|p| geo::web_mercator_px(*p, 0.0))
+            .collect();
+        let (min_x, max_x) = at0
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
+        let (min_y, max_y) = at0
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
+        let avail_w = (f64::from(width) - 2.0 * side_pad).max(50.0);
+        let avail_h = (f64::from(height) - top_pad - bottom_pad).max(50.0);
+        let span_x = (max_x - min_x).max(1e-9);
+        let span_y = (max_y - min_y).max(1e-9);
+        let zoom = (avail_w / span_x)
+            .log2()
+            .min((avail_h / span_y).log2())
+            .clamp(3.0, 17.0);
+        let scale = zoom.exp2();
+        let center_x = (min_x + max_x) / 2.0 * scale;
+        let center_y = (min_y + max_y) / 2.0 * scale;
+        let left = center_x - f64::from(width) / 2.0;
+        let top = center_y - (top_pad + avail_h / 2.0);
+        Frame {
+            zoom,
+            left,
+            top,
+            width,
+            height,
+        }
+    }
+}
+
+fn render_err<E: std::fmt::Debug>(e: E) -> Error {
+    Error::new(ErrorCode::Render, format!("drawing the map failed: {e:?}"))
+}
+
+fn register_fonts() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let regular: &'static [u8] = include_bytes!("fonts/DejaVuSans.ttf");
+        let bold: &'static [u8] = include_bytes!("fonts/DejaVuSans-Bold.ttf");
+        // The fonts are embedded and known good; a failure would leave text out, not crash.
+        let _ = plotters::style::register_font(FONT, FontStyle::Normal, regular);
+        let _ = plotters::style::register_font(FONT, FontStyle::Bold, bold);
+    });
+}
+
+fn font(size: f64, colour: &RGBColor) -> TextStyle<'static> {
+    (FONT, size).into_font().color(colour)
+}
+
+fn bold(size: f64, colour: &RGBColor) -> TextStyle<'static> {
+    (FONT, size)
+        .into_font()
+        .style(FontStyle::Bold)
+        .color(colour)
+}
+
+type Area<'b> = DrawingArea<BitMapBackend<'b>, plotters::coord::Shift>;
+
+/// Places labels without overlaps: a label whose box touches a taken one is skipped.
+struct Labels {
+    taken: Vec<(i32, i32, i32, i32)>,
+}
+
+impl Labels {
+    fn try_take(&mut self, x: i32, y: i32, w: i32, h: i32) -> bool {
+        let rect = (x - 2, y - 2, x + w + 2, y + h + 2);
+        if self
+            .taken
+            .iter()
+            .any(|r| rect.0 < r.2 && r.0 < rect.2 && rect.1 < r.3 && r.1 < rect.3)
+        {
+            return false;
+        }
+        self.taken.push(rect);
+        true
+    }
+
+    /// Draws `text` with its top-left at (x, y) if there is room.
+    fn draw(&mut self, area: &Area, text: &str, x: i32, y: i32, style: &TextStyle) -> Result<bool> {
+        let (w, h) = area.estimate_text_size(text, style).map_err(render_err)?;
+        let (w, h) = (w as i32, h as i32);
+        let (width, height) = area.dim_in_pixel();
+        if x < 0
+            || y < 0
+            || x + w > width as i32
+            || y + h > height as i32
+            || !self.try_take(x, y, w, h)
+        {
+            return Ok(false);
+        }
+        area.draw(&Text::new(
+            text.to_string(),
+            (x, y),
+            style.pos(Pos::new(HPos::Left, VPos::Top)),
+        ))
+        .map_err(render_err)?;
+        Ok(true)
+    }
+}
+
+/// A nice scale-bar length (m) that spans 70–180 pixels.
+fn scale_bar_m(m_per_px: f64) -> f64 {
+    let nice = [
+        50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0, 10_000.0, 20_000.0, 50_000.0,
+    ];
+    nice.into_iter()
+        .find(|m| m / m_per_px >= 70.0)
+        .unwrap_or(50_000.0)
+}
+
+/// Draws the map and encodes it as PNG. Returns the bytes and the frame used.
+pub fn render(
+    input: &MapInput,
+    width: u32,
+    height: u32,
+    tiles: Option<&Tiles>,
+) -> Result<(Vec<u8>, Frame)> {
+    register_fonts();
+    let mut points: Vec<LatLon> = input
+        .fixes
+        .iter()
+        .map(|f| LatLon::new(f.lat, f.lon))
+        .collect();
+    points.extend(input.stops.iter().map(|s| s.at));
+    if points.is_empty() {
+        return Err(Error::new(ErrorCode::NoData, "nothing to draw"));
+    }
+    let frame = Frame::fit(&points, width, height);
+    let mut buf = vec![0u8; width as usize * height as usize * 3];
+    {
+        let area = BitMapBackend::with_buffer(&mut buf, (width, height)).into_drawing_area();
+        draw_basemap(&area, &frame)?;
+        area.present().map_err(render_err)?;
+    }
+    if let Some(tiles) = tiles {
+        draw_tiles(&mut buf, &frame, tiles);
+    }
+    {
+        let area = BitMapBackend::with_buffer(&mut buf, (width, height)).into_drawing_area();
+        let mut labels = Labels {
+            taken: vec![(0, 0, 460, 78), (0, height as i32 - 64, 330, height as i32)],
+        };
+        draw_geofences(&area, &frame, &input.geofences, &mut labels)?;
+        if tiles.is_none() {
+            draw_place_labels(&area, &frame, &mut labels)?;
+        }
+        draw_track(&area, &frame, input)?;
+        draw_markers(&area, &frame, input, &mut labels)?;
+        draw_furniture(&area, &frame, input, tiles.map(|t| t.attribution.as_str()))?;
+        area.present().map_err(render_err)?;
+    }
+    let png = encode_png(&buf, width, height)?;
+    Ok((png, frame))
+}
+
+fn draw_basemap(area: &Area, frame: &Frame) -> Result<()> {
+    area.fill(&BACKGROUND).map_err(render_err)?;
+    // A light grid every nice distance.
+    let center = geo::web_mercator_latlon(
+        frame.left + f64::from(frame.width) / 2.0,
+        frame.top + f64::from(frame.height) / 2.0,
+        frame.zoom,
+    );
+    let m_per_px = geo::web_mercator_m_per_px(center.lat, frame.zoom);
+    let step_px = scale_bar_m(m_per_px) / m_per_px;
+    let style = ShapeStyle::from(&GRID).stroke_width(1);
+    let mut x = (-frame.left).rem_euclid(step_px);
+    while x < f64::from(frame.width) {
+        area.draw(&PathElement::new(
+            vec![(x as i32, 0), (x as i32, frame.height as i32)],
+            style,
+        ))
+        .map_err(render_err)?;
+        x += step_px;
+    }
+    let mut y = (-frame.top).rem_euclid(step_px);
+    while y < f64::from(frame.height) {
+        area.draw(&PathElement::new(
+            vec![(0, y as i32), (frame.width as i32, y as i32)],
+            style,
+        ))
+        .map_err(render_err)?;
+        y += step_px;
+    }
+    // The streets our routes follow, drawn like a street map: a pale edge, a white core.
+    let routes: Vec<Vec<(i32, i32)>> = atlas::routes()
+        .iter()
+        .filter_map(|r| geo::decode_polyline(&r.polyline).ok())
+        .map(|pts| pts.into_iter().map(|p| frame.px(p)).collect())
+        .collect();
+    let street_w = if frame.zoom >= 14.0 { 7 } else { 5 };
+    for (colour, w) in [(STREET_EDGE, street_w + 2), (STREET, street_w)] {
+        for path in &routes {
+            area.draw(&PathElement::new(
+                path.clone(),
+                ShapeStyle::from(&colour).stroke_width(w),
+            ))
+            .map_err(render_err)?;
+        }
+    }
+    Ok(())
+}
+
+fn draw_tiles(buf: &mut [u8], frame: &Frame, tiles: &Tiles) {
+    let z = frame.zoom.ceil().clamp(0.0, 22.0) as u32;
+    let scale = (frame.zoom - f64::from(z)).exp2(); // ≤ 1: tiles are shrunk to the frame's zoom
+    let tile_px = 256.0 * scale;
+    let (left, top) = (frame.left / tile_px, frame.top / tile_px);
+    let n = 1u32 << z;
+    let x0 = left.floor().max(0.0) as u32;
+    let y0 = top.floor().max(0.0) as u32;
+    let x1 = ((frame.left + f64::from(frame.width)) / tile_px)
+        .ceil()
+        .min(f64::from(n)) as u32;
+    let y1 = ((frame.top + f64::from(frame.height)) / tile_px)
+        .ceil()
+        .min(f64::from(n)) as u32;
+    let size = tile_px.ceil() as u32;
+    for ty in y0..y1 {
+        for tx in x0..x1 {
+            let Some(bytes) = (tiles.fetch)(z, tx, ty) else {
+                continue;
+            };
+            let Ok(img) = image::load_from_memory(&bytes) else {
+                continue;
+            };
+            let img = image::imageops::resize(
+                &img.to_rgb8(),
+                size,
+                size,
+                image::imageops::FilterType::Triangle,
+            );
+            let ox = (f64::from(tx) * tile_px - frame.left).round() as i64;
+            let oy = (f64::from(ty) * tile_px - frame.top).round() as i64;
+            for (px, py, pixel) in img.enumerate_pixels() {
+                let (x, y) = (ox + i64::from(px), oy + i64::from(py));
+                if x < 0 || y < 0 || x >= i64::from(frame.width) || y >= i64::from(frame.height) {
+                    continue;
+                }
+                let i = (y as usize * frame.width as usize + x as usize) * 3;
+                buf[i..i + 3].copy_from_slice(&pixel.0);
+            }
+        }
+    }
+}
+
+fn geofence_colour(kind: &str) -> RGBColor {
+    match kind {
+        "depot" | "distribution_center" => RGBColor(118, 42, 131),
+        "zone" => RGBColor(166, 97, 26),
+        _ => RGBColor(0, 109, 44),
+    }
+}
+
+fn draw_geofences(
+    area: &Area,
+    frame: &Frame,
+    geofences: &[(String, String, Shape)],
+    labels: &mut Labels,
+) -> Result<()> {
+    for (name, kind, shape) in geofences {
+        let colour = geofence_colour(kind);
+        let ring: Vec<(i32, i32)> = match shape {
+            Shape::Polygon(poly) => poly
+                .exterior()
+                .0
+                .iter()
+                .map(|c| frame.px(LatLon::new(c.y, c.x)))
+                .collect(),
+            Shape::Circle { center, radius_m } => (0..48)
+                .map(|i| {
+                    let a = f64::from(i) / 48.0 * std::f64::consts::TAU;
+                    frame.px(geo::offset_m(
+                        *center,
+                        radius_m * a.cos(),
+                        radius_m * a.sin(),
+                    ))
+                })
+                .collect(),
+        };
+        let (w, h) = (frame.width as i32, frame.height as i32);
+        if ring
+            .iter()
+            .all(|(x, y)| *x < -50 || *y < -50 || *x > w + 50 || *y > h + 50)
+        {
+            continue;
+        }
+        area.draw(&Polygon::new(ring.clone(), colour.mix(0.12).filled()))
+            .map_err(render_err)?;
+        let mut closed = ring.clone();
+        closed.push(ring[0]);
+        area.draw(&PathElement::new(
+            closed,
+            ShapeStyle::from(&colour.mix(0.8)).stroke_width(2),
+        ))
+        .map_err(render_err)?;
+        let (cx, cy) = frame.px(shape.center());
+        let top = ring.iter().map(|p| p.1).min().unwrap_or(cy);
+        let style = bold(12.0, &colour);
+        let (tw, _) = area.estimate_text_size(name, &style).map_err(render_err)?;
+        labels.draw(area, name, cx - tw as i32 / 2, top - 17, &style)?;
+    }
+    Ok(())
+}
+
+fn draw_place_labels(area: &Area, frame: &Frame, labels: &mut Labels) -> Result<()> {
+    let style = font(11.0, &LABEL);
+    for place in atlas::places().iter().filter(|p| p.kind != "depot") {
+        let (x, y) = frame.px(LatLon::new(place.lat, place.lon));
+        if labels.draw(area, &place.name, x + 4, y - 6, &style)? {
+            area.draw(&Circle::new((x, y), 2, LABEL.filled()))
+                .map_err(render_err)?;
+        }
+    }
+    Ok(())
+}
+
+/// Dashes from a to b: 7 px on, 5 px off.
+fn dashes(a: (f64, f64), b: (f64, f64)) -> Vec<[(i32, i32); 2]> {
+    let len = (b.0 - a.0).hypot(b.1 - a.1);
+    let steps = (len / 12.0).ceil().max(1.0) as usize;
+    (0..steps)
+        .map(|i| {
+            let f0 = i as f64 * 12.0 / len;
+            let f1 = ((i as f64 * 12.0 + 7.0) / len).min(1.0);
+            let p = |f: f64| {
+                (
+                    (a.0 + (b.0 - a.0) * f).round() as i32,
+                    (a.1 + (b.1 - a.1) * f).round() as i32,
+                )
+            };
+            [p(f0.min(1.0)), p(f1)]
+        })
+        .collect()
+}
+
+fn draw_track(area: &Area, frame: &Frame, input: &MapInput) -> Result<()> {
+    let fixes = input.fixes;
+    let limit = SPEED_COLOURS[3].0;
+    // A soft red halo under speeding stretches, so they read at a glance.
+    for w in fixes.windows(2) {
+        if w[1].ts - w[0].ts <= input.gap_s && w[0].speed_kmh >= limit && w[1].speed_kmh >= limit {
+            let path = vec![
+                frame.px(LatLon::new(w[0].lat, w[0].lon)),
+                frame.px(LatLon::new(w[1].lat, w[1].lon)),
+            ];
+            area.draw(&PathElement::new(
+                path,
+                ShapeStyle::from(&SPEED_COLOURS[4].1.mix(0.35)).stroke_width(11),
+            ))
+            .map_err(render_err)?;
+        }
+    }
+    let mut gaps = Vec::new();
+    for w in fixes.windows(2) {
+        let (a, b) = (
+            frame.project(LatLon::new(w[0].lat, w[0].lon)),
+            frame.project(LatLon::new(w[1].lat, w[1].lon)),
+        );
+        if w[1].ts - w[0].ts > input.gap_s {
+            gaps.push((a, b));
+            continue;
+        }
+        let colour = speed_colour((w[0].speed_kmh + w[1].speed_kmh) / 2.0);
+        let path = vec![
+            (a.0.round() as i32, a.1.round() as i32),
+            (b.0.round() as i32, b.1.round() as i32),
+        ];
+        area.draw(&PathElement::new(
+            path,
+            ShapeStyle::from(&colour).stroke_width(4),
+        ))
+        .map_err(render_err)?;
+    }
+    // Signal losses on top, white-edged, so that a loop driven again does not hide them.
+    for (a, b) in gaps {
+        for d in dashes(a, b) {
+            area.draw(&PathElement::new(
+                d.to_vec(),
+                ShapeStyle::from(&WHITE).stroke_width(6),
+            ))
+            .map_err(render_err)?;
+            area.draw(&PathElement::new(
+                d.to_vec(),
+                ShapeStyle::from(&GAP).stroke_width(3),
+            ))
+            .map_err(render_err)?;
+        }
+    }
+    Ok(())
+}
+
+fn draw_markers(area: &Area, frame: &Frame, input: &MapInput, labels: &mut Labels) -> Result<()> {
+    // Stops: circles whose area grows with the minutes, labelled.
+    let mut stops: Vec<&MapStop> = input.stops.iter().collect();
+    stops.sort_by(|a, b| b.minutes.total_cmp(&a.minutes));
+    for s in &stops {
+        let (x, y) = frame.px(s.at);
+        let r = (5.0 + 2.2 * s.minutes.sqrt()).min(26.0) as i32;
+        area.draw(&Circle::new((x, y), r, STOP.mix(0.30).filled()))
+            .map_err(render_err)?;
+        area.draw(&Circle::new(
+            (x, y),
+            r,
+            ShapeStyle::from(&STOP).stroke_width(2),
+        ))
+        .map_err(render_err)?;
+    }
+    let stop_style = bold(11.0, &STOP);
+    for s in &stops {
+        let (x, y) = frame.px(s.at);
+        let r = (5.0 + 2.2 * s.minutes.sqrt()).min(26.0) as i32;
+        labels.draw(
+            area,
+            &format!("{:.0} min", s.minutes),
+            x + r + 2,
+            y - 7,
+            &stop_style,
+        )?;
+    }
+    // Speeding: the top speed of each episode.
+    let red = SPEED_COLOURS[4].1;
+    for s in &input.speeding {
+        let (x, y) = frame.px(s.at);
+        area.draw(&Polygon::new(
+            vec![(x, y - 9), (x - 7, y + 5), (x + 7, y + 5)],
+            red.filled(),
+        ))
+        .map_err(render_err)?;
+        labels.draw(
+            area,
+            &format!("{:.0} km/h", s.max_speed_kmh),
+            x + 9,
+            y - 16,
+            &bold(11.0, &red),
+        )?;
+    }
+    // Start and end, with the local time of the first and last fix.
+    let (Some(first), Some(last)) = (input.fixes.first(), input.fixes.last()) else {
+        return Ok(());
+    };
+    for (fix, colour, letter, time) in [
+        (last, INK, "E", &input.last_label),
+        (first, START, "S", &input.first_label),
+    ] {
+        let (x, y) = frame.px(LatLon::new(fix.lat, fix.lon));
+        area.draw(&Circle::new((x, y), 10, colour.filled()))
+            .map_err(render_err)?;
+        area.draw(&Circle::new(
+            (x, y),
+            10,
+            ShapeStyle::from(&WHITE).stroke_width(2),
+        ))
+        .map_err(render_err)?;
+        area.draw(&Text::new(
+            letter.to_string(),
+            (x, y),
+            bold(12.0, &WHITE).pos(Pos::new(HPos::Center, VPos::Center)),
+        ))
+        .map_err(render_err)?;
+        let style = bold(12.0, &colour);
+        if !labels.draw(area, time, x + 13, y - 8, &style)? {
+            let (tw, _) = area.estimate_text_size(time, &style).map_err(render_err)?;
+            labels.draw(area, time, x - 13 - tw as i32, y - 8, &style)?;
+        }
+    }
+    Ok(())
+}
+
+fn draw_furniture(
+    area: &Area,
+    frame: &Frame,
+    input: &MapInput,
+    attribution: Option<&str>,
+) -> Result<()> {
+    let (w, h) = (frame.width as i32, frame.height as i32);
+    // Title.
+    let title = bold(18.0, &INK);
+    let sub = font(13.0, &INK);
+    let (tw, _) = area
+        .estimate_text_size(&input.title, &title)
+        .map_err(render_err)?;
+    let (sw, _) = area
+        .estimate_text_size(&input.subtitle, &sub)
+        .map_err(render_err)?;
+    let box_w = tw.max(sw) as i32 + 24;
+    area.draw(&Rectangle::new(
+        [(8, 8), (8 + box_w, 66)],
+        WHITE.mix(0.9).filled(),
+    ))
+    .map_err(render_err)?;
+    area.draw(&Rectangle::new(
+        [(8, 8), (8 + box_w, 66)],
+        ShapeStyle::from(&STREET_EDGE).stroke_width(1),
+    ))
+    .map_err(render_err)?;
+    area.draw(&Text::new(input.title.clone(), (20, 16), title))
+        .map_err(render_err)?;
+    area.draw(&Text::new(input.subtitle.clone(), (20, 43), sub))
+        .map_err(render_err)?;
+    // Legend: speed classes, stops, signal loss.
+    let legend_y = h - 54;
+    area.draw(&Rectangle::new(
+        [(8, legend_y - 8), (326, h - 8)],
+        WHITE.mix(0.9).filled(),
+    ))
+    .map_err(render_err)?;
+    let small = font(11.0, &INK);
+    let names = ["<20", "20–40", "40–60", "60–80", ">80 km/h"];
+    let mut x = 16;
+    for ((_, colour), name) in SPEED_COLOURS.iter().zip(names) {
+        area.draw(&PathElement::new(
+            vec![(x, legend_y + 6), (x + 18, legend_y + 6)],
+            ShapeStyle::from(colour).stroke_width(5),
+        ))
+        .map_err(render_err)?;
+        area.draw(&Text::new(name, (x + 22, legend_y), small.clone()))
+            .map_err(render_err)?;
+        let (nw, _) = area.estimate_text_size(name, &small).map_err(render_err)?;
+        x += 22 + nw as i32 + 12;
+    }
+    let row2 = legend_y + 22;
+    area.draw(&Circle::new((22, row2 + 6), 6, STOP.mix(0.3).filled()))
+        .map_err(render_err)?;
+    area.draw(&Circle::new(
+        (22, row2 + 6),
+        6,
+        ShapeStyle::from(&STOP).stroke_width(1),
+    ))
+    .map_err(render_err)?;
+    area.draw(&Text::new("stop (minutes)", (34, row2), small.clone()))
+        .map_err(render_err)?;
+    for d in dashes((128.0, f64::from(row2 + 6)), (156.0, f64::from(row2 + 6))) {
+        area.draw(&PathElement::new(
+            d.to_vec(),
+            ShapeStyle::from(&GAP).stroke_width(3),
+        ))
+        .map_err(render_err)?;
+    }
+    area.draw(&Text::new("signal lost", (162, row2), small.clone()))
+        .map_err(render_err)?;
+    let red = SPEED_COLOURS[4].1;
+    area.draw(&Polygon::new(
+        vec![(240, row2), (234, row2 + 11), (246, row2 + 11)],
+        red.filled(),
+    ))
+    .map_err(render_err)?;
+    area.draw(&Text::new("speeding", (252, row2), small.clone()))
+        .map_err(render_err)?;
+    // Scale bar.
+    let center = geo::web_mercator_latlon(
+        frame.left + f64::from(frame.width) / 2.0,
+        frame.top + f64::from(frame.height) / 2.0,
+        frame.zoom,
+    );
+    let m_per_px = geo::web_mercator_m_per_px(center.lat, frame.zoom);
+    let bar_m = scale_bar_m(m_per_px);
+    let bar_px = (bar_m / m_per_px).round() as i32;
+    let label = if bar_m >= 1000.0 {
+        format!("{} km", bar_m / 1000.0)
+    } else {
+        format!("{bar_m} m")
+    };
+    let (x1, y1) = (w - 20, h - 22);
+    area.draw(&Rectangle::new(
+        [(x1 - bar_px - 10, y1 - 22), (x1 + 8, y1 + 12)],
+        WHITE.mix(0.85).filled(),
+    ))
+    .map_err(render_err)?;
+    area.draw(&PathElement::new(
+        vec![
+            (x1 - bar_px, y1 - 5),
+            (x1 - bar_px, y1),
+            (x1, y1),
+            (x1, y1 - 5),
+        ],
+        ShapeStyle::from(&INK).stroke_width(2),
+    ))
+    .map_err(render_err)?;
+    area.draw(&Text::new(
+        label,
+        (x1 - bar_px / 2, y1 - 8),
+        small.pos(Pos::new(HPos::Center, VPos::Bottom)),
+    ))
+    .map_err(render_err)?;
+    // North arrow.
+    let (nx, ny) = (w - 30, 26);
+    area.draw(&Circle::new((nx, ny + 6), 19, WHITE.mix(0.85).filled()))
+        .map_err(render_err)?;
+    area.draw(&Polygon::new(
+        vec![
+            (nx, ny - 8),
+            (nx - 7, ny + 12),
+            (nx, ny + 7),
+            (nx + 7, ny + 12),
+        ],
+        INK.filled(),
+    ))
+    .map_err(render_err)?;
+    area.draw(&Text::new(
+        "N",
+        (nx, ny + 14),
+        bold(11.0, &INK).pos(Pos::new(HPos::Center, VPos::Top)),
+    ))
+    .map_err(render_err)?;
+    if let Some(text) = attribution {
+        let style = font(10.0, &INK);
+        area.draw(&Text::new(
+            text.to_string(),
+            (w - 8, h - 40),
+            style.pos(Pos::new(HPos::Right, VPos::Bottom)),
+        ))
+        .map_err(render_err)?;
+    }
+    Ok(())
+}
+
+fn encode_png(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>> {
+    use image::ImageEncoder;
+    use image::codecs::png::{CompressionType, FilterType, PngEncoder};
+    let mut out = Vec::new();
+    PngEncoder::new_with_quality(&mut out, CompressionType::Fast, FilterType::Adaptive)
+        .write_image(rgb, width, height, image::ExtendedColorType::Rgb8)
+        .map_err(|e| Error::new(ErrorCode::Render, format!("PNG encoding failed: {e}")))?;
+    Ok(out)
+}

@@ -1,0 +1,405 @@
+//! `route_map` (`fleetctl map PLATE --date D`): a picture of one vehicle's day, or a
+//! time window of it, with a short summary. The data comes from the store; the
+//! drawing is `render::map`'s.
+
+use super::resolve::parse_hhmm;
+use super::{Answer, Args, Db, Param, ParamKind, ReportSpec, round1, round2};
+use crate::analyze::motion;
+use crate::error::{Error, ErrorCode, Result};
+use crate::geo::LatLon;
+use crate::model::EventKind;
+use crate::render::map::{self, MapInput, MapSpeeding, MapStop, Tiles};
+use crate::store::{mbtiles::MbTiles, read};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Where raster tiles come from.
+pub enum TileSource {
+    /// A folder of `{z}/{x}/{y}.png` tiles.
+    Folder(PathBuf),
+    /// An MBTiles file.
+    MbTiles(PathBuf, MbTiles),
+}
+
+impl TileSource {
+    /// Opens a tiles folder or MBTiles file given by the user.
+    pub fn open(path: &Path) -> Result<TileSource> {
+        if path.is_dir() {
+            return Ok(TileSource::Folder(path.to_path_buf()));
+        }
+        if !path.exists() {
+            return Err(Error::invalid(format!(
+                "--tiles {}: no such folder or file",
+                path.display()
+            ))
+            .with_hint("give a folder of {z}/{x}/{y}.png tiles or an .mbtiles file"));
+        }
+        Ok(TileSource::MbTiles(
+            path.to_path_buf(),
+            MbTiles::open(path)?,
+        ))
+    }
+
+    fn fetch(&self, z: u32, x: u32, y: u32) -> Option<Vec<u8>> {
+        match self {
+            TileSource::Folder(dir) => std::fs::read(
+                dir.join(z.to_string())
+                    .join(x.to_string())
+                    .join(format!("{y}.png")),
+            )
+            .ok(),
+            TileSource::MbTiles(_, tiles) => tiles.tile(z, x, y),
+        }
+    }
+
+    fn attribution(&self) -> String {
+        match self {
+            TileSource::Folder(dir) => format!("Tiles: {}", dir.display()),
+            TileSource::MbTiles(path, tiles) => tiles
+                .attribution()
+                .unwrap_or_else(|| format!("Tiles: {}", path.display())),
+        }
+    }
+
+    fn name(&self) -> String {
+        match self {
+            TileSource::Folder(p) | TileSource::MbTiles(p, _) => p.display().to_string(),
+        }
+    }
+}
+
+/// Which vehicle, day and window, and how big.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteMapRequest {
+    /// Plate, matched forgivingly.
+    pub plate: String,
+    /// `YYYY-MM-DD`, `today` (default) or `yesterday`.
+    pub date: Option<String>,
+    /// Start of the window, local `HH:MM` (default: the whole day).
+    pub from: Option<String>,
+    /// End of the window, local `HH:MM`.
+    pub to: Option<String>,
+    /// Image width, pixels (default 1024).
+    pub width: Option<u32>,
+    /// Image height, pixels (default 768).
+    pub height: Option<u32>,
+}
+
+/// The map's extent.
+#[derive(Debug, Clone, Serialize)]
+pub struct Bounds {
+    /// Northern edge latitude.
+    pub north: f64,
+    /// Southern edge latitude.
+    pub south: f64,
+    /// Western edge longitude.
+    pub west: f64,
+    /// Eastern edge longitude.
+    pub east: f64,
+}
+
+/// What the map shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct RouteMapReport {
+    /// Plate.
+    pub plate: String,
+    /// Driver.
+    pub driver: String,
+    /// The local date drawn.
+    pub date: String,
+    /// Window start (local `HH:MM`), if one was asked for.
+    pub from: Option<String>,
+    /// Window end, if one was asked for.
+    pub to: Option<String>,
+    /// The data clock.
+    pub data_now: String,
+    /// First fix drawn.
+    pub first_fix_at: String,
+    /// Last fix drawn.
+    pub last_fix_at: String,
+    /// Fixes drawn.
+    pub fixes: usize,
+    /// Kilometres in the window.
+    pub distance_km: f64,
+    /// `odometer` or `gps`.
+    pub distance_source: &'static str,
+    /// Stops drawn.
+    pub stops: usize,
+    /// Speeding episodes marked.
+    pub speeding: usize,
+    /// Signal losses drawn dashed.
+    pub signal_losses: usize,
+    /// Highest speed, km/h.
+    pub max_speed_kmh: f64,
+    /// Image width, pixels.
+    pub width: u32,
+    /// Image height, pixels.
+    pub height: u32,
+    /// Size of the PNG, bytes.
+    pub png_bytes: usize,
+    /// Web Mercator zoom of the map.
+    pub zoom: f64,
+    /// The map's extent.
+    pub bounds: Bounds,
+    /// The raster tiles under the map, if any.
+    pub tiles: Option<String>,
+}
+
+fn window(db: &Db, req: &RouteMapRequest, day: (i64, i64)) -> Result<(i64, i64)> {
+    let parse = |name: &str, v: &Option<String>| -> Result<Option<i64>> {
+        v.as_deref()
+            .map(|t| {
+                parse_hhmm(t).ok_or_else(|| {
+                    Error::invalid(format!("`{name}` = {t:?} is not a time")).with_hint("use HH:MM")
+                })
+            })
+            .transpose()
+    };
+    let (from, to) = (parse("from", &req.from)?, parse("to", &req.to)?);
+    if let (Some(a), Some(b)) = (from, to)
+        && a >= b
+    {
+        return Err(Error::invalid(format!(
+            "from {} is not before to {}",
+            req.from.as_deref().unwrap_or_default(),
+            req.to.as_deref().unwrap_or_default()
+        ))
+        .with_hint("give a window such as from 08:00 to 12:00"));
+    }
+    let _ = db;
+    Ok((
+        from.map_or(day.0, |s| day.0 + s),
+        to.map_or(day.1, |s| day.0 + s),
+    ))
+}
+
+/// Draws the map; the answer carries the summary and the PNG.
+pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
+    let v = db.resolve_plate(&req.plate)?;
+    let date = db.resolve_date(req.date.as_deref())?;
+    let day = db.day_bounds(date);
+    let (from_ts, to_ts) = window(db, req, day)?;
+    let (width, height) = (req.width.unwrap_or(1024), req.height.unwrap_or(768));
+    let fixes = read::fixes_between(db.conn(), v.id, from_ts, to_ts)?;
+    if fixes.len() < 2 {
+        let days = read::days_with_data(db.conn(), v.id)?;
+        let what = if req.from.is_some() || req.to.is_some() {
+            "in that window of "
+        } else {
+            "on "
+        };
+        let hint = if days.is_empty() {
+            format!("{} has no positions at all", v.plate)
+        } else {
+            format!("days with data for {}: {}", v.plate, days.join(", "))
+        };
+        return Err(Error::new(
+            ErrorCode::NoData,
+            format!("{} has no fixes {what}{date}", v.plate),
+        )
+        .with_hint(hint));
+    }
+    let stops = read::stops_between(db.conn(), v.id, from_ts, to_ts)?;
+    let events = read::events_between(
+        db.conn(),
+        Some(v.id),
+        &[EventKind::Speeding, EventKind::SignalLoss],
+        from_ts,
+        to_ts,
+    )?;
+    let speeding: Vec<MapSpeeding> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::Speeding)
+        .filter_map(|e| {
+            fixes
+                .iter()
+                .filter(|f| (e.start_ts..=e.end_ts).contains(&f.ts))
+                .max_by(|a, b| a.speed_kmh.total_cmp(&b.speed_kmh))
+                .map(|f| MapSpeeding {
+                    at: LatLon::new(f.lat, f.lon),
+                    max_speed_kmh: f.speed_kmh,
+                })
+        })
+        .collect();
+    let losses = events
+        .iter()
+        .filter(|e| e.kind == EventKind::SignalLoss)
+        .count();
+    let (first, last) = (fixes[0], fixes[fixes.len() - 1]);
+    let odometer = fixes.iter().all(|f| f.odometer_km.is_some());
+    let distance_km = if odometer {
+        last.odometer_km.unwrap_or_default() - first.odometer_km.unwrap_or_default()
+    } else {
+        motion::moving_distance_m(&fixes, 0, fixes.len() - 1, &db.thresholds, |_, _| {}) / 1000.0
+    };
+    let max_speed = fixes.iter().map(|f| f.speed_kmh).fold(0.0, f64::max);
+    let window_text = match (&req.from, &req.to) {
+        (None, None) => String::new(),
+        (a, b) => format!(
+            " {}–{}",
+            a.as_deref().unwrap_or("00:00"),
+            b.as_deref().unwrap_or("24:00")
+        ),
+    };
+    let input = MapInput {
+        title: format!("{} · {}", v.plate, v.driver),
+        subtitle: format!(
+            "{date}{window_text} · {:.1} km · {} stops · max {:.0} km/h · {}–{}",
+            distance_km,
+            stops.len(),
+            max_speed,
+            db.zone.hhmm(first.ts),
+            db.zone.hhmm(last.ts)
+        ),
+        fixes: &fixes,
+        gap_s: (db.thresholds.signal_loss_min * 60.0) as i64,
+        stops: stops
+            .iter()
+            .map(|s| MapStop {
+                at: LatLon::new(s.lat, s.lon),
+                minutes: s.duration_s() as f64 / 60.0,
+            })
+            .collect(),
+        speeding,
+        geofences: db
+            .geofences
+            .iter()
+            .map(|g| (g.name.clone(), g.kind.clone(), g.shape.clone()))
+            .collect(),
+        first_label: db.zone.hhmm(first.ts),
+        last_label: db.zone.hhmm(last.ts),
+    };
+    let fetch = |z, x, y| db.tiles.as_ref().and_then(|t| t.fetch(z, x, y));
+    let tiles = db.tiles.as_ref().map(|t| Tiles {
+        fetch: &fetch,
+        attribution: t.attribution(),
+    });
+    let (png, frame) = map::render(&input, width, height, tiles.as_ref())?;
+    let (nw, se) = frame.bounds();
+    let round5 = |x: f64| (x * 1e5).round() / 1e5;
+    let report = RouteMapReport {
+        plate: v.plate.clone(),
+        driver: v.driver.clone(),
+        date: date.to_string(),
+        from: req.from.clone(),
+        to: req.to.clone(),
+        data_now: db.time(db.now_ts),
+        first_fix_at: db.time(first.ts),
+        last_fix_at: db.time(last.ts),
+        fixes: fixes.len(),
+        distance_km: round2(distance_km),
+        distance_source: if odometer { "odometer" } else { "gps" },
+        stops: stops.len(),
+        speeding: input.speeding.len(),
+        signal_losses: losses,
+        max_speed_kmh: round1(max_speed),
+        width,
+        height,
+        png_bytes: png.len(),
+        zoom: (frame.zoom * 1e6).round() / 1e6,
+        bounds: Bounds {
+            north: round5(nw.lat),
+            south: round5(se.lat),
+            west: round5(nw.lon),
+            east: round5(se.lon),
+        },
+        tiles: db.tiles.as_ref().map(TileSource::name),
+    };
+    let value = serde_json::to_value(report).map_err(|e| Error::internal(e.to_string()))?;
+    Ok(Answer {
+        value,
+        png: Some(png),
+    })
+}
+
+fn run_args(db: &Db, args: &Args) -> Result<Answer> {
+    let request: RouteMapRequest = serde_json::from_value(serde_json::Value::Object(args.clone()))
+        .map_err(|e| Error::invalid(e.to_string()))?;
+    run(db, &request)
+}
+
+/// The JSON Schema of the summary (the MCP tool's `outputSchema`).
+pub fn output_schema() -> serde_json::Value {
+    use super::schema::*;
+    object(&[
+        ("plate", string()),
+        ("driver", string()),
+        ("date", string()),
+        ("from", nullable(string())),
+        ("to", nullable(string())),
+        ("data_now", string()),
+        ("first_fix_at", string()),
+        ("last_fix_at", string()),
+        ("fixes", integer()),
+        ("distance_km", number()),
+        ("distance_source", one_of(&["odometer", "gps"])),
+        ("stops", integer()),
+        ("speeding", integer()),
+        ("signal_losses", integer()),
+        ("max_speed_kmh", number()),
+        ("width", integer()),
+        ("height", integer()),
+        ("png_bytes", integer()),
+        ("zoom", number()),
+        (
+            "bounds",
+            object(&[
+                ("north", number()),
+                ("south", number()),
+                ("west", number()),
+                ("east", number()),
+            ]),
+        ),
+        ("tiles", nullable(string())),
+    ])
+}
+
+const SIZE: ParamKind = ParamKind::Integer {
+    min: *map::SIZE_RANGE.start() as i64,
+    max: *map::SIZE_RANGE.end() as i64,
+};
+
+/// The registry entry.
+pub const SPEC: ReportSpec = ReportSpec {
+    tool: "route_map",
+    cli: "map",
+    title: "Map of a vehicle's route on a day",
+    description: "Draws one vehicle's route for a local day (or a from–to window of it) as a PNG image: the track \
+coloured by speed, stops as circles labelled with minutes, speeding marked, signal losses dashed, depots and zones \
+named, start and end with their times. Returns a short summary (km, stops, speeding, first and last fix, the map's \
+bounds) and the image. Use it when the user wants to see where a vehicle went; use trip_summary for the numbers. \
+A day without fixes is a no_data error that lists the days with data.",
+    params: &[
+        Param::positional("plate", ParamKind::Plate, "Plate, e.g. P-123BCD"),
+        Param::flag(
+            "date",
+            ParamKind::Date,
+            "Local date: YYYY-MM-DD, today or yesterday (default today)",
+        ),
+        Param::flag(
+            "from",
+            ParamKind::TimeOfDay,
+            "Window start, local HH:MM (default: start of day)",
+        ),
+        Param::flag(
+            "to",
+            ParamKind::TimeOfDay,
+            "Window end, local HH:MM (default: end of day)",
+        ),
+        Param::flag(
+            "width",
+            SIZE,
+            "Image width in pixels, 320–2048 (default 1024)",
+        ),
+        Param::flag(
+            "height",
+            SIZE,
+            "Image height in pixels, 320–2048 (default 768)",
+        ),
+    ],
+    rows: "",
+    run: run_args,
+    output_schema,
+    draws: true,
+};
