@@ -40,7 +40,9 @@ fn sample_arguments(tool: &str) -> Map<String, Value> {
         .unwrap();
     match tool {
         "vehicle_position" => arguments(serde_json::json!({"plate": plate})),
-        "trip_summary" => arguments(serde_json::json!({"plate": plate, "date": "yesterday"})),
+        "trip_summary" | "route_map" => {
+            arguments(serde_json::json!({"plate": plate, "date": "yesterday"}))
+        }
         "geofence_visits" => arguments(
             serde_json::json!({"plate": plate, "geofence": "Centro Histórico", "date": "yesterday"}),
         ),

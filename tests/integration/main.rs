@@ -5,5 +5,6 @@ mod detection;
 mod generate;
 mod harness;
 mod interop;
+mod maps;
 mod mcp;
 mod reports;

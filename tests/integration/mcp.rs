@@ -43,7 +43,12 @@ fn cli_words(
     spec: &fleetctl::report::ReportSpec,
     args: &serde_json::Map<String, Value>,
 ) -> Vec<String> {
-    let mut words = vec![spec.cli.to_string()];
+    // A report that draws is its own command (`fleetctl map`); the others are queries.
+    let mut words = if spec.draws {
+        vec![spec.cli.to_string()]
+    } else {
+        vec!["query".to_string(), spec.cli.to_string()]
+    };
     for p in spec.params {
         let Some(v) = args.get(p.name) else { continue };
         let text = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
@@ -486,16 +491,17 @@ fn a_missing_database_does_not_stop_the_server() {
 #[test]
 fn every_tool_answers_exactly_what_the_cli_prints() {
     let db = fixture_db();
+    let dir = TempDir::new("parity");
+    let png = dir.join("map.png");
     let mut s = McpSession::initialized(db, "2025-11-25");
     for spec in fleetctl::report::registry() {
         let args = sample_arguments(spec);
         let result = s.call_tool(spec.tool, Value::Object(args.clone()));
-        let mut words = vec![
-            "--db".to_string(),
-            db.to_str().unwrap().to_string(),
-            "query".to_string(),
-        ];
+        let mut words = vec!["--db".to_string(), db.to_str().unwrap().to_string()];
         words.extend(cli_words(spec, &args));
+        if spec.draws {
+            words.extend(["-o".to_string(), png.to_str().unwrap().to_string()]);
+        }
         words.extend(["--format".to_string(), "json".to_string()]);
         let cli = run(fleetctl(
             &words.iter().map(String::as_str).collect::<Vec<_>>(),
@@ -511,6 +517,17 @@ fn every_tool_answers_exactly_what_the_cli_prints() {
             serde_json::from_str::<Value>(&cli.stdout).unwrap(),
             result["structuredContent"]
         );
+        if spec.draws {
+            // The image block is the very PNG the CLI wrote.
+            let image = &result["content"][1];
+            assert_eq!(image["type"], "image");
+            assert_eq!(image["mimeType"], "image/png");
+            let written = std::fs::read(&png).unwrap();
+            assert_eq!(
+                image["data"].as_str().unwrap(),
+                fleetctl::mcp::tools::base64(&written)
+            );
+        }
     }
 }
 

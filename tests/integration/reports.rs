@@ -17,8 +17,9 @@ fn stopped_longest(db: &Path) -> String {
         .unwrap()
 }
 
-/// The arguments each golden file is made with (every report appears).
-fn golden_cases(db: &Path) -> Vec<(&'static str, Vec<String>)> {
+/// The command line each golden file is made with (every report appears): the
+/// words after `fleetctl --db DB`, without `--format json`.
+fn golden_cases(db: &Path, scratch: &Path) -> Vec<(&'static str, Vec<String>)> {
     let plate = stopped_longest(db);
     let depot: String = open(db)
         .query_row(
@@ -35,21 +36,41 @@ fn golden_cases(db: &Path) -> Vec<(&'static str, Vec<String>)> {
                 .clone()
         })
         .unwrap();
+    let png = scratch.join("golden.png").to_str().unwrap().to_string();
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     vec![
-        ("vehicle_position", s(&["position", &plate])),
-        ("stopped_vehicles", s(&["stopped"])),
-        ("trip_summary", s(&["trip", &plate, "--date", "yesterday"])),
-        ("alerts", s(&["alerts"])),
+        ("vehicle_position", s(&["query", "position", &plate])),
+        ("stopped_vehicles", s(&["query", "stopped"])),
+        (
+            "trip_summary",
+            s(&["query", "trip", &plate, "--date", "yesterday"]),
+        ),
+        ("alerts", s(&["query", "alerts"])),
         (
             "geofence_visits",
-            s(&["geofence", &plate, &depot, "--date", "yesterday"]),
+            s(&["query", "geofence", &plate, &depot, "--date", "yesterday"]),
         ),
-        ("mileage_ranking", s(&["mileage"])),
-        ("list_vehicles", s(&["vehicles"])),
-        ("list_geofences", s(&["geofences"])),
-        ("nearest_vehicles", s(&["nearest", "Bodega Mixco"])),
+        ("mileage_ranking", s(&["query", "mileage"])),
+        ("list_vehicles", s(&["query", "vehicles"])),
+        ("list_geofences", s(&["query", "geofences"])),
+        ("nearest_vehicles", s(&["query", "nearest", "Bodega Mixco"])),
+        (
+            "route_map",
+            s(&["map", &plate, "--date", "yesterday", "-o", &png]),
+        ),
     ]
+}
+
+/// Runs `fleetctl --db DB WORDS… --format json` and parses the answer.
+fn answer_json(db: &Path, words: &[String]) -> Value {
+    let mut all = vec!["--db".to_string(), db.to_str().unwrap().to_string()];
+    all.extend(words.iter().cloned());
+    all.extend(["--format".to_string(), "json".to_string()]);
+    let r = run(fleetctl(
+        &all.iter().map(String::as_str).collect::<Vec<_>>(),
+    ))
+    .ok();
+    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", r.stdout))
 }
 
 /// Compares `actual` with `tests/golden/NAME.json`; `FLEETCTL_UPDATE_GOLDEN=1`
@@ -81,7 +102,8 @@ pub fn assert_golden(name: &str, actual: &Value) {
 #[test]
 fn every_report_matches_its_golden_json() {
     let db = fixture_db();
-    let cases = golden_cases(db);
+    let scratch = TempDir::new("golden");
+    let cases = golden_cases(db, scratch.path());
     let covered: Vec<&str> = cases.iter().map(|(name, _)| *name).collect();
     for spec in fleetctl::report::registry() {
         assert!(
@@ -90,9 +112,8 @@ fn every_report_matches_its_golden_json() {
             spec.tool
         );
     }
-    for (name, args) in cases {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let answer = query_json(db, &args);
+    for (name, words) in cases {
+        let answer = answer_json(db, &words);
         let spec = fleetctl::report::find(name).unwrap();
         fleetctl::report::schema::check(&(spec.output_schema)(), &answer)
             .unwrap_or_else(|e| panic!("{name} breaks its outputSchema: {e}"));
@@ -302,8 +323,8 @@ fn reports_open_the_database_read_only() {
     perms.set_readonly(true);
     std::fs::set_permissions(&db, perms).unwrap();
     let before = std::fs::read(&db).unwrap();
-    for (_, args) in golden_cases(&db) {
-        query_json(&db, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    for (_, words) in golden_cases(&db, dir.path()) {
+        answer_json(&db, &words);
     }
     assert_eq!(std::fs::read(&db).unwrap(), before);
 }

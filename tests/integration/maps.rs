@@ -1,0 +1,410 @@
+//! Route maps: the PNG a user gets from `fleetctl map` (and the `route_map` tool) —
+//! its size, where the track, markers and stops land, determinism, weight, local
+//! tiles underneath, and each refusal.
+
+use crate::harness::{TempDir, fixture_db, fleetctl, open, run};
+use fleetctl::geo::{LatLon, web_mercator_px};
+use fleetctl::render::map::SPEED_COLOURS;
+use image::{Rgb, RgbImage};
+use serde_json::Value;
+use std::path::Path;
+
+/// Runs `fleetctl map … -o OUT --format json`, returns the summary and the image.
+fn draw(args: &[&str], out: &Path) -> (Value, Vec<u8>) {
+    let mut all = vec!["--db", fixture_db().to_str().unwrap(), "map"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["-o", out.to_str().unwrap(), "--format", "json"]);
+    let r = run(fleetctl(&all)).ok();
+    (
+        serde_json::from_str(&r.stdout).unwrap(),
+        std::fs::read(out).unwrap(),
+    )
+}
+
+/// The image pixel of a point, from the zoom and bounds the summary reports.
+fn projector(summary: &Value) -> impl Fn(LatLon) -> (i64, i64) {
+    let zoom = summary["zoom"].as_f64().unwrap();
+    let nw = LatLon::new(
+        summary["bounds"]["north"].as_f64().unwrap(),
+        summary["bounds"]["west"].as_f64().unwrap(),
+    );
+    let (left, top) = web_mercator_px(nw, zoom);
+    move |p| {
+        let (x, y) = web_mercator_px(p, zoom);
+        ((x - left).round() as i64, (y - top).round() as i64)
+    }
+}
+
+fn pixel(img: &RgbImage, x: i64, y: i64) -> Option<[u8; 3]> {
+    (x >= 0 && y >= 0 && x < i64::from(img.width()) && y < i64::from(img.height()))
+        .then(|| img.get_pixel(x as u32, y as u32).0)
+}
+
+/// Whether any pixel within `r` of (x, y) satisfies `want`.
+fn near(img: &RgbImage, (x, y): (i64, i64), r: i64, want: impl Fn([u8; 3]) -> bool) -> bool {
+    (-r..=r).any(|dx| (-r..=r).any(|dy| pixel(img, x + dx, y + dy).is_some_and(&want)))
+}
+
+/// Whether a pixel lies under the map's furniture (title, legend, scale bar) or
+/// within a stop's circle, where other marks are drawn over the track.
+fn obstructed(img: &RgbImage, stops: &[(i64, i64)], (x, y): (i64, i64)) -> bool {
+    let (w, h) = (i64::from(img.width()), i64::from(img.height()));
+    let furniture = (x < 470 && y < 80)
+        || (x < 340 && y > h - 70)
+        || (x > w - 220 && y > h - 50)
+        || (x > w - 60 && y < 60);
+    furniture
+        || stops
+            .iter()
+            .any(|(sx, sy)| (sx - x).pow(2) + (sy - y).pow(2) < 34 * 34)
+}
+
+/// The stops of a vehicle-day, projected.
+fn stop_pixels(
+    plate: &str,
+    date: &str,
+    project: &impl Fn(LatLon) -> (i64, i64),
+) -> Vec<(i64, i64)> {
+    let conn = open(fixture_db());
+    let start = fleetctl::clock::FleetZone::default()
+        .day_start(fleetctl::clock::Date::parse(date).unwrap());
+    let mut st = conn
+        .prepare("SELECT lat, lon FROM stops WHERE vehicle_id = (SELECT id FROM vehicles WHERE plate = ?1) AND start_ts >= ?2 AND start_ts < ?3")
+        .unwrap();
+    st.query_map(rusqlite::params![plate, start, start + 86_400], |r| {
+        Ok(project(LatLon::new(r.get(0)?, r.get(1)?)))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+/// A vehicle's busiest day in the fixture: (plate, date).
+fn busiest_day() -> (String, String) {
+    open(fixture_db())
+        .query_row(
+            "SELECT v.plate, d.date FROM daily d JOIN vehicles v ON v.id = d.vehicle_id ORDER BY d.gps_distance_km DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+}
+
+fn fixes(plate: &str, date: &str) -> Vec<(LatLon, f64, i64)> {
+    let conn = open(fixture_db());
+    let zone = fleetctl::clock::FleetZone::default();
+    let start = zone.day_start(fleetctl::clock::Date::parse(date).unwrap());
+    let mut st = conn
+        .prepare("SELECT lat, lon, speed_kmh, ts FROM positions WHERE vehicle_id = (SELECT id FROM vehicles WHERE plate = ?1) AND ts >= ?2 AND ts < ?3 ORDER BY ts")
+        .unwrap();
+    st.query_map(rusqlite::params![plate, start, start + 86_400], |r| {
+        Ok((LatLon::new(r.get(0)?, r.get(1)?), r.get(2)?, r.get(3)?))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+#[test]
+fn the_map_decodes_at_the_requested_size_and_the_track_is_where_the_fixes_are() {
+    let dir = TempDir::new("map");
+    let (plate, date) = busiest_day();
+    let (summary, bytes) = draw(
+        &[&plate, "--date", &date, "--width", "900", "--height", "640"],
+        &dir.join("m.png"),
+    );
+    let img = image::load_from_memory(&bytes).unwrap().to_rgb8();
+    assert_eq!((img.width(), img.height()), (900, 640));
+    assert_eq!(summary["png_bytes"].as_u64().unwrap() as usize, bytes.len());
+    let project = projector(&summary);
+    let track: Vec<[u8; 3]> = SPEED_COLOURS.iter().map(|(_, c)| [c.0, c.1, c.2]).collect();
+    let stops = stop_pixels(&plate, &date, &project);
+    let moving: Vec<_> = fixes(&plate, &date)
+        .into_iter()
+        .filter(|f| f.1 > 25.0 && !obstructed(&img, &stops, project(f.0)))
+        .collect();
+    assert!(moving.len() > 200);
+    let sample: Vec<_> = moving.iter().step_by(moving.len() / 100).collect();
+    let hits = sample
+        .iter()
+        .filter(|f| near(&img, project(f.0), 3, |p| track.contains(&p)))
+        .count();
+    assert!(
+        hits * 20 >= sample.len() * 19,
+        "track colour at {hits} of {} sampled fixes",
+        sample.len()
+    );
+    // And away from the track the basemap shows, not track colours.
+    let corner = [img.get_pixel(450, 600).0, img.get_pixel(880, 320).0];
+    assert!(corner.iter().all(|p| !track.contains(p)), "{corner:?}");
+}
+
+#[test]
+fn start_end_and_stop_markers_are_where_they_belong() {
+    let dir = TempDir::new("markers");
+    let (plate, date) = busiest_day();
+    let (summary, bytes) = draw(&[&plate, "--date", &date], &dir.join("m.png"));
+    let img = image::load_from_memory(&bytes).unwrap().to_rgb8();
+    let project = projector(&summary);
+    let day = fixes(&plate, &date);
+    let (first, last) = (day[0].0, day[day.len() - 1].0);
+    // The end marker is drawn over the start when a day ends where it began, so the
+    // start is checked on a window that ends elsewhere.
+    let (end_x, end_y) = project(last);
+    assert!(
+        near(&img, (end_x, end_y), 8, |p| p == [40, 40, 40]),
+        "end marker (dark) at the last fix"
+    );
+    let midday = day[day.len() / 2].2;
+    let zone = fleetctl::clock::FleetZone::default();
+    let (s2, bytes2) = draw(
+        &[&plate, "--date", &date, "--to", &zone.hhmm(midday)],
+        &dir.join("am.png"),
+    );
+    let img2 = image::load_from_memory(&bytes2).unwrap().to_rgb8();
+    assert!(
+        near(&img2, projector(&s2)(first), 8, |p| p == [26, 150, 65]),
+        "start marker (green) at the first fix"
+    );
+    // Each stop ring passes through the stop's radius to its right.
+    let conn = open(fixture_db());
+    let zone_start = zone.day_start(fleetctl::clock::Date::parse(&date).unwrap());
+    let mut st = conn
+        .prepare("SELECT lat, lon, end_ts - start_ts FROM stops WHERE vehicle_id = (SELECT id FROM vehicles WHERE plate = ?1) AND start_ts >= ?2 AND start_ts < ?3")
+        .unwrap();
+    let stops: Vec<(LatLon, f64)> = st
+        .query_map(
+            rusqlite::params![plate, zone_start, zone_start + 86_400],
+            |r| {
+                Ok((
+                    LatLon::new(r.get(0)?, r.get(1)?),
+                    r.get::<_, f64>(2)? / 60.0,
+                ))
+            },
+        )
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(!stops.is_empty());
+    let purple = |p: [u8; 3]| p == [106, 61, 154];
+    for (at, minutes) in &stops {
+        let (x, y) = project(*at);
+        let r = (5.0 + 2.2 * minutes.sqrt()).min(26.0) as i64;
+        assert!(
+            near(&img, (x + r, y), 2, purple) || near(&img, (x - r, y), 2, purple),
+            "stop ring at {at:?}"
+        );
+    }
+}
+
+#[test]
+fn the_same_input_gives_the_same_bytes_and_the_busiest_day_is_light() {
+    let dir = TempDir::new("determinism-map");
+    let (plate, date) = busiest_day();
+    let (_, a) = draw(&[&plate, "--date", &date], &dir.join("a.png"));
+    let (_, b) = draw(&[&plate, "--date", &date], &dir.join("b.png"));
+    assert!(a == b, "identical bytes");
+    assert!(a.len() < 1024 * 1024, "{} bytes", a.len());
+    assert!(
+        a.len() < 400 * 1024,
+        "about 300 KB or less: {} bytes",
+        a.len()
+    );
+}
+
+#[test]
+fn local_tiles_show_under_the_track_and_missing_ones_leave_the_basemap() {
+    let dir = TempDir::new("tiles");
+    let (plate, date) = busiest_day();
+    let (plain, _) = draw(&[&plate, "--date", &date], &dir.join("plain.png"));
+    let zoom = plain["zoom"].as_f64().unwrap();
+    let z = zoom.ceil() as u32;
+    let project = projector(&plain);
+    // Magenta tiles for the left half of the map only.
+    let nw = LatLon::new(
+        plain["bounds"]["north"].as_f64().unwrap(),
+        plain["bounds"]["west"].as_f64().unwrap(),
+    );
+    let se = LatLon::new(
+        plain["bounds"]["south"].as_f64().unwrap(),
+        plain["bounds"]["east"].as_f64().unwrap(),
+    );
+    let (x0, y0) = web_mercator_px(nw, f64::from(z));
+    let (x1, y1) = web_mercator_px(se, f64::from(z));
+    let mid_x = (x0 + x1) / 2.0;
+    let magenta = RgbImage::from_pixel(256, 256, Rgb([255, 0, 255]));
+    let mut png = Vec::new();
+    magenta
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .unwrap();
+    let tiles = dir.join("tiles");
+    let mut written = Vec::new();
+    for tx in (x0 / 256.0) as u32..=(x1 / 256.0) as u32 {
+        for ty in (y0 / 256.0) as u32..=(y1 / 256.0) as u32 {
+            if f64::from(tx + 1) * 256.0 <= mid_x {
+                let d = tiles.join(z.to_string()).join(tx.to_string());
+                std::fs::create_dir_all(&d).unwrap();
+                std::fs::write(d.join(format!("{ty}.png")), &png).unwrap();
+                written.push((tx, ty));
+            }
+        }
+    }
+    assert!(!written.is_empty());
+    let (with, bytes) = draw(
+        &[&plate, "--date", &date, "--tiles", tiles.to_str().unwrap()],
+        &dir.join("tiles.png"),
+    );
+    assert!(with["tiles"].as_str().unwrap().ends_with("tiles"));
+    let img = image::load_from_memory(&bytes).unwrap().to_rgb8();
+    let is_magenta = |p: [u8; 3]| p == [255, 0, 255];
+    let left = (0..img.height())
+        .filter(|&y| is_magenta(img.get_pixel(2, y).0))
+        .count();
+    assert!(
+        left > img.height() as usize / 3,
+        "tiles drawn on the left: {left} magenta pixels in column 2"
+    );
+    let right = (0..img.height())
+        .filter(|&y| is_magenta(img.get_pixel(img.width() - 3, y).0))
+        .count();
+    assert_eq!(right, 0, "no tile on the right: the offline basemap stays");
+    // The track is drawn over the tiles.
+    let stops = stop_pixels(&plate, &date, &project);
+    let moving: Vec<_> = fixes(&plate, &date)
+        .into_iter()
+        .filter(|f| f.1 > 25.0 && !obstructed(&img, &stops, project(f.0)))
+        .collect();
+    let track: Vec<[u8; 3]> = SPEED_COLOURS.iter().map(|(_, c)| [c.0, c.1, c.2]).collect();
+    let sample: Vec<_> = moving.iter().step_by(20).collect();
+    let over = sample
+        .iter()
+        .filter(|f| near(&img, project(f.0), 3, |p| track.contains(&p)))
+        .count();
+    assert!(
+        over * 20 >= sample.len() * 19,
+        "track over the tiles at {over} of {} fixes",
+        sample.len()
+    );
+
+    // The same tiles from an MBTiles file (rows counted from the south).
+    let mbtiles = dir.join("city.mbtiles");
+    let conn = rusqlite::Connection::open(&mbtiles).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE metadata (name TEXT, value TEXT); CREATE TABLE tiles (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_data BLOB);
+         INSERT INTO metadata VALUES ('attribution', 'Test tiles, made by the test');",
+    )
+    .unwrap();
+    for (tx, ty) in &written {
+        let row = (1u32 << z) - 1 - ty;
+        conn.execute(
+            "INSERT INTO tiles VALUES (?1, ?2, ?3, ?4)",
+            rusqlite::params![z, tx, row, png],
+        )
+        .unwrap();
+    }
+    drop(conn);
+    let (_, bytes2) = draw(
+        &[
+            &plate,
+            "--date",
+            &date,
+            "--tiles",
+            mbtiles.to_str().unwrap(),
+        ],
+        &dir.join("mb.png"),
+    );
+    let img2 = image::load_from_memory(&bytes2).unwrap().to_rgb8();
+    let left2 = (0..img2.height())
+        .filter(|&y| is_magenta(img2.get_pixel(2, y).0))
+        .count();
+    assert_eq!(left, left2, "MBTiles rows are flipped into the same place");
+}
+
+#[test]
+fn bad_map_requests_are_refused() {
+    let dir = TempDir::new("badmap");
+    let (plate, _) = busiest_day();
+    let db = fixture_db().to_str().unwrap();
+    let out = dir.join("x.png");
+    let o = out.to_str().unwrap();
+    let fails = |args: &[&str], code: i32| -> String {
+        let mut all = vec!["--db", db, "map"];
+        all.extend_from_slice(args);
+        run(fleetctl(&all)).fails(code).stderr
+    };
+    let e = fails(&[&plate, "--date", "2026-10-01", "-o", o], 3);
+    assert!(
+        e.starts_with("fleetctl: no_data: ")
+            && e.contains("days with data for")
+            && e.contains("2026-11-24"),
+        "{e}"
+    );
+    let e = fails(
+        &[
+            &plate,
+            "--date",
+            "yesterday",
+            "-o",
+            "/proc/no/such/dir/x.png",
+        ],
+        5,
+    );
+    assert!(e.starts_with("fleetctl: io: "), "{e}");
+    let e = fails(
+        &[
+            &plate,
+            "--tiles",
+            dir.join("nope").to_str().unwrap(),
+            "-o",
+            o,
+        ],
+        2,
+    );
+    assert!(e.contains("no such folder or file"), "{e}");
+    let junk = dir.join("junk.mbtiles");
+    std::fs::write(&junk, "not sqlite").unwrap();
+    let e = fails(&[&plate, "--tiles", junk.to_str().unwrap(), "-o", o], 2);
+    assert!(e.starts_with("fleetctl: invalid_argument: --tiles"), "{e}");
+    let e = fails(
+        &[
+            &plate,
+            "--date",
+            "yesterday",
+            "--from",
+            "14:00",
+            "--to",
+            "09:00",
+            "-o",
+            o,
+        ],
+        2,
+    );
+    assert!(e.contains("from 14:00 is not before to 09:00"), "{e}");
+    let e = fails(&[&plate, "--from", "9am", "-o", o], 2);
+    assert!(e.contains("`from` = \"9am\""), "{e}");
+    let e = fails(&[&plate, "--width", "100", "-o", o], 2);
+    assert!(
+        e.contains("`width` = 100") && e.contains("320 to 2048"),
+        "{e}"
+    );
+    assert!(!out.exists(), "nothing written");
+}
+
+#[test]
+fn the_default_output_is_plate_and_date_in_the_current_folder() {
+    let dir = TempDir::new("default-out");
+    let (plate, date) = busiest_day();
+    let mut cmd = fleetctl(&[
+        "--db",
+        fixture_db().to_str().unwrap(),
+        "map",
+        &plate,
+        "--date",
+        &date,
+    ]);
+    cmd.current_dir(dir.path());
+    let r = run(cmd).ok();
+    let name = format!("{plate}_{date}.png");
+    assert_eq!(r.stdout.trim(), name);
+    assert!(dir.join(&name).exists());
+}
