@@ -9,13 +9,16 @@ build:
 	$(CARGO) build --release
 
 # Builds, generates the demo database at the default location if it is missing,
-# and prints a fleet overview: who is stopped now, and the week's kilometres.
+# prints a fleet overview (who is stopped now, the week's kilometres) and draws
+# yesterday's route of the week's busiest vehicle to fleet-map.png.
 run: build
 	$(BIN) generate --ahora $(AHORA) --if-missing
 	@echo
 	$(BIN) query stopped --format table
 	@echo
 	$(BIN) query mileage --format table
+	@echo
+	$(BIN) map $$($(BIN) query mileage --format csv | sed -n 2p | cut -d, -f2) --date yesterday -o fleet-map.png
 
 test:
 	$(CARGO) test

@@ -63,6 +63,10 @@ fn main() {
     }
 
     println!();
+    println!("route map (in-process, median of 20 renders)");
+    bench_map(&dir.join("default-0.db"));
+
+    println!();
     println!("serve (the release binary over stdio)");
     bench_serve(&dir.join("default-0.db"));
     let _ = std::fs::remove_dir_all(&dir);
@@ -223,6 +227,47 @@ fn bench_reports(path: &Path, label: &str, target_ms: f64) {
             times[times.len() - 1]
         );
     }
+}
+
+/// Renders the busiest vehicle-day of the database (most fixes) as the CLI would.
+fn bench_map(path: &Path) {
+    let db = Db::open(path).expect("open");
+    let spec = report::find("route_map").expect("registered");
+    let (busiest, date, fixes) = db
+        .vehicles
+        .iter()
+        .flat_map(|(v, _)| {
+            let days = store::read::days_with_data(db.conn(), v.id).unwrap_or_default();
+            days.into_iter().map(move |d| (v, d))
+        })
+        .map(|(v, d)| {
+            let date = fleetctl::clock::Date::parse(&d).expect("a date");
+            let (from, to) = db.day_bounds(date);
+            let n = store::read::fixes_between(db.conn(), v.id, from, to).map_or(0, |f| f.len());
+            (v.plate.clone(), d, n)
+        })
+        .max_by_key(|x| x.2)
+        .expect("a vehicle-day");
+    let args = json!({"plate": busiest, "date": date})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let mut bytes = 0;
+    let mut times: Vec<f64> = (0..20)
+        .map(|_| {
+            let t = Instant::now();
+            let answer = report::call(&db, spec, &args).expect("map renders");
+            bytes = answer.png.map_or(0, |p| p.len());
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    let verdict = if median <= 30.0 { "met" } else { "MISSED" };
+    println!(
+        "  busiest vehicle-day ({busiest} {date}, {fixes} fixes)  median {median:>6.1} ms  PNG {} KiB  (target ≤ 30 ms: {verdict})",
+        bytes / 1024
+    );
 }
 
 /// A `fleetctl serve` child spoken to line by line.

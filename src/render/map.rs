@@ -50,6 +50,11 @@ pub struct MapStop {
     pub minutes: f64,
 }
 
+/// The radius a stop (or stops at one spot) is drawn with, pixels, for `minutes`.
+pub fn stop_radius_px(minutes: f64) -> i32 {
+    (5.0 + 2.2 * minutes.sqrt()).min(26.0) as i32
+}
+
 /// A speeding episode to mark.
 #[derive(Debug, Clone)]
 pub struct MapSpeeding {
@@ -280,12 +285,13 @@ pub fn render(
         let mut labels = Labels {
             taken: vec![(0, 0, 460, 78), (0, height as i32 - 64, 330, height as i32)],
         };
+        let stops = stop_places(&area, &frame, input, &mut labels)?;
         draw_geofences(&area, &frame, &input.geofences, &mut labels)?;
         if tiles.is_none() {
             draw_place_labels(&area, &frame, &mut labels)?;
         }
         draw_track(&area, &frame, input)?;
-        draw_markers(&area, &frame, input, &mut labels)?;
+        draw_markers(&area, &frame, input, &stops, &mut labels)?;
         draw_furniture(&area, &frame, input, tiles.map(|t| t.attribution.as_str()))?;
         area.present().map_err(render_err)?;
     }
@@ -530,33 +536,100 @@ fn draw_track(area: &Area, frame: &Frame, input: &MapInput) -> Result<()> {
     Ok(())
 }
 
-fn draw_markers(area: &Area, frame: &Frame, input: &MapInput, labels: &mut Labels) -> Result<()> {
-    // Stops: circles whose area grows with the minutes, labelled.
-    let mut stops: Vec<&MapStop> = input.stops.iter().collect();
-    stops.sort_by(|a, b| b.minutes.total_cmp(&a.minutes));
-    for s in &stops {
+/// Stops at one spot on the map (a loop driven several times stops at the same
+/// customer), with their total minutes and where their label goes, if it fits.
+struct StopPlace {
+    at: (i32, i32),
+    minutes: f64,
+    label: String,
+    label_at: Option<(i32, i32)>,
+}
+
+/// Groups the stops by spot and reserves their labels, longest first.
+fn stop_places(
+    area: &Area,
+    frame: &Frame,
+    input: &MapInput,
+    labels: &mut Labels,
+) -> Result<Vec<StopPlace>> {
+    let mut places: Vec<((i32, i32), f64, usize)> = Vec::new();
+    for s in &input.stops {
         let (x, y) = frame.px(s.at);
-        let r = (5.0 + 2.2 * s.minutes.sqrt()).min(26.0) as i32;
-        area.draw(&Circle::new((x, y), r, STOP.mix(0.30).filled()))
+        match places
+            .iter_mut()
+            .find(|((px, py), _, _)| (px - x).pow(2) + (py - y).pow(2) <= 14 * 14)
+        {
+            Some(place) => {
+                place.1 += s.minutes;
+                place.2 += 1;
+            }
+            None => places.push(((x, y), s.minutes, 1)),
+        }
+    }
+    places.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let style = bold(11.0, &STOP);
+    let (w, h) = (frame.width as i32, frame.height as i32);
+    let mut out = Vec::new();
+    for ((x, y), minutes, count) in places {
+        let label = if count > 1 {
+            format!("{minutes:.0} min ({count} stops)")
+        } else {
+            format!("{minutes:.0} min")
+        };
+        let (tw, th) = area
+            .estimate_text_size(&label, &style)
+            .map_err(render_err)?;
+        let (tw, th) = (tw as i32, th as i32);
+        let r = stop_radius_px(minutes);
+        // Right of the circle, else left of it.
+        let label_at = [(x + r + 2, y - 7), (x - r - 2 - tw, y - 7)]
+            .into_iter()
+            .find(|&(lx, ly)| {
+                lx >= 0
+                    && ly >= 0
+                    && lx + tw <= w
+                    && ly + th <= h
+                    && labels.try_take(lx, ly, tw, th)
+            });
+        out.push(StopPlace {
+            at: (x, y),
+            minutes,
+            label,
+            label_at,
+        });
+    }
+    Ok(out)
+}
+
+fn draw_markers(
+    area: &Area,
+    frame: &Frame,
+    input: &MapInput,
+    stops: &[StopPlace],
+    labels: &mut Labels,
+) -> Result<()> {
+    // Stops: circles whose area grows with the minutes, with the labels reserved
+    // before the place names were placed.
+    for place in stops {
+        let r = stop_radius_px(place.minutes);
+        area.draw(&Circle::new(place.at, r, STOP.mix(0.30).filled()))
             .map_err(render_err)?;
         area.draw(&Circle::new(
-            (x, y),
+            place.at,
             r,
             ShapeStyle::from(&STOP).stroke_width(2),
         ))
         .map_err(render_err)?;
     }
     let stop_style = bold(11.0, &STOP);
-    for s in &stops {
-        let (x, y) = frame.px(s.at);
-        let r = (5.0 + 2.2 * s.minutes.sqrt()).min(26.0) as i32;
-        labels.draw(
-            area,
-            &format!("{:.0} min", s.minutes),
-            x + r + 2,
-            y - 7,
-            &stop_style,
-        )?;
+    for place in stops.iter().filter(|p| p.label_at.is_some()) {
+        let at = place.label_at.unwrap_or_default();
+        area.draw(&Text::new(
+            place.label.clone(),
+            at,
+            stop_style.pos(Pos::new(HPos::Left, VPos::Top)),
+        ))
+        .map_err(render_err)?;
     }
     // Speeding: the top speed of each episode.
     let red = SPEED_COLOURS[4].1;
