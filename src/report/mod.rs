@@ -181,14 +181,14 @@ impl Db {
     }
 }
 
-/// Rounds to one decimal (km, minutes, km/h in answers).
+/// Rounds to one decimal (km, minutes, km/h in answers); never answers `-0.0`.
 pub fn round1(x: f64) -> f64 {
-    (x * 10.0).round() / 10.0
+    (x * 10.0).round() / 10.0 + 0.0
 }
 
-/// Rounds to two decimals.
+/// Rounds to two decimals; never answers `-0.0`.
 pub fn round2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
+    (x * 100.0).round() / 100.0 + 0.0
 }
 
 // ---- The registry ---------------------------------------------------------------
