@@ -370,7 +370,8 @@ impl Driver<'_> {
                     duration_s,
                     ..
                 } => {
-                    let len = target_kmh * KMH * duration_s;
+                    // A few seconds more than the hold, for the ramps into and out of it.
+                    let len = target_kmh * KMH * (duration_s + 6.0);
                     // Room to accelerate into it and to brake out of it.
                     if let Some((a, b)) = route.straightest_window(len + 600.0) {
                         let (a, b) = (a + 250.0, b - 250.0);

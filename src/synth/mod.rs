@@ -395,11 +395,11 @@ fn plan_fleet(opts: &GenerateOptions) -> Result<FleetPlan> {
                 PlantedKind::Speeding => {
                     let target_kmh = (rng.random_range(88.0f64..110.0) * 10.0).round() / 10.0;
                     // The window also needs room to reach a vertex and to brake out of it.
-                    let room_s = (route.longest_free_run_m() - 800.0) / (target_kmh / 3.6);
+                    let room_s = (route.longest_free_run_m() - 800.0) / (target_kmh / 3.6) - 6.0;
                     if room_s < 60.0 {
                         continue;
                     }
-                    let duration_s = rng.random_range(60.0f64..180.0).min(room_s).floor();
+                    let duration_s = rng.random_range(60.0f64..172.0).min(room_s).floor();
                     Plant::Speeding {
                         loop_index,
                         target_kmh,

@@ -192,7 +192,7 @@ fn every_planted_anomaly_is_visible_in_the_positions() {
                 let fast = within.iter().filter(|f| f.speed_kmh > 85.0).count();
                 assert!(fast >= 2, "{t:?}: {fast} fixes above 85 km/h");
                 let d = t.end_ts - t.start_ts;
-                assert!((45..=200).contains(&d), "{t:?}");
+                assert!((60..=180).contains(&d), "{t:?}");
                 let max = t.detail["max_speed_kmh"].as_f64().unwrap();
                 assert!((85.0..=110.5).contains(&max), "{t:?}");
             }
@@ -611,4 +611,29 @@ fn the_default_location_is_in_the_data_directory() {
         "the path is printed: {}",
         r.stdout
     );
+}
+
+#[test]
+fn a_data_clock_before_the_shifts_still_has_three_vehicles_stopped_now() {
+    let dir = TempDir::new("early");
+    let path = dir.join("early.db");
+    let r = generate(&path, &["--ahora", "2026-11-25T05:00"]).ok();
+    assert_eq!(
+        r.stdout.matches("shift was moved to begin at").count(),
+        3,
+        "the summary says where: {}",
+        r.stdout
+    );
+    let conn = open(&path);
+    let now: i64 = meta(&conn, "data_now").parse().unwrap();
+    let stopped: Vec<(i64, i64)> = truth(&conn)
+        .iter()
+        .filter(|t| t.kind == "stopped_now")
+        .map(|t| (t.start_ts, t.end_ts))
+        .collect();
+    assert_eq!(stopped.len(), 3);
+    let mut minutes: Vec<i64> = stopped.iter().map(|(a, b)| (b - a + 30) / 60).collect();
+    minutes.sort();
+    assert_eq!(minutes, vec![35, 52, 95]);
+    assert!(stopped.iter().all(|(_, end)| *end == now));
 }

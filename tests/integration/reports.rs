@@ -412,6 +412,14 @@ fn analyze_reruns_detection_with_new_thresholds_atomically() {
 
 #[test]
 fn regression_an_idle_vehicle_has_zero_km_not_minus_zero() {
-    let r = run(fleetctl(&["--db", fixture_db().to_str().unwrap(), "query", "mileage", "--format", "json"])).ok();
+    let r = run(fleetctl(&[
+        "--db",
+        fixture_db().to_str().unwrap(),
+        "query",
+        "mileage",
+        "--format",
+        "json",
+    ]))
+    .ok();
     assert!(!r.stdout.contains("-0.0"), "{}", r.stdout);
 }
