@@ -89,6 +89,27 @@ struct ServeArgs {
     /// Raster tiles for the route_map tool: a {z}/{x}/{y}.png folder or an MBTiles file.
     #[arg(long, value_name = "DIR|FILE.mbtiles")]
     tiles: Option<PathBuf>,
+
+    /// Serve Streamable HTTP on this address instead of stdio (e.g. 127.0.0.1:8765).
+    /// Needs a bearer token from FLEETCTL_TOKEN or --token-file.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<String>,
+
+    /// The bearer token's file (its first line); default: the FLEETCTL_TOKEN variable.
+    #[arg(long, value_name = "PATH", requires = "http")]
+    token_file: Option<PathBuf>,
+
+    /// Allow a non-loopback address. Put TLS in front of it (a reverse proxy).
+    #[arg(long, requires = "http")]
+    allow_remote: bool,
+
+    /// A browser origin allowed besides loopback ones, e.g. https://dispatch.example (repeatable).
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    allow_origin: Vec<String>,
+
+    /// Worker threads, each with its own read-only database connection.
+    #[arg(long, default_value_t = 4, value_name = "N", requires = "http")]
+    workers: usize,
 }
 
 #[derive(Debug, Args)]
@@ -142,16 +163,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Analyze(args) => analyze(db, args),
         Command::Query(q) => run_query(db, q),
         Command::Map(args) => draw_map(db, args),
-        Command::Serve(args) => {
-            crate::logging::init(args.verbose);
-            let tiles = args
-                .tiles
-                .as_deref()
-                .map(report::route_map::TileSource::open)
-                .transpose()?;
-            crate::mcp::serve_stdio(&db, tiles)
-                .map_err(|e| Error::io(std::path::Path::new("<stdio>"), e))
-        }
+        Command::Serve(args) => serve(db, args),
         Command::McpConfig => print_stdout(&render::mcp_config(&mcp_paths(&db)?)),
     }
 }
@@ -182,6 +194,42 @@ fn analyze(path: PathBuf, args: AnalyzeArgs) -> Result<()> {
         crate::analyze::analyze_store(conn, thresholds)
     })?;
     print_stdout(&render::analyze_summary(&path, &summary))
+}
+
+fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
+    crate::logging::init(args.verbose);
+    let tiles = args
+        .tiles
+        .as_deref()
+        .map(report::route_map::TileSource::open)
+        .transpose()?;
+    let Some(addr) = args.http else {
+        return crate::mcp::serve_stdio(&db, tiles)
+            .map_err(|e| Error::io(std::path::Path::new("<stdio>"), e));
+    };
+    let addr: std::net::SocketAddr = addr.parse().map_err(|_| {
+        Error::invalid(format!("--http {addr:?} is not an address"))
+            .with_hint("use IP:PORT, e.g. 127.0.0.1:8765")
+    })?;
+    if !addr.ip().is_loopback() && !args.allow_remote {
+        return Err(Error::invalid(format!("--http {addr} is not a loopback address"))
+            .with_hint("add --allow-remote to listen beyond this machine, and put TLS in front of it (a reverse proxy)"));
+    }
+    if !addr.ip().is_loopback() {
+        crate::logging::info(
+            "http: listening beyond loopback: traffic is plain HTTP; terminate TLS in a reverse proxy in front",
+        );
+    }
+    let opts = crate::mcp::http::HttpOptions {
+        addr,
+        token: crate::mcp::http::read_token(args.token_file.as_deref())?,
+        allowed_origins: args.allow_origin,
+        workers: args.workers.clamp(1, 64),
+        queue: 64,
+        max_connections: 128,
+        tiles: args.tiles,
+    };
+    crate::mcp::http::serve(&db, opts)
 }
 
 fn draw_map(path: PathBuf, m: query::MapArgs) -> Result<()> {

@@ -39,6 +39,7 @@ pub struct Server {
     db: Result<Db, Error>,
     instructions: String,
     legacy_version: Option<String>,
+    stateless: bool,
 }
 
 /// Who we are, for `serverInfo`.
@@ -95,7 +96,27 @@ impl Server {
             db,
             instructions,
             legacy_version: None,
+            stateless: false,
         }
+    }
+
+    /// A server for a transport without sessions (HTTP): each legacy request stands
+    /// alone, so `initialize` is always answered and nothing waits for it.
+    pub fn stateless(path: &Path) -> Server {
+        Server {
+            stateless: true,
+            ..Server::new(path)
+        }
+    }
+
+    /// Runs a tool outside JSON-RPC (the HTTP API): its answer or error, or `None`
+    /// for an unknown tool.
+    pub fn run_tool(
+        &self,
+        name: &str,
+        arguments: &Args,
+    ) -> Option<crate::error::Result<crate::report::Answer>> {
+        tools::run(self.db.as_ref(), name, arguments)
     }
 
     /// Raster tiles for the route map tool.
@@ -148,7 +169,8 @@ impl Server {
         (!answers.is_empty()).then_some(Value::Array(answers))
     }
 
-    fn handle(&mut self, message: Incoming) -> Option<Value> {
+    /// Handles one parsed message; returns the response, if one is due.
+    pub fn handle(&mut self, message: Incoming) -> Option<Value> {
         match message {
             Incoming::Request { id, method, params } => {
                 let started = Instant::now();
@@ -257,12 +279,17 @@ impl Server {
 
     /// The handshake revisions.
     fn legacy(&mut self, id: &Value, method: &str, params: &Map<String, Value>) -> Value {
-        let result = match (method, &self.legacy_version) {
-            ("initialize", Some(v)) => Err((
+        let session = if self.stateless {
+            Some("stateless")
+        } else {
+            self.legacy_version.as_deref()
+        };
+        let result = match (method, session) {
+            ("initialize", Some(v)) if !self.stateless => Err((
                 INVALID_REQUEST,
                 format!("Invalid Request: already initialized (protocol {v})"),
             )),
-            ("initialize", None) => {
+            ("initialize", _) => {
                 let requested = params
                     .get("protocolVersion")
                     .and_then(Value::as_str)
@@ -272,10 +299,12 @@ impl Server {
                     .find(|v| **v == requested)
                     .copied()
                     .unwrap_or(LEGACY_VERSIONS[0]);
-                self.legacy_version = Some(version.to_string());
-                logging::info(&format!(
-                    "serve: session opened, protocol {version} (client asked for {requested:?})"
-                ));
+                if !self.stateless {
+                    self.legacy_version = Some(version.to_string());
+                    logging::info(&format!(
+                        "serve: session opened, protocol {version} (client asked for {requested:?})"
+                    ));
+                }
                 Ok(json!({
                     "protocolVersion": version,
                     "capabilities": capabilities(),

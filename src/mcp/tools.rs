@@ -73,17 +73,23 @@ pub fn failure(e: &Error) -> Value {
 
 /// Calls a tool: the result, or `None` when no tool has that name (a protocol error).
 pub fn call(db: Result<&Db, &Error>, name: &str, arguments: &Args) -> Option<Value> {
+    run(db, name, arguments).map(|answer| match answer {
+        Ok(answer) => success(answer),
+        Err(e) => failure(&e),
+    })
+}
+
+/// Runs a tool: its answer or error, or `None` when no tool has that name.
+pub fn run(
+    db: Result<&Db, &Error>,
+    name: &str,
+    arguments: &Args,
+) -> Option<crate::error::Result<Answer>> {
     let spec = report::find(name)?;
     Some(match db {
-        Ok(db) => match report::call(db, spec, arguments) {
-            Ok(value) => success(value),
-            Err(e) => failure(&e),
-        },
+        Ok(db) => report::call(db, spec, arguments),
         // Arguments are still checked first, so the model learns of both problems.
-        Err(db_error) => match report::validate(spec, arguments) {
-            Err(e) => failure(&e),
-            Ok(()) => failure(db_error),
-        },
+        Err(db_error) => report::validate(spec, arguments).and_then(|()| Err(db_error.clone())),
     })
 }
 

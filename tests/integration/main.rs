@@ -4,6 +4,7 @@
 mod detection;
 mod generate;
 mod harness;
+mod http;
 mod interop;
 mod maps;
 mod mcp;
