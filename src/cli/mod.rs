@@ -110,6 +110,14 @@ struct ServeArgs {
     /// Worker threads, each with its own read-only database connection.
     #[arg(long, default_value_t = 4, value_name = "N", requires = "http")]
     workers: usize,
+
+    /// Requests that may wait for a worker; beyond them the server answers 503.
+    #[arg(long, default_value_t = 64, value_name = "N", requires = "http")]
+    queue: usize,
+
+    /// Seconds a client may take to send one request before it gets 408.
+    #[arg(long, default_value_t = 10, value_name = "S", requires = "http")]
+    request_timeout_s: u64,
 }
 
 #[derive(Debug, Args)]
@@ -225,9 +233,10 @@ fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
         token: crate::mcp::http::read_token(args.token_file.as_deref())?,
         allowed_origins: args.allow_origin,
         workers: args.workers.clamp(1, 64),
-        queue: 64,
+        queue: args.queue.clamp(1, 4096),
         max_connections: 128,
         tiles: args.tiles,
+        request_timeout: std::time::Duration::from_secs(args.request_timeout_s.clamp(1, 3600)),
     };
     crate::mcp::http::serve(&db, opts)
 }

@@ -28,8 +28,7 @@ const MAX_HEADER_BYTES: usize = 16 * 1024;
 /// Failed authentications from one address within `FAILURE_WINDOW` before it gets 429.
 const MAX_FAILURES: u32 = 10;
 const FAILURE_WINDOW: Duration = Duration::from_secs(60);
-/// How long a client may take to send a request, and to stay idle between requests.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client may stay idle between requests.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(200);
 
@@ -50,6 +49,8 @@ pub struct HttpOptions {
     pub max_connections: usize,
     /// Raster tiles for route maps.
     pub tiles: Option<PathBuf>,
+    /// How long a client may take to send one request.
+    pub request_timeout: Duration,
 }
 
 /// An HTTP response.
@@ -158,6 +159,7 @@ struct Shared {
     jobs: SyncSender<Task>,
     shutdown: Arc<AtomicBool>,
     openapi: Vec<u8>,
+    request_timeout: Duration,
 }
 
 /// Compares without an early exit, so timing does not tell how much matched.
@@ -190,6 +192,7 @@ fn read_head(
     stream: &mut TcpStream,
     buf: &mut Vec<u8>,
     shutdown: &AtomicBool,
+    timeout: Duration,
 ) -> std::io::Result<Option<std::result::Result<Head, Response>>> {
     let started = Instant::now();
     let mut chunk = [0u8; 4096];
@@ -220,7 +223,7 @@ fn read_head(
                 if idle && (shutdown.load(Ordering::Relaxed) || started.elapsed() > IDLE_TIMEOUT) {
                     return Ok(None);
                 }
-                if !idle && started.elapsed() > REQUEST_TIMEOUT {
+                if !idle && started.elapsed() > timeout {
                     return Ok(Some(Err(Response::error(
                         408,
                         "invalid_argument",
@@ -274,6 +277,7 @@ fn read_body(
     stream: &mut TcpStream,
     buf: &mut Vec<u8>,
     len: usize,
+    timeout: Duration,
 ) -> std::io::Result<Option<Vec<u8>>> {
     let started = Instant::now();
     let mut chunk = [0u8; 16 * 1024];
@@ -287,7 +291,7 @@ fn read_body(
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                 ) =>
             {
-                if started.elapsed() > REQUEST_TIMEOUT {
+                if started.elapsed() > timeout {
                     return Ok(None);
                 }
             }
@@ -443,7 +447,12 @@ fn serve_connection(mut stream: TcpStream, shared: &Shared) {
     let _ = stream.set_nodelay(true);
     let mut buf = Vec::new();
     loop {
-        let head = match read_head(&mut stream, &mut buf, &shared.shutdown) {
+        let head = match read_head(
+            &mut stream,
+            &mut buf,
+            &shared.shutdown,
+            shared.request_timeout,
+        ) {
             Ok(Some(Ok(head))) => head,
             Ok(Some(Err(response))) => {
                 let _ = write_response(&mut stream, &response, false);
@@ -459,7 +468,8 @@ fn serve_connection(mut stream: TcpStream, shared: &Shared) {
                     .header("content-length")
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(0);
-                let Ok(Some(body)) = read_body(&mut stream, &mut buf, len) else {
+                let Ok(Some(body)) = read_body(&mut stream, &mut buf, len, shared.request_timeout)
+                else {
                     return;
                 };
                 let job = match route.as_str() {
@@ -727,6 +737,7 @@ pub fn serve(db_path: &Path, opts: HttpOptions) -> Result<()> {
         jobs,
         shutdown: shutdown.clone(),
         openapi: openapi().to_string().into_bytes(),
+        request_timeout: opts.request_timeout,
     });
     let active = Arc::new(AtomicUsize::new(0));
     let mut connections = Vec::new();

@@ -486,3 +486,62 @@ fn the_server_refuses_to_start_unsafely() {
         r.stderr
     );
 }
+
+#[test]
+fn a_slow_client_times_out_and_the_server_goes_on() {
+    let h = Http::start_with(&["--request-timeout-s", "1"]);
+    let addr = h.base.trim_start_matches("http://").to_string();
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"POST /mcp HTTP/1.1\r\nHost: x\r\n").unwrap(); // ...and nothing more
+    let started = Instant::now();
+    let mut buf = [0u8; 512];
+    let n = s.read(&mut buf).unwrap_or(0);
+    let head = String::from_utf8_lossy(&buf[..n]);
+    assert!(head.starts_with("HTTP/1.1 408"), "{head}");
+    assert!(started.elapsed() < Duration::from_secs(4));
+    h.healthy();
+}
+
+#[test]
+fn a_full_queue_answers_503_and_every_other_request_is_served() {
+    let h = Http::start_with(&["--workers", "1", "--queue", "1"]);
+    let conn = crate::harness::open(fixture_db());
+    let plate: String = conn
+        .query_row(
+            "SELECT plate FROM vehicles WHERE active = 1 ORDER BY id LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let base = h.base.clone();
+    let threads: Vec<_> = (0..12)
+        .map(|_| {
+            let (base, plate) = (base.clone(), plate.clone());
+            std::thread::spawn(move || {
+                let mut resp = Http::agent()
+                    .post(format!("{base}/api/v1/tools/route_map"))
+                    .header("Authorization", format!("Bearer {TOKEN}"))
+                    .send(
+                        json!({"plate": plate, "date": "yesterday", "width": 2048, "height": 2048})
+                            .to_string(),
+                    )
+                    .unwrap();
+                let status = resp.status().as_u16();
+                let _ = resp.body_mut().read_to_string();
+                (status, resp.headers().get("retry-after").is_some())
+            })
+        })
+        .collect();
+    let results: Vec<(u16, bool)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(
+        results.iter().all(|(s, _)| *s == 200 || *s == 503),
+        "{results:?}"
+    );
+    assert!(
+        results.iter().any(|(s, retry)| *s == 503 && *retry),
+        "one worker and a queue of one must turn some away: {results:?}"
+    );
+    assert!(results.iter().any(|(s, _)| *s == 200));
+    h.healthy();
+}
