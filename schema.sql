@@ -2,7 +2,7 @@
 -- Times are UTC epoch seconds (INTEGER); coordinates are WGS84 degrees; units are in
 -- the column names. The indexes after the marker line at the end are built after a bulk
 -- load, which is several times faster than maintaining them row by row.
--- The derived tables (stops, trips, events, visits, daily) are rebuilt by `fleetctl
+-- The derived tables (stops, trips, events, latest_fix, visits, daily) are rebuilt by `fleetctl
 -- analyze` from the positions alone; the thresholds used are in meta.
 
 CREATE TABLE meta (
@@ -65,6 +65,7 @@ CREATE TABLE stops (
     place      TEXT NOT NULL
 );
 CREATE INDEX stops_vehicle_ts ON stops (vehicle_id, start_ts);
+CREATE INDEX stops_ongoing ON stops (vehicle_id) WHERE ongoing = 1;
 
 CREATE TABLE trips (
     id            INTEGER PRIMARY KEY,
@@ -94,6 +95,19 @@ CREATE TABLE events (
 );
 CREATE INDEX events_ts ON events (start_ts);
 CREATE INDEX events_vehicle_ts ON events (vehicle_id, start_ts);
+CREATE INDEX events_kind_ts ON events (kind, start_ts);
+
+-- Each vehicle's newest fix, so "where is everyone now" reads one small table.
+CREATE TABLE latest_fix (
+    vehicle_id  INTEGER PRIMARY KEY,
+    ts          INTEGER NOT NULL,
+    lat         REAL NOT NULL,
+    lon         REAL NOT NULL,
+    speed_kmh   REAL NOT NULL,
+    heading_deg REAL NOT NULL,
+    ignition    INTEGER NOT NULL,
+    odometer_km REAL
+);
 
 CREATE TABLE visits (
     vehicle_id  INTEGER NOT NULL,

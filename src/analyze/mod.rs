@@ -102,6 +102,8 @@ pub struct VehicleAnalysis {
     pub visits: Vec<Visit>,
     /// Daily rollups.
     pub daily: Vec<DailyRollup>,
+    /// The newest fix.
+    pub latest: Option<Fix>,
 }
 
 /// How a vehicle's fixes divide: stops (inclusive index ranges with their centre)
@@ -179,6 +181,7 @@ pub fn analyze_vehicle(fixes: &[Fix], ctx: &Context) -> VehicleAnalysis {
         events,
         visits,
         daily: Vec::new(),
+        latest: fixes.last().copied(),
     };
     found.daily = daily::rollup(
         fixes,

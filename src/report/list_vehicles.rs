@@ -44,16 +44,21 @@ pub struct ListVehiclesReport {
 /// Runs the report.
 pub fn run(db: &Db, _req: &ListVehiclesRequest) -> Result<ListVehiclesReport> {
     let mut rows = Vec::new();
+    let data: std::collections::HashMap<i64, (String, String, i64)> =
+        read::data_days_by_vehicle(db.conn())?
+            .into_iter()
+            .map(|(id, first, last, n)| (id, (first, last, n)))
+            .collect();
     for (v, _) in &db.vehicles {
-        let days = read::days_with_data(db.conn(), v.id)?;
+        let days = data.get(&v.id);
         rows.push(VehicleRow {
             plate: v.plate.clone(),
             kind: v.kind.clone(),
             driver: v.driver.clone(),
             active: v.active,
-            first_date: days.first().cloned(),
-            last_date: days.last().cloned(),
-            days_with_data: days.len(),
+            first_date: days.map(|d| d.0.clone()),
+            last_date: days.map(|d| d.1.clone()),
+            days_with_data: days.map_or(0, |d| d.2 as usize),
         });
     }
     rows.sort_by(|a, b| a.plate.cmp(&b.plate));

@@ -58,11 +58,16 @@ pub struct MileageRankingReport {
 pub fn run(db: &Db, req: &MileageRankingRequest) -> Result<MileageRankingReport> {
     let (from, to) = db.resolve_range(req.from.as_deref(), req.to.as_deref())?;
     let days = read::daily_between(db.conn(), None, &from.to_string(), &to.to_string())?;
+    let mut by_vehicle: std::collections::HashMap<i64, Vec<&crate::model::DailyRollup>> =
+        std::collections::HashMap::new();
+    for d in &days {
+        by_vehicle.entry(d.vehicle_id).or_default().push(d);
+    }
     let mut rows: Vec<MileageRow> = db
         .vehicles
         .iter()
         .map(|(v, _)| {
-            let mine: Vec<_> = days.iter().filter(|d| d.vehicle_id == v.id).collect();
+            let mine: &[_] = by_vehicle.get(&v.id).map_or(&[], Vec::as_slice);
             let odometer =
                 !mine.is_empty() && mine.iter().all(|d| d.odometer_distance_km.is_some());
             let km: f64 = mine

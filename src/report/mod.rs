@@ -177,7 +177,11 @@ impl Db {
 
     /// The vehicle with this store id.
     pub fn vehicle(&self, id: i64) -> Option<&Vehicle> {
-        self.vehicles.iter().map(|(v, _)| v).find(|v| v.id == id)
+        // The store lists vehicles by id.
+        self.vehicles
+            .binary_search_by_key(&id, |(v, _)| v.id)
+            .ok()
+            .map(|i| &self.vehicles[i].0)
     }
 }
 

@@ -83,34 +83,46 @@ pub fn run(db: &Db, req: &NearestVehiclesRequest) -> Result<NearestVehiclesRepor
         }
     };
     let limit = req.limit.unwrap_or(5).clamp(1, 50) as usize;
-    let mut rows = Vec::new();
-    for (v, _) in db.vehicles.iter().filter(|(v, _)| v.active) {
-        let Some(fix) = read::last_fix(db.conn(), v.id)? else {
+    let mut rows: Vec<(NearestRow, LatLon)> = Vec::new();
+    let stops: std::collections::HashMap<i64, crate::model::Stop> = read::ongoing_stops(db.conn())?
+        .into_iter()
+        .map(|s| (s.vehicle_id, s))
+        .collect();
+    for fix in read::last_fixes(db.conn())? {
+        let Some(v) = db.vehicle(fix.vehicle_id) else {
             continue;
         };
         let at = LatLon::new(fix.lat, fix.lon);
-        let (state, _, _) = super::vehicle_position::state_at(db, &fix)?;
-        rows.push(NearestRow {
+        let (state, _) = super::vehicle_position::state_of(db, &fix, stops.get(&v.id));
+        let row = NearestRow {
             rank: 0,
             plate: v.plate.clone(),
             driver: v.driver.clone(),
             distance_km: round2(haversine_m(place.point(), at) / 1000.0),
             direction: compass_point(bearing_deg(place.point(), at)),
             state,
-            vehicle_place: db.place(fix.lat, fix.lon),
+            // Named below, for the rows that are kept.
+            vehicle_place: String::new(),
             last_fix_at: db.time(fix.ts),
             minutes_since_fix: round1((db.now_ts - fix.ts) as f64 / 60.0),
-        });
+        };
+        rows.push((row, at));
     }
-    rows.sort_by(|a, b| {
+    rows.sort_by(|(a, _), (b, _)| {
         a.distance_km
             .total_cmp(&b.distance_km)
             .then_with(|| a.plate.cmp(&b.plate))
     });
     rows.truncate(limit);
-    for (i, r) in rows.iter_mut().enumerate() {
-        r.rank = i + 1;
-    }
+    let rows: Vec<NearestRow> = rows
+        .into_iter()
+        .enumerate()
+        .map(|(i, (mut r, at))| {
+            r.rank = i + 1;
+            r.vehicle_place = db.place(at.lat, at.lon);
+            r
+        })
+        .collect();
     Ok(NearestVehiclesReport {
         query,
         place,

@@ -54,11 +54,16 @@ pub struct StoppedVehiclesReport {
 pub fn run(db: &Db, req: &StoppedVehiclesRequest) -> Result<StoppedVehiclesReport> {
     let min_minutes = req.min_minutes.unwrap_or(30);
     let mut rows = Vec::new();
-    for (v, _) in db.vehicles.iter().filter(|(v, _)| v.active) {
-        let Some(fix) = read::last_fix(db.conn(), v.id)? else {
+    // Two small reads for the whole fleet: the newest fixes and the ongoing stops.
+    let stops: std::collections::HashMap<i64, crate::model::Stop> = read::ongoing_stops(db.conn())?
+        .into_iter()
+        .map(|s| (s.vehicle_id, s))
+        .collect();
+    for fix in read::last_fixes(db.conn())? {
+        let Some(v) = db.vehicle(fix.vehicle_id) else {
             continue;
         };
-        let Some(stop) = read::ongoing_stop(db.conn(), v.id)?.filter(|s| s.end_ts == fix.ts) else {
+        let Some(stop) = stops.get(&v.id).filter(|s| s.end_ts == fix.ts) else {
             continue;
         };
         let minutes = (db.now_ts - stop.start_ts) as f64 / 60.0;

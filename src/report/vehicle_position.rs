@@ -64,18 +64,27 @@ pub struct VehiclePositionReport {
 /// A vehicle's state by the data clock (`offline` after 10 minutes without a fix),
 /// its state at the last fix, and the stop it is in, if any.
 pub fn state_at(db: &Db, fix: &Fix) -> Result<(&'static str, &'static str, Option<Stop>)> {
-    let stop = read::ongoing_stop(db.conn(), fix.vehicle_id)?.filter(|s| s.end_ts == fix.ts);
-    let at_fix = match &stop {
+    let stop = read::ongoing_stop(db.conn(), fix.vehicle_id)?;
+    let (state, at_fix) = state_of(db, fix, stop.as_ref());
+    Ok((state, at_fix, stop.filter(|s| s.end_ts == fix.ts)))
+}
+
+/// The state by the data clock and at the last fix, given the vehicle's ongoing
+/// stop (if any).
+pub fn state_of(db: &Db, fix: &Fix, ongoing: Option<&Stop>) -> (&'static str, &'static str) {
+    let at_fix = match ongoing.filter(|s| s.end_ts == fix.ts) {
         Some(_) if fix.ignition => "idle",
         Some(_) => "parked",
         None => "moving",
     };
-    let state = if db.now_ts - fix.ts > OFFLINE_AFTER_S {
-        "offline"
-    } else {
-        at_fix
-    };
-    Ok((state, at_fix, stop))
+    (
+        if db.now_ts - fix.ts > OFFLINE_AFTER_S {
+            "offline"
+        } else {
+            at_fix
+        },
+        at_fix,
+    )
 }
 
 /// Runs the report.

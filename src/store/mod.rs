@@ -390,7 +390,7 @@ pub struct DerivedWriter<'c> {
 impl<'c> DerivedWriter<'c> {
     /// Empties the derived tables.
     pub fn start(conn: &'c Connection) -> Result<DerivedWriter<'c>> {
-        conn.execute_batch("DELETE FROM stops; DELETE FROM trips; DELETE FROM events; DELETE FROM visits; DELETE FROM daily;")
+        conn.execute_batch("DELETE FROM stops; DELETE FROM trips; DELETE FROM events; DELETE FROM latest_fix; DELETE FROM visits; DELETE FROM daily;")
             .map_err(db_err)?;
         Ok(DerivedWriter { conn })
     }
@@ -407,6 +407,16 @@ impl<'c> DerivedWriter<'c> {
     /// Writes one vehicle's analysis.
     pub fn write(&mut self, a: &VehicleAnalysis) -> Result<()> {
         let c = self.conn;
+        if let Some(f) = &a.latest {
+            c.prepare_cached(
+                "INSERT INTO latest_fix (vehicle_id, ts, lat, lon, speed_kmh, heading_deg, ignition, odometer_km) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )
+            .and_then(|mut st| {
+                st.execute(params![f.vehicle_id, f.ts, f.lat, f.lon, f.speed_kmh, f.heading_deg, f.ignition, f.odometer_km])
+            })
+            .map_err(db_err)?;
+        }
         let mut st = c
             .prepare_cached(
                 "INSERT INTO stops (vehicle_id, start_ts, end_ts, lat, lon, idle_s, parked_s, ongoing, place) \

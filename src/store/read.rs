@@ -28,14 +28,27 @@ pub fn vehicles(conn: &Connection) -> Result<Vec<(Vehicle, Option<String>)>> {
     rows.collect::<rusqlite::Result<_>>().map_err(db_err)
 }
 
-/// The newest fix of a vehicle.
+const LATEST_COLUMNS: &str =
+    "vehicle_id, ts, lat, lon, speed_kmh, heading_deg, ignition, odometer_km";
+
+/// The newest fix of a vehicle (as of the last analysis).
 pub fn last_fix(conn: &Connection, vehicle_id: i64) -> Result<Option<Fix>> {
-    conn.prepare_cached(
-        "SELECT vehicle_id, ts, lat, lon, speed_kmh, heading_deg, ignition, odometer_km \
-         FROM positions WHERE vehicle_id = ?1 ORDER BY ts DESC LIMIT 1",
-    )
+    conn.prepare_cached(&format!(
+        "SELECT {LATEST_COLUMNS} FROM latest_fix WHERE vehicle_id = ?1"
+    ))
     .and_then(|mut st| st.query_row([vehicle_id], super::fix_from_row).optional())
     .map_err(db_err)
+}
+
+/// The newest fix of every vehicle that has one, by vehicle id.
+pub fn last_fixes(conn: &Connection) -> Result<Vec<Fix>> {
+    let mut st = conn
+        .prepare_cached(&format!(
+            "SELECT {LATEST_COLUMNS} FROM latest_fix ORDER BY vehicle_id"
+        ))
+        .map_err(db_err)?;
+    let rows = st.query_map([], super::fix_from_row).map_err(db_err)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(db_err)
 }
 
 /// A vehicle's fixes in `[from_ts, to_ts)`, in time order.
@@ -81,6 +94,17 @@ pub fn ongoing_stop(conn: &Connection, vehicle_id: i64) -> Result<Option<Stop>> 
     ))
     .and_then(|mut st| st.query_row([vehicle_id], stop_from_row).optional())
     .map_err(db_err)
+}
+
+/// Every stop still going on at its vehicle's last fix.
+pub fn ongoing_stops(conn: &Connection) -> Result<Vec<Stop>> {
+    let mut st = conn
+        .prepare_cached(&format!(
+            "SELECT {STOP_COLUMNS} FROM stops WHERE ongoing = 1 ORDER BY vehicle_id"
+        ))
+        .map_err(db_err)?;
+    let rows = st.query_map([], stop_from_row).map_err(db_err)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(db_err)
 }
 
 /// A vehicle's stops that began in `[from_ts, to_ts)`.
@@ -148,9 +172,16 @@ pub fn events_between(
         let names: Vec<String> = kinds.iter().map(|k| format!("'{}'", k.as_str())).collect();
         format!(" AND kind IN ({})", names.join(", "))
     };
+    // One vehicle reads through (vehicle_id, start_ts); the fleet through
+    // (kind, start_ts) or start_ts — an OR on the vehicle would defeat both.
+    let vehicle_filter = if vehicle_id.is_some() {
+        " AND vehicle_id = ?3"
+    } else {
+        " AND ?3 IS NULL"
+    };
     let sql = format!(
         "SELECT vehicle_id, kind, start_ts, end_ts, lat, lon, detail FROM events \
-         WHERE start_ts >= ?1 AND start_ts < ?2 AND (?3 IS NULL OR vehicle_id = ?3){kind_filter} ORDER BY start_ts, id"
+         WHERE start_ts >= ?1 AND start_ts < ?2{vehicle_filter}{kind_filter} ORDER BY start_ts, id"
     );
     let mut st = conn.prepare_cached(&sql).map_err(db_err)?;
     let rows = st
@@ -220,13 +251,18 @@ pub fn daily_between(
     from: &str,
     to: &str,
 ) -> Result<Vec<DailyRollup>> {
-    let mut st = conn
-        .prepare_cached(
-            "SELECT vehicle_id, date, gps_distance_km, odometer_distance_km, moving_min, idle_min, parked_min, trips, stops, \
-             max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses FROM daily \
-             WHERE date >= ?1 AND date <= ?2 AND (?3 IS NULL OR vehicle_id = ?3) ORDER BY vehicle_id, date",
-        )
-        .map_err(db_err)?;
+    // One vehicle reads through the primary key; the fleet through the date index.
+    let vehicle_filter = if vehicle_id.is_some() {
+        "vehicle_id = ?3"
+    } else {
+        "?3 IS NULL"
+    };
+    let sql = format!(
+        "SELECT vehicle_id, date, gps_distance_km, odometer_distance_km, moving_min, idle_min, parked_min, trips, stops, \
+         max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses FROM daily \
+         WHERE {vehicle_filter} AND date >= ?1 AND date <= ?2 ORDER BY vehicle_id, date"
+    );
+    let mut st = conn.prepare_cached(&sql).map_err(db_err)?;
     let rows = st
         .query_map(params![from, to, vehicle_id], |r| {
             Ok(DailyRollup {
@@ -256,6 +292,17 @@ pub fn days_with_data(conn: &Connection, vehicle_id: i64) -> Result<Vec<String>>
         .prepare_cached("SELECT date FROM daily WHERE vehicle_id = ?1 ORDER BY date")
         .map_err(db_err)?;
     let rows = st.query_map([vehicle_id], |r| r.get(0)).map_err(db_err)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(db_err)
+}
+
+/// For each vehicle with data: its first and last local date and how many days.
+pub fn data_days_by_vehicle(conn: &Connection) -> Result<Vec<(i64, String, String, i64)>> {
+    let mut st = conn
+        .prepare_cached("SELECT vehicle_id, MIN(date), MAX(date), COUNT(*) FROM daily GROUP BY vehicle_id ORDER BY vehicle_id")
+        .map_err(db_err)?;
+    let rows = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .map_err(db_err)?;
     rows.collect::<rusqlite::Result<_>>().map_err(db_err)
 }
 
