@@ -69,6 +69,10 @@ fn main() {
     println!();
     println!("serve (the release binary over stdio)");
     bench_serve(&dir.join("default-0.db"));
+
+    println!();
+    println!("serve --http (the release binary over loopback, keep-alive connections)");
+    bench_http(&dir.join("default-0.db"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -381,6 +385,111 @@ fn bench_serve(db: &Path) {
     println!(
         "  resident memory after {calls} calls       {rss:>7.1} MiB (peak {peak:.1} MiB)  (target ≤ 20 MB: {verdict})"
     );
+}
+
+/// One keep-alive HTTP/1.1 request; returns the status.
+fn http_post(stream: &mut std::net::TcpStream, buf: &mut Vec<u8>, request: &[u8]) -> u16 {
+    use std::io::{Read, Write};
+    stream.write_all(request).expect("send");
+    buf.clear();
+    let mut chunk = [0u8; 8192];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_string();
+            let len: usize = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse().unwrap_or(0))
+                })
+                .unwrap_or(0);
+            while buf.len() < end + 4 + len {
+                let n = stream.read(&mut chunk).expect("read");
+                assert!(n > 0, "connection closed");
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            return head[9..12].parse().unwrap_or(0);
+        }
+        let n = stream.read(&mut chunk).expect("read");
+        assert!(n > 0, "connection closed");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+fn bench_http(db: &Path) {
+    use std::io::BufRead;
+    let token = "bench-token-0123456789abcdef";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetctl"))
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .env("FLEETCTL_TOKEN", token)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve --http starts");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let addr = loop {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "server exited");
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let plate = Db::open(db).expect("open").vehicles[0].0.plate.clone();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "vehicle_position", "arguments": {"plate": plate},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
+         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: vehicle_position\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let (connections, per_connection) = (10, 400);
+    let started = Instant::now();
+    let threads: Vec<_> = (0..connections)
+        .map(|_| {
+            let (addr, request) = (addr.clone(), request.clone());
+            std::thread::spawn(move || {
+                let mut stream = std::net::TcpStream::connect(&addr).expect("connect");
+                stream.set_nodelay(true).ok();
+                let mut buf = Vec::new();
+                (0..per_connection)
+                    .map(|_| {
+                        let t = Instant::now();
+                        assert_eq!(http_post(&mut stream, &mut buf, request.as_bytes()), 200);
+                        t.elapsed().as_secs_f64() * 1000.0
+                    })
+                    .collect::<Vec<f64>>()
+            })
+        })
+        .collect();
+    let mut times: Vec<f64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().expect("client"))
+        .collect();
+    let wall = started.elapsed().as_secs_f64();
+    times.sort_by(f64::total_cmp);
+    let (p50, p99) = (times[times.len() / 2], times[times.len() * 99 / 100]);
+    let rps = times.len() as f64 / wall;
+    let verdict = if rps >= 2000.0 && p99 <= 20.0 {
+        "met"
+    } else {
+        "MISSED"
+    };
+    println!(
+        "  vehicle_position, {connections} connections × {per_connection}: {rps:>7.0} requests/s  p50 {p50:.2} ms  p99 {p99:.2} ms  (target ≥ 2000/s, p99 ≤ 20 ms: {verdict})"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// Peak resident set size of this process, from /proc (Linux); 0 elsewhere.

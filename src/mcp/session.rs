@@ -353,22 +353,8 @@ impl Server {
     }
 
     fn call_tool(&self, params: &Map<String, Value>) -> Result<Value, (i64, String)> {
-        let name = params.get("name").and_then(Value::as_str).ok_or((
-            INVALID_PARAMS,
-            "Invalid params: `name` must be a string".into(),
-        ))?;
-        let empty = Args::new();
-        let arguments = match params.get("arguments") {
-            None | Some(Value::Null) => &empty,
-            Some(Value::Object(a)) => a,
-            Some(_) => {
-                return Err((
-                    INVALID_PARAMS,
-                    "Invalid params: `arguments` must be an object".into(),
-                ));
-            }
-        };
-        tools::call(self.db.as_ref(), name, arguments).ok_or_else(|| {
+        let (name, arguments) = name_and_arguments(params)?;
+        tools::call(self.db.as_ref(), name, &arguments).ok_or_else(|| {
             let names: Vec<&str> = crate::report::registry().iter().map(|s| s.tool).collect();
             (
                 INVALID_PARAMS,
@@ -378,23 +364,26 @@ impl Server {
     }
 }
 
-fn get_prompt(params: &Map<String, Value>) -> Result<Value, (i64, String)> {
+/// The `name` and `arguments` of a `tools/call` or `prompts/get` (absent arguments
+/// are an empty object; anything else is -32602).
+fn name_and_arguments(params: &Map<String, Value>) -> Result<(&str, Args), (i64, String)> {
     let name = params.get("name").and_then(Value::as_str).ok_or((
         INVALID_PARAMS,
         "Invalid params: `name` must be a string".into(),
     ))?;
-    let empty = Map::new();
-    let args = match params.get("arguments") {
-        None | Some(Value::Null) => &empty,
-        Some(Value::Object(a)) => a,
-        Some(_) => {
-            return Err((
-                INVALID_PARAMS,
-                "Invalid params: `arguments` must be an object".into(),
-            ));
-        }
-    };
-    prompts::get(name, args).map_err(|m| (INVALID_PARAMS, m))
+    match params.get("arguments") {
+        None | Some(Value::Null) => Ok((name, Args::new())),
+        Some(Value::Object(a)) => Ok((name, a.clone())),
+        Some(_) => Err((
+            INVALID_PARAMS,
+            "Invalid params: `arguments` must be an object".into(),
+        )),
+    }
+}
+
+fn get_prompt(params: &Map<String, Value>) -> Result<Value, (i64, String)> {
+    let (name, args) = name_and_arguments(params)?;
+    prompts::get(name, &args).map_err(|m| (INVALID_PARAMS, m))
 }
 
 fn capabilities() -> Value {
