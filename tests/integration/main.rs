@@ -1,6 +1,7 @@
 //! The integration tests, built as one binary: they run the real `fleetctl` the way a
 //! user would and read what it wrote.
 
+mod architecture;
 mod detection;
 mod generate;
 mod harness;
