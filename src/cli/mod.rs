@@ -67,12 +67,22 @@ enum Command {
     #[command(verbatim_doc_comment)]
     Map(query::MapArgs),
 
-    /// Serve the reports as MCP tools over stdio (for Claude Desktop, Claude Code…).
+    /// Serve the reports as MCP tools over stdio, or over HTTP with --http.
     ///
     /// Speaks the handshake revisions 2024-11-05 to 2025-11-25 and the stateless
-    /// 2026-07-28 revision. Only protocol messages go to stdout; one log line per
-    /// request goes to stderr. The database is opened read-only; if it is missing the
-    /// server still starts and tools answer db_unavailable.
+    /// 2026-07-28 revision. On stdio only protocol messages go to stdout; one log line
+    /// per request goes to stderr. The database is opened read-only; if it is missing
+    /// the server still starts and tools answer db_unavailable.
+    ///
+    /// With --http ADDR: POST /mcp (MCP), GET /openapi.json and POST /api/v1/tools/NAME
+    /// (the same tools for function calling), GET /healthz. Every request except
+    /// GET /healthz and GET /openapi.json needs `Authorization: Bearer TOKEN`, the
+    /// token being FLEETCTL_TOKEN or the first line of --token-file.
+    ///
+    /// Examples:
+    ///   fleetctl serve
+    ///   FLEETCTL_TOKEN=… fleetctl serve --http 127.0.0.1:8765
+    #[command(verbatim_doc_comment)]
     Serve(ServeArgs),
 
     /// Print the MCP client configuration for this machine (Claude Desktop JSON and

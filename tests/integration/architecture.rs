@@ -14,7 +14,10 @@ fn sources(dir: &str) -> Vec<(String, String)> {
             if path.is_dir() {
                 stack.push(path);
             } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push((path.display().to_string(), std::fs::read_to_string(&path).unwrap()));
+                out.push((
+                    path.display().to_string(),
+                    std::fs::read_to_string(&path).unwrap(),
+                ));
             }
         }
     }
@@ -26,7 +29,15 @@ fn sources(dir: &str) -> Vec<(String, String)> {
 fn the_domain_never_prints_nor_knows_its_front_ends() {
     for dir in ["report", "analyze", "synth", "geo", "store"] {
         for (path, text) in sources(dir) {
-            for forbidden in ["crate::cli", "crate::mcp", "clap::", "println!", "eprintln!", "print!(", "eprint!("] {
+            for forbidden in [
+                "crate::cli",
+                "crate::mcp",
+                "clap::",
+                "println!",
+                "eprintln!",
+                "print!(",
+                "eprint!(",
+            ] {
                 assert!(!text.contains(forbidden), "{path} uses {forbidden}");
             }
         }
@@ -37,7 +48,13 @@ fn the_domain_never_prints_nor_knows_its_front_ends() {
 fn only_the_store_speaks_sql() {
     for dir in ["report", "analyze", "synth", "geo", "render", "cli", "mcp"] {
         for (path, text) in sources(dir) {
-            for sql in ["SELECT ", "INSERT INTO", "CREATE TABLE", "DELETE FROM", "UPDATE "] {
+            for sql in [
+                "SELECT ",
+                "INSERT INTO",
+                "CREATE TABLE",
+                "DELETE FROM",
+                "UPDATE ",
+            ] {
                 assert!(!text.contains(sql), "{path} holds SQL ({sql})");
             }
         }
@@ -52,9 +69,14 @@ fn the_front_ends_stay_apart() {
     for (path, text) in sources("cli") {
         for line in text.lines().filter(|l| l.contains("crate::mcp::")) {
             assert!(
-                ["crate::mcp::serve_stdio", "crate::mcp::http::serve", "crate::mcp::http::HttpOptions", "crate::mcp::http::read_token"]
-                    .iter()
-                    .any(|allowed| line.contains(allowed)),
+                [
+                    "crate::mcp::serve_stdio",
+                    "crate::mcp::http::serve",
+                    "crate::mcp::http::HttpOptions",
+                    "crate::mcp::http::read_token"
+                ]
+                .iter()
+                .any(|allowed| line.contains(allowed)),
                 "{path}: the CLI may only start the servers: {line}"
             );
         }
