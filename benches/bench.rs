@@ -166,7 +166,7 @@ fn child_generate(args: &[String]) {
 fn child_analyze(path: &str) {
     let started = Instant::now();
     let summary = store::with_write_transaction(Path::new(path), |conn| {
-        analyze::analyze_store(conn, Thresholds::default())
+        analyze::analyze_store(conn, Thresholds::default(), &mut |_| {})
     })
     .expect("analyze");
     println!(

@@ -214,8 +214,13 @@ pub struct AnalyzeSummary {
 
 /// Re-runs detection over a whole store inside the connection's current state,
 /// replacing the derived tables and the thresholds in `meta`. The caller decides
-/// the transaction (so a failure leaves the previous results).
-pub fn analyze_store(conn: &Connection, thresholds: Thresholds) -> Result<AnalyzeSummary> {
+/// the transaction (so a failure leaves the previous results). `progress` receives
+/// the fraction of vehicles done.
+pub fn analyze_store(
+    conn: &Connection,
+    thresholds: Thresholds,
+    progress: &mut dyn FnMut(f64),
+) -> Result<AnalyzeSummary> {
     let started = std::time::Instant::now();
     thresholds.validate()?;
     let zone = store::read_zone(conn)?;
@@ -226,7 +231,9 @@ pub fn analyze_store(conn: &Connection, thresholds: Thresholds) -> Result<Analyz
     }
     let mut summary = AnalyzeSummary::default();
     let mut counts = std::collections::BTreeMap::new();
+    let vehicles = store::read::vehicles(conn)?.len().max(1);
     store::for_each_vehicle_fixes(conn, |fixes| {
+        progress(summary.vehicles as f64 / vehicles as f64);
         let a = analyze_vehicle(fixes, &ctx);
         summary.vehicles += 1;
         summary.fixes += fixes.len();

@@ -208,9 +208,12 @@ fn analyze(path: PathBuf, args: AnalyzeArgs) -> Result<()> {
         ..Default::default()
     };
     thresholds.validate()?;
+    let mut bar = ProgressBar::new("analysing");
     let summary = store::with_write_transaction(&path, |conn| {
-        crate::analyze::analyze_store(conn, thresholds)
-    })?;
+        crate::analyze::analyze_store(conn, thresholds, &mut |f| bar.set(f))
+    });
+    bar.finish();
+    let summary = summary?;
     print_stdout(&render::analyze_summary(&path, &summary))
 }
 

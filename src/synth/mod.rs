@@ -191,14 +191,18 @@ pub fn generate(opts: &GenerateOptions, progress: &mut dyn FnMut(f64)) -> Result
                 truth.extend(out.truth);
             }
         }
-        progress(0.9 * (done + 1) as f64 / total as f64);
+        progress(SIMULATION_SHARE * (done + 1) as f64 / total as f64);
     }
     truth.sort_by_key(|e| (e.kind, e.vehicle_id, e.start_ts));
     for e in &truth {
         writer.insert_injected(e)?;
     }
     writer.build_indexes()?;
-    analyze::analyze_store(writer.connection(), analyze::Thresholds::default())?;
+    analyze::analyze_store(
+        writer.connection(),
+        analyze::Thresholds::default(),
+        &mut |f| progress(SIMULATION_SHARE + (1.0 - SIMULATION_SHARE) * f),
+    )?;
     progress(1.0);
     writer.finish()?;
     std::fs::rename(&tmp, &opts.path).map_err(|e| Error::io(&opts.path, e))?;
@@ -256,6 +260,9 @@ struct FleetPlan {
     wanted: Vec<(PlantedKind, usize)>,
     notes: Vec<String>,
 }
+
+/// The part of generation's progress the driving takes (detection takes the rest).
+const SIMULATION_SHARE: f64 = 0.6;
 
 /// Typical average speed including traffic, m/s, to estimate loop durations.
 const PLANNING_SPEED_MS: f64 = 8.0;
