@@ -1,4 +1,4 @@
--- fleetctl store, schema version 1.
+-- fleetctl store, schema version 2 (2: latest_fix and the partial indexes).
 -- Times are UTC epoch seconds (INTEGER); coordinates are WGS84 degrees; units are in
 -- the column names. The indexes after the marker line at the end are built after a bulk
 -- load, which is several times faster than maintaining them row by row.

@@ -316,7 +316,7 @@ fn generate(path: PathBuf, args: GenerateArgs) -> Result<()> {
         Some(text) => zone.parse_local_minute(text)?,
         None => clock::wall_clock_now() / 60 * 60,
     };
-    let opts = synth::GenerateOptions {
+    let mut opts = synth::GenerateOptions {
         path,
         now_ts,
         seed: args.seed,
@@ -326,11 +326,25 @@ fn generate(path: PathBuf, args: GenerateArgs) -> Result<()> {
         zone,
     };
     synth::validate(&opts)?;
-    if args.if_missing && matches!(store::probe(&opts.path)?, store::Probe::Fleet { .. }) {
-        return print_stdout(&format!(
-            "{} already exists; kept it (pass --force to regenerate)\n",
-            opts.path.display()
-        ));
+    if args.if_missing {
+        match store::probe(&opts.path)? {
+            store::Probe::Fleet { schema_version } if schema_version == store::SCHEMA_VERSION => {
+                return print_stdout(&format!(
+                    "{} already exists; kept it (pass --force to regenerate)\n",
+                    opts.path.display()
+                ));
+            }
+            // Our own database, of a schema this binary cannot read: replace it.
+            store::Probe::Fleet { schema_version } => {
+                crate::logging::info(&format!(
+                    "{} has schema version {schema_version}; regenerating it as version {}",
+                    opts.path.display(),
+                    store::SCHEMA_VERSION
+                ));
+                opts.force = true;
+            }
+            _ => {}
+        }
     }
     let mut bar = ProgressBar::new("generating");
     let summary = synth::generate(&opts, &mut |f| bar.set(f));

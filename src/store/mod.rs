@@ -16,7 +16,7 @@ pub mod mbtiles;
 pub mod read;
 
 /// The schema this binary reads and writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The whole schema, tables then indexes, split at the `-- @indexes` line.
 pub const SCHEMA_SQL: &str = include_str!("../../schema.sql");

@@ -637,3 +637,40 @@ fn a_data_clock_before_the_shifts_still_has_three_vehicles_stopped_now() {
     assert_eq!(minutes, vec![35, 52, 95]);
     assert!(stopped.iter().all(|(_, end)| *end == now));
 }
+
+#[test]
+fn if_missing_keeps_a_current_database_and_replaces_an_outdated_one() {
+    let dir = TempDir::new("if-missing");
+    let path = dir.join("fleet.db");
+    let small = [
+        "--ahora",
+        "2026-11-25T15:30",
+        "--vehicles",
+        "2",
+        "--days",
+        "1",
+        "--if-missing",
+    ];
+    generate(&path, &small).ok();
+    let before = std::fs::read(&path).unwrap();
+    let r = generate(&path, &small).ok();
+    assert!(r.stdout.contains("already exists; kept it"), "{}", r.stdout);
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    Connection::open(&path)
+        .unwrap()
+        .execute(
+            "UPDATE meta SET value = '1' WHERE key = 'schema_version'",
+            [],
+        )
+        .unwrap();
+    let r = generate(&path, &small).ok();
+    assert!(
+        r.stderr.contains("schema version 1; regenerating"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        meta(&open(&path), "schema_version"),
+        fleetctl::store::SCHEMA_VERSION.to_string()
+    );
+}
