@@ -3,7 +3,7 @@ CARGO  ?= cargo
 BIN    := target/release/fleetctl
 AHORA  ?= 2026-11-25T15:30
 
-.PHONY: build run test bench lint fmt clean
+.PHONY: build run test bench lint fmt clean interop-python
 
 build:
 	$(CARGO) build --release
@@ -25,6 +25,14 @@ test:
 
 bench:
 	$(CARGO) bench --bench bench
+
+# A second client we did not write: the official Python MCP SDK drives the release
+# binary over stdio (both eras) and HTTP. Needs PyPI once, to fill target/py-mcp.
+interop-python: build
+	test -x target/py-mcp/bin/python || python3 -m venv target/py-mcp
+	target/py-mcp/bin/pip install -q "mcp>=2.3,<3"
+	$(BIN) --db target/interop.db generate --ahora $(AHORA) --if-missing
+	target/py-mcp/bin/python tests/interop/python_client.py $(BIN) target/interop.db
 
 lint:
 	$(CARGO) fmt --check
