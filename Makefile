@@ -27,10 +27,11 @@ bench:
 	$(CARGO) bench --bench bench
 
 # A second client we did not write: the official Python MCP SDK drives the release
-# binary over stdio (both eras) and HTTP. Needs PyPI once, to fill target/py-mcp.
+# binary over stdio (both eras) and HTTP, and /openapi.json is validated. Needs PyPI
+# once, to fill target/py-mcp.
 interop-python: build
 	test -x target/py-mcp/bin/python || python3 -m venv target/py-mcp
-	target/py-mcp/bin/pip install -q "mcp>=2.3,<3"
+	target/py-mcp/bin/pip install -q "mcp>=2.3,<3" openapi-spec-validator
 	$(BIN) --db target/interop.db generate --ahora $(AHORA) --if-missing
 	target/py-mcp/bin/python tests/interop/python_client.py $(BIN) target/interop.db
 

@@ -1,7 +1,8 @@
 """Drives `fleetctl serve` with the official Python MCP SDK (`mcp` >= 2.3), a second
 client we did not write: over stdio in both eras (mode="auto" probes 2026-07-28 with
 server/discover; mode="legacy" does the initialize handshake), and over HTTP with a
-bearer token. Run by `make interop-python`; exits non-zero on the first mismatch.
+bearer token; and checks the HTTP server's /openapi.json with openapi-spec-validator.
+Run by `make interop-python`; exits non-zero on the first mismatch.
 
 Usage: python_client.py FLEETCTL_BINARY DATABASE
 """
@@ -12,9 +13,13 @@ import subprocess
 import sys
 import time
 
+import json
+import urllib.request
+
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+from openapi_spec_validator import validate
 
 BINARY, DATABASE = sys.argv[1], sys.argv[2]
 TOKEN = "interop-token-0123456789abcdef"
@@ -77,6 +82,9 @@ def main() -> None:
         for mode, protocol in [("auto", "2026-07-28"), ("legacy", "2025-11-25")]:
             print(f"http, mode={mode}")
             anyio.run(over_http, port, mode, protocol)
+        document = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/openapi.json"))
+        validate(document)
+        print(f"  ok: /openapi.json is a valid OpenAPI {document['openapi']} document with {len(document['paths'])} paths")
     finally:
         server.terminate()
         server.wait(timeout=10)
