@@ -121,6 +121,29 @@ impl Drop for TempFile {
     }
 }
 
+/// Removes temporary files left by generate runs that were killed (their process is
+/// gone). Only on systems with /proc; elsewhere they are left for the user.
+fn remove_abandoned_temporaries(dir: &Path, prefix: &str) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(prefix)
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// SplitMix64: turns (seed, vehicle, day) into independent stream seeds, so each
 /// shift's randomness does not depend on the order shifts are simulated in.
 fn mix(mut x: u64) -> u64 {
@@ -144,11 +167,9 @@ pub fn generate(opts: &GenerateOptions, progress: &mut dyn FnMut(f64)) -> Result
         .path
         .file_name()
         .ok_or_else(|| Error::invalid(format!("{} is not a file path", opts.path.display())))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        file_name.to_string_lossy(),
-        std::process::id()
-    ));
+    let prefix = format!(".{}.tmp-", file_name.to_string_lossy());
+    remove_abandoned_temporaries(&dir, &prefix);
+    let tmp = dir.join(format!("{prefix}{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
     let mut guard = TempFile(Some(tmp.clone()));
 

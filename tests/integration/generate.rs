@@ -540,6 +540,29 @@ fn an_interrupted_run_leaves_the_previous_database_intact() {
     );
     // And it is still a working fleet database.
     assert_eq!(count(&open(&path), "SELECT COUNT(*) FROM vehicles"), 2);
+    // The next run clears what the killed one left behind.
+    generate(
+        &path,
+        &[
+            "--ahora",
+            "2026-11-25T15:30",
+            "--vehicles",
+            "2",
+            "--days",
+            "1",
+            "--force",
+        ],
+    )
+    .ok();
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        names,
+        vec![std::ffi::OsString::from("fleet.db")],
+        "no temporary file left"
+    );
 }
 
 #[test]
