@@ -3,6 +3,8 @@
 //! all over one SQLite file. The library is the product; the command line is a thin
 //! front end over it.
 
+#![warn(missing_docs)]
+
 pub mod analyze;
 pub mod cli;
 pub mod clock;
