@@ -187,14 +187,17 @@ fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
     matches!(host, "localhost" | "127.0.0.1" | "[::1]")
 }
 
-/// Reads until the end of the headers. `None`: the client went away (or idled out).
+/// Reads until the end of the headers. `None`: the client went away, idled out, or
+/// the server is stopping between requests. The time limit runs from the request's
+/// first byte, and is checked whatever the client trickles in.
 fn read_head(
     stream: &mut TcpStream,
     buf: &mut Vec<u8>,
     shutdown: &AtomicBool,
     timeout: Duration,
 ) -> std::io::Result<Option<std::result::Result<Head, Response>>> {
-    let started = Instant::now();
+    let waiting_since = Instant::now();
+    let mut first_byte = (!buf.is_empty()).then(Instant::now);
     let mut chunk = [0u8; 4096];
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -210,37 +213,48 @@ fn read_head(
             )
             .closing())));
         }
+        match first_byte {
+            Some(t) if t.elapsed() > timeout => {
+                return Ok(Some(Err(Response::error(
+                    408,
+                    "invalid_argument",
+                    "request not received in time",
+                )
+                .closing())));
+            }
+            None if shutdown.load(Ordering::Relaxed) || waiting_since.elapsed() > IDLE_TIMEOUT => {
+                return Ok(None);
+            }
+            _ => {}
+        }
         match stream.read(&mut chunk) {
             Ok(0) => return Ok(None),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Ok(n) => {
+                first_byte.get_or_insert_with(Instant::now);
+                buf.extend_from_slice(&chunk[..n]);
+            }
             Err(e)
                 if matches!(
                     e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                let idle = buf.is_empty();
-                if idle && (shutdown.load(Ordering::Relaxed) || started.elapsed() > IDLE_TIMEOUT) {
-                    return Ok(None);
-                }
-                if !idle && started.elapsed() > timeout {
-                    return Ok(Some(Err(Response::error(
-                        408,
-                        "invalid_argument",
-                        "request not received in time",
-                    )
-                    .closing())));
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) => {}
             Err(e) => return Err(e),
         }
     }
 }
 
 fn parse_head(bytes: &[u8]) -> std::result::Result<Head, Response> {
-    let bad = || Response::error(400, "invalid_argument", "malformed HTTP request").closing();
-    let text = std::str::from_utf8(bytes).map_err(|_| bad())?;
+    let bad = |why: &str| {
+        Response::error(
+            400,
+            "invalid_argument",
+            &format!("malformed HTTP request: {why}"),
+        )
+        .closing()
+    };
+    let text = std::str::from_utf8(bytes).map_err(|_| bad("not UTF-8"))?;
     let mut lines = text.split("\r\n");
     let mut request_line = lines.next().unwrap_or_default().split(' ');
     let (method, path, version) = (
@@ -249,15 +263,27 @@ fn parse_head(bytes: &[u8]) -> std::result::Result<Head, Response> {
         request_line.next(),
     );
     let (Some(method), Some(path), Some(version)) = (method, path, version) else {
-        return Err(bad());
+        return Err(bad("request line"));
     };
-    if !version.starts_with("HTTP/1.") {
-        return Err(bad());
+    if !version.starts_with("HTTP/1.") || request_line.next().is_some() {
+        return Err(bad("request line"));
     }
-    let mut headers = HashMap::new();
+    let mut headers: HashMap<String, String> = HashMap::new();
     for line in lines {
-        let (name, value) = line.split_once(':').ok_or_else(bad)?;
-        headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_string());
+        let (name, value) = line.split_once(':').ok_or_else(|| bad("header line"))?;
+        // RFC 9112: no whitespace between a field name and its colon.
+        if name.is_empty() || name.trim() != name {
+            return Err(bad("header name"));
+        }
+        let name = name.to_ascii_lowercase();
+        let value = value.trim().to_string();
+        if let Some(previous) = headers.get(&name)
+            && (name == "content-length" || name == "authorization" || name == "host")
+            && *previous != value
+        {
+            return Err(bad(&format!("conflicting {name} headers")));
+        }
+        headers.insert(name, value);
     }
     let connection = headers.get("connection").map(|c| c.to_ascii_lowercase());
     let keep_alive = match connection.as_deref() {
@@ -273,34 +299,39 @@ fn parse_head(bytes: &[u8]) -> std::result::Result<Head, Response> {
     })
 }
 
+/// Reads a body of `len` bytes. `Err(response)`: the client was too slow (408).
 fn read_body(
     stream: &mut TcpStream,
     buf: &mut Vec<u8>,
     len: usize,
     timeout: Duration,
-) -> std::io::Result<Option<Vec<u8>>> {
+) -> std::io::Result<Option<std::result::Result<Vec<u8>, Response>>> {
     let started = Instant::now();
     let mut chunk = [0u8; 16 * 1024];
     while buf.len() < len {
+        if started.elapsed() > timeout {
+            return Ok(Some(Err(Response::error(
+                408,
+                "invalid_argument",
+                "request body not received in time",
+            )
+            .closing())));
+        }
         match stream.read(&mut chunk) {
             Ok(0) => return Ok(None),
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
             Err(e)
                 if matches!(
                     e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                if started.elapsed() > timeout {
-                    return Ok(None);
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) => {}
             Err(e) => return Err(e),
         }
     }
     let rest = buf.split_off(len);
-    Ok(Some(std::mem::replace(buf, rest)))
+    Ok(Some(Ok(std::mem::replace(buf, rest))))
 }
 
 fn write_response(stream: &mut TcpStream, r: &Response, keep_alive: bool) -> std::io::Result<()> {
@@ -323,26 +354,35 @@ fn write_response(stream: &mut TcpStream, r: &Response, keep_alive: bool) -> std
     stream.flush()
 }
 
-impl Shared {
-    fn rate_limited(&self, ip: IpAddr) -> bool {
-        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        match failures.get(&ip) {
-            Some((n, since)) if since.elapsed() < FAILURE_WINDOW => *n >= MAX_FAILURES,
-            Some(_) => {
-                failures.remove(&ip);
-                false
-            }
-            None => false,
+/// The length of the body a request announces (0 without one).
+fn body_len(head: &Head) -> std::result::Result<usize, Response> {
+    if head.header("transfer-encoding").is_some() {
+        return Err(
+            Response::error(411, "invalid_argument", "send a Content-Length body").closing(),
+        );
+    }
+    match head.header("content-length").map(str::parse) {
+        Some(Ok(n)) => Ok(n),
+        None => Ok(0),
+        Some(Err(_)) => {
+            Err(Response::error(400, "invalid_argument", "bad Content-Length").closing())
         }
+    }
+}
+
+impl Shared {
+    /// Whether this address has failed authentication too often lately.
+    fn rate_limited(&self, ip: IpAddr) -> bool {
+        let failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        failures
+            .get(&ip)
+            .is_some_and(|(n, since)| since.elapsed() < FAILURE_WINDOW && *n >= MAX_FAILURES)
     }
 
     fn record_failure(&self, ip: IpAddr) {
         let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = failures.entry(ip).or_insert((0, Instant::now()));
-        if entry.1.elapsed() >= FAILURE_WINDOW {
-            *entry = (0, Instant::now());
-        }
-        entry.0 += 1;
+        failures.retain(|_, (_, since)| since.elapsed() < FAILURE_WINDOW);
+        failures.entry(ip).or_insert((0, Instant::now())).0 += 1;
     }
 
     fn authorised(&self, head: &Head) -> bool {
@@ -354,38 +394,68 @@ impl Shared {
             .is_some_and(|t| constant_time_eq(t.trim().as_bytes(), &self.token))
     }
 
+    /// The origin to echo in CORS headers: a present, allowed `Origin`.
+    fn cors_origin(&self, head: &Head) -> Option<String> {
+        head.header("origin")
+            .filter(|o| origin_allowed(o, &self.allowed_origins))
+            .map(str::to_owned)
+    }
+
     /// Answers everything that can be answered before the body: health, the API
-    /// document, rate limits, authentication, origin, method, size. `Ok(route)`
-    /// (`mcp` or a tool name) means: read the body and run it.
+    /// document, CORS preflights, authentication (and its rate limit), origin,
+    /// method, size. `Ok(route)` (`mcp` or a tool name) means: read the body and run it.
     fn gate(&self, head: &Head, ip: IpAddr) -> std::result::Result<String, Response> {
+        // Answers given without reading a body close the connection if one was sent,
+        // so that its bytes can never be read as the next request.
+        let has_body = head.header("content-length").is_some_and(|v| v != "0")
+            || head.header("transfer-encoding").is_some();
+        let unread = |r: Response| if has_body { r.closing() } else { r };
         match (head.method.as_str(), head.path.as_str()) {
-            ("GET", "/healthz") => return Err(Response::json(200, &json!({"status": "ok"}))),
+            ("GET", "/healthz") => {
+                return Err(unread(Response::json(200, &json!({"status": "ok"}))));
+            }
             ("GET", "/openapi.json") => {
-                return Err(Response {
+                let doc = Response {
                     status: 200,
                     headers: vec![("Content-Type", "application/json".into())],
                     body: self.openapi.clone(),
                     close: false,
+                };
+                return Err(unread(doc));
+            }
+            ("OPTIONS", _) => {
+                // A browser's CORS preflight carries no token; allowed origins get one.
+                return Err(match head.header("origin") {
+                    Some(o) if origin_allowed(o, &self.allowed_origins) => unread(
+                        Response::empty(204)
+                            .with("Access-Control-Allow-Origin", o)
+                            .with("Access-Control-Allow-Methods", "POST, GET, OPTIONS")
+                            .with("Access-Control-Allow-Headers", "Authorization, Content-Type, MCP-Protocol-Version, Mcp-Method, Mcp-Name")
+                            .with("Access-Control-Max-Age", "600")
+                            .with("Vary", "Origin"),
+                    ),
+                    Some(o) => Response::error(403, "forbidden", &format!("origin {o} is not allowed")).closing(),
+                    None => Response::error(405, "method_not_allowed", "use POST").with("Allow", "POST").closing(),
                 });
             }
             _ => {}
         }
-        if self.rate_limited(ip) {
-            return Err(Response::error(
-                429,
-                "rate_limited",
-                "too many failed authentications from this address; wait a minute",
-            )
-            .with("Retry-After", "60")
-            .closing());
-        }
         if !self.authorised(head) {
+            let limited = self.rate_limited(ip);
             self.record_failure(ip);
-            return Err(
+            return Err(if limited {
+                Response::error(
+                    429,
+                    "rate_limited",
+                    "too many failed authentications from this address; wait a minute",
+                )
+                .with("Retry-After", "60")
+                .closing()
+            } else {
                 Response::error(401, "unauthorized", "a valid bearer token is required")
                     .with("WWW-Authenticate", "Bearer realm=\"fleetctl\"")
-                    .closing(),
-            );
+                    .closing()
+            });
         }
         if let Some(origin) = head.header("origin")
             && !origin_allowed(origin, &self.allowed_origins)
@@ -413,20 +483,7 @@ impl Shared {
                 .with("Allow", "POST")
                 .closing());
         }
-        if head.header("transfer-encoding").is_some() {
-            return Err(
-                Response::error(411, "invalid_argument", "send a Content-Length body").closing(),
-            );
-        }
-        let len: usize = match head.header("content-length").map(str::parse) {
-            Some(Ok(n)) => n,
-            None => 0,
-            Some(Err(_)) => {
-                return Err(
-                    Response::error(400, "invalid_argument", "bad Content-Length").closing(),
-                );
-            }
-        };
+        let len = body_len(head)?;
         if len > MAX_BODY_BYTES {
             return Err(Response::error(
                 413,
@@ -461,16 +518,17 @@ fn serve_connection(mut stream: TcpStream, shared: &Shared) {
             Ok(None) | Err(_) => return,
         };
         let started = Instant::now();
-        let response = match shared.gate(&head, ip) {
+        let mut response = match shared.gate(&head, ip) {
             Err(response) => response,
             Ok(route) => {
-                let len = head
-                    .header("content-length")
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                let Ok(Some(body)) = read_body(&mut stream, &mut buf, len, shared.request_timeout)
-                else {
-                    return;
+                let len = body_len(&head).unwrap_or(0);
+                let body = match read_body(&mut stream, &mut buf, len, shared.request_timeout) {
+                    Ok(Some(Ok(body))) => body,
+                    Ok(Some(Err(response))) => {
+                        let _ = write_response(&mut stream, &response, false);
+                        return;
+                    }
+                    Ok(None) | Err(_) => return,
                 };
                 let job = match route.as_str() {
                     "mcp" => Job::Mcp {
@@ -497,6 +555,13 @@ fn serve_connection(mut stream: TcpStream, shared: &Shared) {
                 }
             }
         };
+        if let Some(origin) = shared.cors_origin(&head)
+            && head.method != "OPTIONS"
+        {
+            response = response
+                .with("Access-Control-Allow-Origin", origin)
+                .with("Vary", "Origin");
+        }
         logging::info(&format!(
             "http: {ip} {} {} {} {:.2} ms",
             head.method,
@@ -524,19 +589,59 @@ fn rpc_status(answer: &Value) -> u16 {
 /// -32020: a header does not match the body.
 pub const HEADER_MISMATCH: i64 = -32020;
 
-/// Checks the 2026-07-28 headers against the body; `Some(error)` on a mismatch.
+/// A header value as sent, or decoded from the `=?base64?…?=` form the 2026-07-28
+/// revision uses for values that are not header-safe.
+fn header_value(raw: &str) -> Option<String> {
+    match raw
+        .strip_prefix("=?base64?")
+        .and_then(|r| r.strip_suffix("?="))
+    {
+        Some(encoded) => String::from_utf8(base64_decode(encoded)?).ok(),
+        None => Some(raw.to_string()),
+    }
+}
+
+/// Standard base64 (with or without padding).
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let digits: Vec<u8> = text
+        .trim_end_matches('=')
+        .bytes()
+        .map(value)
+        .collect::<Option<_>>()?;
+    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    for chunk in digits.chunks(4) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, d)| n | (u32::from(*d) << (18 - 6 * i)));
+        out.extend(
+            n.to_be_bytes()[1..]
+                .iter()
+                .take(chunk.len().saturating_sub(1)),
+        );
+    }
+    Some(out)
+}
+
+/// Checks the protocol headers against the body; `Some(error)` when they disagree.
+/// A 2026-07-28 body needs MCP-Protocol-Version, Mcp-Method and (for tools/call and
+/// prompts/get) Mcp-Name matching it; a handshake-era body may carry
+/// MCP-Protocol-Version, which must then name a handshake revision.
 fn header_mismatch(incoming: &Incoming, headers: &HashMap<String, String>) -> Option<Value> {
     let (id, method, params) = match incoming {
         Incoming::Request { id, method, params } => (id.clone(), method, params),
         Incoming::Notification { method, params } => (Value::Null, method, params),
         _ => return None,
     };
-    let meta_version = params
-        .as_ref()?
-        .get("_meta")?
-        .get("io.modelcontextprotocol/protocolVersion")?
-        .as_str()?;
-    let header = |name: &str| headers.get(name).map(String::as_str);
+    let header = |name: &str| headers.get(name).and_then(|v| header_value(v));
     let mismatch = |what: String| {
         Some(jsonrpc::error(
             &id,
@@ -544,6 +649,30 @@ fn header_mismatch(incoming: &Incoming, headers: &HashMap<String, String>) -> Op
             &format!("Header mismatch: {what}"),
             None,
         ))
+    };
+    let body_version = params
+        .as_ref()
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+        .and_then(Value::as_str);
+    let Some(meta_version) = body_version else {
+        return match header("mcp-protocol-version") {
+            None => None,
+            Some(v) if session::LEGACY_VERSIONS.contains(&v.as_str()) => None,
+            Some(v) if v == session::MODERN_VERSION => mismatch(format!(
+                "MCP-Protocol-Version header value '{v}' but the body carries no _meta protocolVersion"
+            )),
+            Some(v) => {
+                let mut supported = vec![session::MODERN_VERSION];
+                supported.extend(session::LEGACY_VERSIONS);
+                Some(jsonrpc::error(
+                    &id,
+                    session::UNSUPPORTED_VERSION,
+                    "Unsupported protocol version",
+                    Some(json!({"supported": supported, "requested": v})),
+                ))
+            }
+        };
     };
     match header("mcp-protocol-version") {
         Some(v) if v == meta_version => {}
@@ -555,7 +684,7 @@ fn header_mismatch(incoming: &Incoming, headers: &HashMap<String, String>) -> Op
         None => return mismatch("the MCP-Protocol-Version header is required".into()),
     }
     match header("mcp-method") {
-        Some(m) if m == method => {}
+        Some(m) if m == *method => {}
         Some(m) => {
             return mismatch(format!(
                 "Mcp-Method header value '{m}' does not match body value '{method}'"
@@ -787,6 +916,22 @@ pub fn serve(db_path: &Path, opts: HttpOptions) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn base64_header_values_are_decoded() {
+        assert_eq!(
+            header_value("=?base64?dHJpcF9zdW1tYXJ5?=").as_deref(),
+            Some("trip_summary")
+        );
+        assert_eq!(
+            header_value("=?base64?Wm9uYSDDoQ==?=").as_deref(),
+            Some("Zona á")
+        );
+        assert_eq!(header_value("plain").as_deref(), Some("plain"));
+        assert_eq!(header_value("=?base64?***?="), None);
+        assert_eq!(base64_decode("Zm9vYmFy").unwrap(), b"foobar");
+        assert_eq!(base64_decode("Zm9vYg==").unwrap(), b"foob");
+    }
 
     #[test]
     fn tokens_compare_whole() {

@@ -233,17 +233,161 @@ fn oversized_bodies_foreign_origins_and_wrong_methods_are_refused() {
 }
 
 #[test]
-fn repeated_failures_from_one_address_are_rate_limited() {
+fn repeated_failures_from_one_address_are_rate_limited_but_the_right_token_still_passes() {
     let h = Http::start();
     for _ in 0..10 {
         let head = h.raw("POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\nContent-Length: 0\r\n\r\n");
         assert!(head.starts_with("HTTP/1.1 401"), "{head}");
     }
-    let head = h.raw(&format!("POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 0\r\n\r\n"));
+    let head = h.raw(
+        "POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\nContent-Length: 0\r\n\r\n",
+    );
     assert!(
         head.starts_with("HTTP/1.1 429") && head.contains("Retry-After"),
         "{head}"
     );
+    // A client holding the token is never locked out by someone else's guesses.
+    let (status, _) = h.post(
+        "/mcp",
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+        &[],
+    );
+    assert_eq!(status, 200);
+    h.healthy();
+}
+
+#[test]
+fn regression_a_body_on_an_unauthenticated_get_is_never_read_as_a_request() {
+    let h = Http::start();
+    let smuggled = "GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n";
+    let request = format!(
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{smuggled}",
+        smuggled.len()
+    );
+    let addr = h.base.trim_start_matches("http://").to_string();
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut all = Vec::new();
+    let _ = s.read_to_end(&mut all);
+    let text = String::from_utf8_lossy(&all);
+    assert_eq!(
+        text.matches("HTTP/1.1 ").count(),
+        1,
+        "one response, then the connection closes: {text}"
+    );
+    assert!(text.contains("Connection: close"));
+    // Conflicting lengths are refused.
+    let head = h.raw(&format!(
+        "POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 2\r\nContent-Length: 40\r\n\r\n{{}}"
+    ));
+    assert!(head.starts_with("HTTP/1.1 400"), "{head}");
+    h.healthy();
+}
+
+#[test]
+fn browsers_from_allowed_origins_get_cors() {
+    let h = Http::start_with(&["--allow-origin", "https://dispatch.example"]);
+    let head = h.raw("OPTIONS /mcp HTTP/1.1\r\nHost: x\r\nOrigin: https://dispatch.example\r\nAccess-Control-Request-Method: POST\r\n\r\n");
+    assert!(head.starts_with("HTTP/1.1 204"), "{head}");
+    assert!(
+        head.contains("Access-Control-Allow-Origin: https://dispatch.example")
+            && head.contains("Authorization"),
+        "{head}"
+    );
+    let head = h.raw("OPTIONS /mcp HTTP/1.1\r\nHost: x\r\nOrigin: https://evil.example\r\n\r\n");
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let head = h.raw(&format!(
+        "POST /mcp HTTP/1.1\r\nHost: x\r\nOrigin: https://dispatch.example\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    ));
+    assert!(
+        head.starts_with("HTTP/1.1 200")
+            && head.contains("Access-Control-Allow-Origin: https://dispatch.example"),
+        "{head}"
+    );
+    h.healthy();
+}
+
+#[test]
+fn protocol_headers_cannot_disagree_with_a_handshake_era_body() {
+    let h = Http::start();
+    let legacy = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_vehicles", "arguments": {}}});
+    let (status, r) = h.post(
+        "/mcp",
+        &legacy,
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/list"),
+        ],
+    );
+    assert_eq!(
+        (status, r["error"]["code"].as_i64()),
+        (400, Some(-32020)),
+        "{r}"
+    );
+    let (status, r) = h.post("/mcp", &legacy, &[("MCP-Protocol-Version", "1999-01-01")]);
+    assert_eq!(
+        (status, r["error"]["code"].as_i64()),
+        (400, Some(-32022)),
+        "{r}"
+    );
+    let (status, _) = h.post("/mcp", &legacy, &[("MCP-Protocol-Version", "2025-06-18")]);
+    assert_eq!(status, 200, "a handshake revision in the header is fine");
+    // A name that is not header-safe travels base64-encoded.
+    let (body, _) = modern(
+        "tools/call",
+        json!({"name": "list_vehicles", "arguments": {}}),
+    );
+    let encoded = format!(
+        "=?base64?{}?=",
+        fleetctl::mcp::tools::base64(b"list_vehicles")
+    );
+    let (status, r) = h.post(
+        "/mcp",
+        &body,
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", &encoded),
+        ],
+    );
+    assert_eq!(status, 200, "{r}");
+    h.healthy();
+}
+
+#[test]
+fn a_client_trickling_bytes_still_times_out() {
+    let h = Http::start_with(&["--request-timeout-s", "1"]);
+    let addr = h.base.trim_start_matches("http://").to_string();
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(150)))
+        .unwrap();
+    let started = Instant::now();
+    let mut buf = [0u8; 512];
+    let mut answer = String::new();
+    for byte in "POST /mcp HTTP/1.1\r\nHost: a-very-long-host-name-sent-slowly.example\r\n".bytes()
+    {
+        if s.write_all(&[byte]).is_err() {
+            break;
+        }
+        if let Ok(n) = s.read(&mut buf)
+            && n > 0
+        {
+            answer = String::from_utf8_lossy(&buf[..n]).into_owned();
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(6) {
+            break;
+        }
+    }
+    assert!(
+        answer.starts_with("HTTP/1.1 408"),
+        "got {answer:?} after {:?}",
+        started.elapsed()
+    );
+    assert!(started.elapsed() < Duration::from_secs(4));
     h.healthy();
 }
 
