@@ -95,7 +95,7 @@ impl Date {
     /// Parses `YYYY-MM-DD`, checking that the day exists.
     pub fn parse(text: &str) -> Option<Date> {
         let b = text.as_bytes();
-        if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        if b.len() != 10 || !text.is_ascii() || b[4] != b'-' || b[7] != b'-' {
             return None;
         }
         let year: i32 = digits(&text[0..4])?;
@@ -174,7 +174,7 @@ impl FleetZone {
                 self.name
             ))
         };
-        if text.len() != 16 {
+        if text.len() != 16 || !text.is_ascii() {
             return Err(bad());
         }
         let (date, time) = (&text[..10], &text[11..]);
@@ -268,7 +268,17 @@ mod tests {
     fn parse_rejects_days_that_do_not_exist() {
         assert_eq!(Date::parse("2026-02-29"), None);
         assert_eq!(Date::parse("2026-13-01"), None);
+        assert_eq!(
+            Date::parse("2026-é-01"),
+            None,
+            "multibyte text is refused, not sliced"
+        );
         assert_eq!(Date::parse("2026-1-01"), None);
+        assert_eq!(
+            Date::parse("2026-é-01"),
+            None,
+            "multibyte text is refused, not sliced"
+        );
         assert_eq!(
             Date::parse("2028-02-29"),
             Some(Date {
@@ -293,6 +303,7 @@ mod tests {
             "2026-11-31T10:00",
             "25/11/2026 10:00",
             "2026-11-25T1:30x",
+            "2026-11-0€2:30",
         ] {
             let err = zone.parse_local_minute(bad).unwrap_err();
             assert!(err.message.contains(bad), "{err:?}");

@@ -255,6 +255,17 @@ fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
 }
 
 fn draw_map(path: PathBuf, m: query::MapArgs) -> Result<()> {
+    let json = m.json;
+    draw_map_to_file(path, m).or_else(|e| {
+        // With --format json a failure is the same error object the tool answers.
+        if json {
+            print_stdout(&format!("{}\n", e.to_json()))?;
+        }
+        Err(e)
+    })
+}
+
+fn draw_map_to_file(path: PathBuf, m: query::MapArgs) -> Result<()> {
     let spec = report::registry()
         .iter()
         .find(|s| s.draws)

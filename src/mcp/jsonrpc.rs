@@ -84,7 +84,16 @@ pub fn classify(value: Value) -> Incoming {
         return invalid(echo, "Invalid Request: \"jsonrpc\" must be \"2.0\"");
     }
     if obj.contains_key("result") || obj.contains_key("error") {
-        return Incoming::Response;
+        // A response to something we never send is ignored; one that also names a
+        // method is neither a request nor a response.
+        return if obj.contains_key("method") {
+            invalid(
+                echo,
+                "Invalid Request: a message cannot carry both method and result/error",
+            )
+        } else {
+            Incoming::Response
+        };
     }
     let Some(method) = obj.get("method").and_then(Value::as_str).map(str::to_owned) else {
         return invalid(echo, "Invalid Request: \"method\" must be a string");
@@ -196,6 +205,10 @@ mod tests {
             (INVALID_PARAMS, json!(5))
         );
         assert_eq!(code(b"[]"), (INVALID_REQUEST, Value::Null));
+        assert_eq!(
+            code(br#"{"jsonrpc":"2.0","id":8,"method":"ping","result":1}"#),
+            (INVALID_REQUEST, json!(8))
+        );
         assert_eq!(code(b"42"), (INVALID_REQUEST, Value::Null));
         let deep = "[".repeat(100_000);
         assert_eq!(

@@ -68,10 +68,14 @@ long stops and signal losses. Every figure is computed from GPS positions; quote
             let (from, to) = dates.unwrap_or((first.to_string(), db.today().to_string()));
             format!(
                 "fleetctl answers questions about a fleet of {} vehicles ({active} active) from their GPS positions. \
-Data covers local dates {from} to {to}; the data clock ('now') is {} in time zone {} . {usage}",
+Data covers local dates {from} to {to}; the data clock ('now') is {} in time zone {} . Alerts use these thresholds: speeding above {} km/h for at least {} s, long stops of {} min or more, signal losses over {} min. {usage}",
                 db.vehicles.len(),
                 db.time(db.now_ts),
                 db.zone.name,
+                db.thresholds.speed_limit_kmh,
+                db.thresholds.speeding_min_s,
+                db.thresholds.long_stop_min,
+                db.thresholds.signal_loss_min,
             )
             .replace(" .", ".")
         }

@@ -35,6 +35,19 @@ pub struct AlertsRequest {
     pub plate: Option<String>,
 }
 
+/// The thresholds behind the alerts.
+#[derive(Debug, Clone, Serialize)]
+pub struct Thresholds {
+    /// Speeding is above this speed, km/h.
+    pub speed_limit_kmh: f64,
+    /// …for at least this long, seconds.
+    pub speeding_min_s: i64,
+    /// Long stops last at least this many minutes.
+    pub long_stop_min: f64,
+    /// Signal losses are gaps longer than this many minutes.
+    pub signal_loss_min: f64,
+}
+
 /// Alerts of one kind.
 #[derive(Debug, Clone, Serialize)]
 pub struct KindCount {
@@ -98,6 +111,8 @@ pub struct AlertsReport {
     pub kind: Option<String>,
     /// The vehicle filter (resolved plate), if any.
     pub plate: Option<String>,
+    /// The thresholds detection used for this data.
+    pub thresholds: Thresholds,
     /// Alerts in all.
     pub total: usize,
     /// Counts by kind.
@@ -205,6 +220,12 @@ pub fn run(db: &Db, req: &AlertsRequest) -> Result<AlertsReport> {
         data_now: db.time(db.now_ts),
         kind: req.kind.clone(),
         plate: vehicle.map(|v| v.plate.clone()),
+        thresholds: Thresholds {
+            speed_limit_kmh: db.thresholds.speed_limit_kmh,
+            speeding_min_s: db.thresholds.speeding_min_s,
+            long_stop_min: db.thresholds.long_stop_min,
+            signal_loss_min: db.thresholds.signal_loss_min,
+        },
         total: events.len(),
         by_kind,
         by_vehicle: List::capped(by_vehicle),
@@ -229,6 +250,15 @@ pub fn output_schema() -> serde_json::Value {
         ("data_now", string()),
         ("type", nullable(one_of(ALERT_NAMES))),
         ("plate", nullable(string())),
+        (
+            "thresholds",
+            object(&[
+                ("speed_limit_kmh", number()),
+                ("speeding_min_s", integer()),
+                ("long_stop_min", number()),
+                ("signal_loss_min", number()),
+            ]),
+        ),
         ("total", integer()),
         (
             "by_kind",
@@ -270,8 +300,9 @@ pub const SPEC: ReportSpec = ReportSpec {
     tool: "alerts",
     cli: "alerts",
     title: "Alerts over a date range",
-    description: "Speeding episodes (above 80 km/h for at least 20 s), long stops (40 min or more) and signal \
-losses (over 5 min without fixes while the engine was on), detected from the positions over an inclusive range \
+    description: "Speeding episodes (above the speed limit, 80 km/h by default, for at least 20 s), long stops \
+(40 min or more by default) and signal losses (over 5 min without fixes while the engine was on, by default), \
+detected from the positions; the thresholds in force are echoed in the answer over an inclusive range \
 of local dates (default: the last 7 days up to today; at most 92 days). Returns the total, counts by kind, counts \
 by vehicle, and the 5 most severe alerts of each kind ranked in that kind's own unit (km/h over the limit, minutes \
 stopped, minutes without fixes) with time and place. Filter with type and plate. Use it for 'any speeding this \

@@ -46,6 +46,8 @@ pub struct GeofenceVisitsReport {
     pub data_now: String,
     /// Whether the vehicle was inside at any time that day.
     pub entered: bool,
+    /// Why there can be no visit (out of service, or no fixes that day), if so.
+    pub note: Option<String>,
     /// Minutes inside during this day, summed over the visits.
     pub minutes_inside_total: f64,
     /// Visits overlapping the day, in time order.
@@ -61,16 +63,21 @@ pub fn run(db: &Db, req: &GeofenceVisitsRequest) -> Result<GeofenceVisitsReport>
     let visits = read::visits_overlapping(db.conn(), v.id, g.id, from, to)?;
     let rows: Vec<VisitRow> = visits
         .iter()
-        .map(|visit| {
-            // Only the part of the visit inside this day counts towards its minutes.
-            let end = visit.exit_ts.unwrap_or(db.now_ts).min(to);
+        .filter_map(|visit| {
+            // Only the part of the visit inside this day, and before the data clock,
+            // counts: a day after the data ends holds no visit.
+            let end = visit
+                .exit_ts
+                .unwrap_or(db.now_ts)
+                .min(db.now_ts.max(visit.enter_ts))
+                .min(to);
             let start = visit.enter_ts.max(from);
-            VisitRow {
+            (end > start || (visit.enter_ts >= from && visit.enter_ts < to)).then(|| VisitRow {
                 entered_at: db.time(visit.enter_ts),
                 exited_at: visit.exit_ts.map(|t| db.time(t)),
                 minutes_inside: round1((end - start).max(0) as f64 / 60.0),
                 still_inside: visit.exit_ts.is_none(),
-            }
+            })
         })
         .collect();
     Ok(GeofenceVisitsReport {
@@ -80,6 +87,13 @@ pub fn run(db: &Db, req: &GeofenceVisitsRequest) -> Result<GeofenceVisitsReport>
         date: date.to_string(),
         data_now: db.time(db.now_ts),
         entered: !rows.is_empty(),
+        note: if rows.is_empty() {
+            let day =
+                read::daily_between(db.conn(), Some(v.id), &date.to_string(), &date.to_string())?;
+            super::trip_summary::no_data_note(db, v, day.is_empty(), &date.to_string())?
+        } else {
+            None
+        },
         minutes_inside_total: round1(rows.iter().map(|r| r.minutes_inside).sum()),
         visits: List::capped(rows),
     })
@@ -95,6 +109,7 @@ pub fn output_schema() -> serde_json::Value {
         ("date", string()),
         ("data_now", string()),
         ("entered", boolean()),
+        ("note", nullable(string())),
         ("minutes_inside_total", number()),
         (
             "visits",

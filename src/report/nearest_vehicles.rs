@@ -55,7 +55,7 @@ pub struct NearestVehiclesReport {
     pub place: ResolvedPlace,
     /// The data clock.
     pub data_now: String,
-    /// Vehicles with a known position, closest first, up to `limit`.
+    /// Vehicles with a known position, closest first, up to `limit` (`total` counts them all).
     pub vehicles: List<NearestRow>,
 }
 
@@ -113,6 +113,7 @@ pub fn run(db: &Db, req: &NearestVehiclesRequest) -> Result<NearestVehiclesRepor
             .total_cmp(&b.distance_km)
             .then_with(|| a.plate.cmp(&b.plate))
     });
+    let total = rows.len();
     rows.truncate(limit);
     let rows: Vec<NearestRow> = rows
         .into_iter()
@@ -127,7 +128,12 @@ pub fn run(db: &Db, req: &NearestVehiclesRequest) -> Result<NearestVehiclesRepor
         query,
         place,
         data_now: db.time(db.now_ts),
-        vehicles: List::capped(rows),
+        // `total` counts every vehicle with a position; `truncated` says `limit` cut it.
+        vehicles: List {
+            total,
+            truncated: total > rows.len(),
+            items: rows,
+        },
     })
 }
 

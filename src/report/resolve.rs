@@ -228,25 +228,38 @@ pub fn fold(text: &str) -> String {
     mapped.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Picks the one name `text` means: an exact (folded) match, else the only name
-/// containing every word typed. Several → `ambiguous` with the candidates.
+/// Picks the one name `text` means: an exact (folded) match; else the only name in
+/// which every word typed is a whole word; else the only name in which every word
+/// typed starts a word (numbers always whole: "Zona 1" never means "Zona 18").
+/// Several → `ambiguous` with the candidates.
 pub fn match_name(text: &str, names: &[&str]) -> Result<usize> {
     let wanted = fold(text);
     if wanted.is_empty() {
         return Err(Error::invalid("an empty name").with_hint("type part of a name"));
     }
-    if let Some(i) = names.iter().position(|n| fold(n) == wanted) {
+    let folded: Vec<String> = names.iter().map(|n| fold(n)).collect();
+    if let Some(i) = folded.iter().position(|n| *n == wanted) {
         return Ok(i);
     }
     let words: Vec<&str> = wanted.split(' ').collect();
-    let hits: Vec<usize> = (0..names.len())
-        .filter(|&i| {
-            let name = fold(names[i]);
-            words.iter().all(|w| {
-                name.split(' ').any(|nw| nw.starts_with(w)) || (w.len() >= 4 && name.contains(w))
-            })
+    let matches = |name: &str, partial: bool| {
+        words.iter().all(|w| {
+            let number = w.bytes().all(|b| b.is_ascii_digit());
+            name.split(' ')
+                .any(|nw| nw == *w || (partial && !number && nw.starts_with(w)))
+                || (partial && !number && w.len() >= 4 && name.contains(w))
         })
+    };
+    let whole: Vec<usize> = (0..names.len())
+        .filter(|&i| matches(&folded[i], false))
         .collect();
+    let hits = if whole.is_empty() {
+        (0..names.len())
+            .filter(|&i| matches(&folded[i], true))
+            .collect()
+    } else {
+        whole
+    };
     match hits.as_slice() {
         [one] => Ok(*one),
         [] => Err(Error::new(

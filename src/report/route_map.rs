@@ -189,7 +189,12 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
         } else {
             "on "
         };
-        let hint = if days.is_empty() {
+        let hint = if !v.active {
+            format!(
+                "{} is out of service (inactive) and reports no positions",
+                v.plate
+            )
+        } else if days.is_empty() {
             format!("{} has no positions at all", v.plate)
         } else {
             format!("days with data for {}: {}", v.plate, days.join(", "))

@@ -76,6 +76,8 @@ pub struct TripSummaryReport {
     pub data_now: String,
     /// False when the vehicle has no fix that day (every figure is then zero).
     pub has_data: bool,
+    /// Why there is no data, when there is none (out of service, or the days that have data).
+    pub note: Option<String>,
     /// Kilometres driven (from `distance_source`).
     pub distance_km: f64,
     /// `odometer` when the data has one, else `gps`.
@@ -120,6 +122,33 @@ pub struct TripSummaryReport {
     pub ignition_on_count: usize,
     /// Ignition switched off this day.
     pub ignition_off_count: usize,
+}
+
+/// Says why a vehicle has nothing to report on a day: out of service, or which days
+/// do have data. `None` when there is data.
+pub fn no_data_note(
+    db: &Db,
+    v: &crate::model::Vehicle,
+    empty: bool,
+    date: &str,
+) -> Result<Option<String>> {
+    if !v.active {
+        return Ok(Some(format!(
+            "{} is out of service (inactive) and reports no positions",
+            v.plate
+        )));
+    }
+    if !empty {
+        return Ok(None);
+    }
+    let days = read::days_with_data(db.conn(), v.id)?;
+    Ok(Some(match (days.first(), days.last()) {
+        (Some(first), Some(last)) => format!(
+            "{} has no fixes on {date}; it has data from {first} to {last}",
+            v.plate
+        ),
+        _ => format!("{} has no positions in this database", v.plate),
+    }))
 }
 
 /// An event as a row, its place taken from what detection recorded.
@@ -194,6 +223,7 @@ pub fn run(db: &Db, req: &TripSummaryRequest) -> Result<TripSummaryReport> {
         date: date.to_string(),
         data_now: db.time(db.now_ts),
         has_data: day.is_some(),
+        note: no_data_note(db, v, day.is_none(), &date.to_string())?,
         distance_km: round2(odo_km.unwrap_or(gps_km)),
         distance_source: if odo_km.is_some() { "odometer" } else { "gps" },
         gps_distance_km: round2(gps_km),
@@ -230,6 +260,7 @@ pub fn output_schema() -> serde_json::Value {
         ("date", string()),
         ("data_now", string()),
         ("has_data", boolean()),
+        ("note", nullable(string())),
         ("distance_km", number()),
         ("distance_source", one_of(&["odometer", "gps"])),
         ("gps_distance_km", number()),

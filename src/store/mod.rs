@@ -215,7 +215,13 @@ impl Writer {
         self.conn
             .execute_batch("COMMIT")
             .map_err(|e| self.fail(e))?;
-        self.conn.close().map_err(|(_, e)| Error::io(&self.path, e))
+        let path = self.path.clone();
+        self.conn.close().map_err(|(_, e)| Error::io(&path, e))?;
+        // Written without a journal or fsync for speed: make it durable before the
+        // caller renames it over the previous database.
+        std::fs::File::open(&path)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| Error::io(&path, e))
     }
 }
 

@@ -227,6 +227,10 @@ pub fn generate(opts: &GenerateOptions, progress: &mut dyn FnMut(f64)) -> Result
     progress(1.0);
     writer.finish()?;
     std::fs::rename(&tmp, &opts.path).map_err(|e| Error::io(&opts.path, e))?;
+    // The rename itself is durable once the folder is synced (where folders can be).
+    if let Ok(folder) = std::fs::File::open(&dir) {
+        let _ = folder.sync_all();
+    }
     guard.0 = None;
 
     let mut notes = plan.notes;

@@ -587,6 +587,7 @@ fn bad_input_is_refused_with_one_clear_line_and_nothing_written() {
         (&["--days", "0"], 2, "--days 0 is out of range"),
         (&["--days", "367"], 2, "--days 367 is out of range"),
         (&["--vehicles", "many"], 2, "many"),
+        (&["--ahora", "2026-11-0€2:30"], 2, "2026-11-0€2:30"),
     ];
     for (args, code, needle) in cases {
         let mut all = vec!["--db", db, "generate"];

@@ -409,3 +409,34 @@ fn the_default_output_is_plate_and_date_in_the_current_folder() {
     assert_eq!(r.stdout.trim(), name);
     assert!(dir.join(&name).exists());
 }
+
+#[test]
+fn regression_a_failed_map_with_format_json_prints_the_error_object() {
+    let inactive: String = open(fixture_db())
+        .query_row("SELECT plate FROM vehicles WHERE active = 0", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let dir = TempDir::new("map-json-error");
+    let out = dir.join("x.png");
+    let r = run(fleetctl(&[
+        "--db",
+        fixture_db().to_str().unwrap(),
+        "map",
+        &inactive,
+        "--format",
+        "json",
+        "-o",
+        out.to_str().unwrap(),
+    ]))
+    .fails(3);
+    let error: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(error["error"]["code"], "no_data");
+    assert!(
+        error["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("out of service"),
+        "{error}"
+    );
+}

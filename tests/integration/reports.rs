@@ -423,3 +423,74 @@ fn regression_an_idle_vehicle_has_zero_km_not_minus_zero() {
     .ok();
     assert!(!r.stdout.contains("-0.0"), "{}", r.stdout);
 }
+
+#[test]
+fn regression_a_day_after_the_data_holds_no_visit() {
+    let db = fixture_db();
+    let plate = stopped_longest(db);
+    let depot: String = open(db)
+        .query_row(
+            "SELECT route FROM vehicles WHERE plate = ?1",
+            [&plate],
+            |r| r.get::<_, String>(0),
+        )
+        .map(|slug| {
+            fleetctl::geo::atlas::routes()
+                .iter()
+                .find(|r| r.slug == slug)
+                .unwrap()
+                .depot
+                .clone()
+        })
+        .unwrap();
+    let r = query_json(db, &["geofence", &plate, &depot, "--date", "2026-12-01"]);
+    assert_eq!(r["entered"], false, "{r}");
+    assert!(
+        r["note"]
+            .as_str()
+            .unwrap()
+            .contains("has data from 2026-11-19 to 2026-11-25"),
+        "{r}"
+    );
+}
+
+#[test]
+fn regression_nearest_counts_every_vehicle_before_the_limit() {
+    let r = query_json(fixture_db(), &["nearest", "Bodega Mixco", "--limit", "2"]);
+    assert_eq!(r["vehicles"]["items"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        r["vehicles"]["total"], 14,
+        "every active vehicle with a position"
+    );
+    assert_eq!(r["vehicles"]["truncated"], true);
+}
+
+#[test]
+fn an_out_of_service_vehicle_says_so_in_its_day() {
+    let inactive: String = open(fixture_db())
+        .query_row("SELECT plate FROM vehicles WHERE active = 0", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let r = query_json(fixture_db(), &["trip", &inactive]);
+    assert_eq!(r["has_data"], false);
+    assert!(
+        r["note"].as_str().unwrap().contains("out of service"),
+        "{r}"
+    );
+}
+
+#[test]
+fn names_with_numbers_never_pick_another_zone() {
+    let db = fixture_db();
+    let plate = stopped_longest(db);
+    let (line, _) = query_fails(db, &["geofence", &plate, "Bodega Zona 1"], 3);
+    assert!(
+        line.contains("no geofence named \"Bodega Zona 1\""),
+        "{line}"
+    );
+    assert_eq!(
+        query_json(db, &["nearest", "zona 1"])["place"]["name"],
+        "Zona 1 (Centro Histórico)"
+    );
+}
