@@ -13,6 +13,11 @@ fn main() {
             let _ = e.print();
             return;
         }
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            // `fleetctl` or `fleetctl query` alone: show what there is to choose from.
+            let _ = e.print();
+            std::process::exit(2);
+        }
         Err(e) => fail(&cli::usage_error(&e)),
     };
     if let Err(e) = cli::run(cli) {

@@ -431,6 +431,6 @@ pub fn usage_error(e: &clap::Error) -> Error {
     if hint.is_empty() {
         err.with_hint("see `fleetctl --help`")
     } else {
-        err.with_hint(hint.join(" "))
+        err.with_hint(hint.join("; "))
     }
 }
