@@ -63,12 +63,15 @@ pub fn stop_ranges(fixes: &[Fix], th: &Thresholds) -> Vec<(usize, usize, LatLon)
             .rev()
             .find(|&k| standing(&fixes[k]))
             .unwrap_or(j);
-        if fixes[end].ts - fixes[start].ts >= th.stop_min_s {
-            out.push((start, end, center));
-            i = end + 1;
+        // The edges are trimmed to where it really stood; a spell that meets the
+        // definition only with its edges stays a stop, with them.
+        let (start, end) = if fixes[end].ts - fixes[start].ts >= th.stop_min_s {
+            (start, end)
         } else {
-            i += 1;
-        }
+            (i, j)
+        };
+        out.push((start, end, center));
+        i = end + 1;
     }
     out
 }

@@ -285,13 +285,14 @@ pub fn render(
         let mut labels = Labels {
             taken: vec![(0, 0, 460, 78), (0, height as i32 - 64, 330, height as i32)],
         };
+        let ends = end_labels(&area, &frame, input, &mut labels)?;
         let stops = stop_places(&area, &frame, input, &mut labels)?;
         draw_geofences(&area, &frame, &input.geofences, &mut labels)?;
         if tiles.is_none() {
             draw_place_labels(&area, &frame, &mut labels)?;
         }
         draw_track(&area, &frame, input)?;
-        draw_markers(&area, &frame, input, &stops, &mut labels)?;
+        draw_markers(&area, &frame, input, &stops, &ends, &mut labels)?;
         draw_furniture(&area, &frame, input, tiles.map(|t| t.attribution.as_str()))?;
         area.present().map_err(render_err)?;
     }
@@ -601,11 +602,76 @@ fn stop_places(
     Ok(out)
 }
 
+/// Whether the first and last fix are drawn as one marker (a loop ends where it began).
+fn ends_together(s: (i32, i32), e: (i32, i32)) -> bool {
+    (s.0 - e.0).pow(2) + (s.1 - e.1).pow(2) < 24 * 24
+}
+
+/// A label to draw: text, top-left corner, colour.
+type PlacedLabel = (String, (i32, i32), RGBColor);
+
+/// Places the start and end time labels before any other label, so that they always
+/// find room: `S 06:47 · E 15:36` beside a shared marker, or one beside each.
+fn end_labels(
+    area: &Area,
+    frame: &Frame,
+    input: &MapInput,
+    labels: &mut Labels,
+) -> Result<Vec<PlacedLabel>> {
+    let (Some(first), Some(last)) = (input.fixes.first(), input.fixes.last()) else {
+        return Ok(Vec::new());
+    };
+    let (s_at, e_at) = (
+        frame.px(LatLon::new(first.lat, first.lon)),
+        frame.px(LatLon::new(last.lat, last.lon)),
+    );
+    let wanted = if ends_together(s_at, e_at) {
+        vec![(
+            format!("S {} · E {}", input.first_label, input.last_label),
+            s_at,
+            19,
+            INK,
+        )]
+    } else {
+        vec![
+            (format!("S {}", input.first_label), s_at, 13, START),
+            (format!("E {}", input.last_label), e_at, 13, INK),
+        ]
+    };
+    let mut out = Vec::new();
+    for (text, at, gap, colour) in wanted {
+        let (w, h) = area
+            .estimate_text_size(&text, &bold(12.0, &colour))
+            .map_err(render_err)?;
+        let (w, h) = (w as i32, h as i32);
+        let spots = [
+            (at.0 + gap, at.1 - h / 2),
+            (at.0 - gap - w, at.1 - h / 2),
+            (at.0 - w / 2, at.1 - gap - h),
+            (at.0 - w / 2, at.1 + gap),
+        ];
+        let inside = |&(x, y): &(i32, i32)| {
+            x >= 0 && y >= 0 && x + w <= frame.width as i32 && y + h <= frame.height as i32
+        };
+        let spot = spots
+            .iter()
+            .copied()
+            .filter(inside)
+            .find(|&(x, y)| labels.try_take(x, y, w, h))
+            .or_else(|| spots.iter().copied().find(inside))
+            .unwrap_or(spots[0]);
+        labels.taken.push((spot.0, spot.1, spot.0 + w, spot.1 + h));
+        out.push((text, spot, colour));
+    }
+    Ok(out)
+}
+
 fn draw_markers(
     area: &Area,
     frame: &Frame,
     input: &MapInput,
     stops: &[StopPlace],
+    ends: &[PlacedLabel],
     labels: &mut Labels,
 ) -> Result<()> {
     // Stops: circles whose area grows with the minutes, with the labels reserved
@@ -648,34 +714,49 @@ fn draw_markers(
             &bold(11.0, &red),
         )?;
     }
-    // Start and end, with the local time of the first and last fix.
+    // Start and end markers; their labels were placed first (`end_labels`).
     let (Some(first), Some(last)) = (input.fixes.first(), input.fixes.last()) else {
         return Ok(());
     };
-    for (fix, colour, letter, time) in [
-        (last, INK, "E", &input.last_label),
-        (first, START, "S", &input.first_label),
-    ] {
-        let (x, y) = frame.px(LatLon::new(fix.lat, fix.lon));
-        area.draw(&Circle::new((x, y), 10, colour.filled()))
+    let (s_at, e_at) = (
+        frame.px(LatLon::new(first.lat, first.lon)),
+        frame.px(LatLon::new(last.lat, last.lon)),
+    );
+    let marker = |at: (i32, i32), colour: RGBColor, letter: &str| -> Result<()> {
+        area.draw(&Circle::new(at, 10, colour.filled()))
             .map_err(render_err)?;
         area.draw(&Circle::new(
-            (x, y),
+            at,
             10,
             ShapeStyle::from(&WHITE).stroke_width(2),
         ))
         .map_err(render_err)?;
         area.draw(&Text::new(
             letter.to_string(),
-            (x, y),
+            at,
             bold(12.0, &WHITE).pos(Pos::new(HPos::Center, VPos::Center)),
         ))
         .map_err(render_err)?;
-        let style = bold(12.0, &colour);
-        if !labels.draw(area, time, x + 13, y - 8, &style)? {
-            let (tw, _) = area.estimate_text_size(time, &style).map_err(render_err)?;
-            labels.draw(area, time, x - 13 - tw as i32, y - 8, &style)?;
-        }
+        Ok(())
+    };
+    if ends_together(s_at, e_at) {
+        area.draw(&Circle::new(
+            s_at,
+            15,
+            ShapeStyle::from(&INK).stroke_width(4),
+        ))
+        .map_err(render_err)?;
+    } else {
+        marker(e_at, INK, "E")?;
+    }
+    marker(s_at, START, "S")?;
+    for (text, at, colour) in ends {
+        area.draw(&Text::new(
+            text.clone(),
+            *at,
+            bold(12.0, colour).pos(Pos::new(HPos::Left, VPos::Top)),
+        ))
+        .map_err(render_err)?;
     }
     Ok(())
 }

@@ -126,15 +126,13 @@ impl Db {
                 .filter(|g| g.kind == "zone")
                 .map(|g| (g.name.clone(), g.shape.clone())),
         );
-        let mut thresholds = Thresholds::default();
-        let meta_f64 = |k: &str, d: f64| -> Result<f64> {
-            Ok(store::read_meta(&conn, k)?
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(d))
-        };
-        thresholds.speed_limit_kmh = meta_f64("speed_limit_kmh", thresholds.speed_limit_kmh)?;
-        thresholds.long_stop_min = meta_f64("long_stop_min", thresholds.long_stop_min)?;
-        thresholds.signal_loss_min = meta_f64("signal_loss_min", thresholds.signal_loss_min)?;
+        let mut meta = std::collections::HashMap::new();
+        for (key, _) in Thresholds::default().to_meta() {
+            if let Some(value) = store::read_meta(&conn, key)? {
+                meta.insert(key, value);
+            }
+        }
+        let thresholds = Thresholds::from_meta(|k| meta.get(k).cloned());
         let places = resolve::place_candidates(&geofences);
         Ok(Db {
             conn,

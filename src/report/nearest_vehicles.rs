@@ -83,7 +83,7 @@ pub fn run(db: &Db, req: &NearestVehiclesRequest) -> Result<NearestVehiclesRepor
         }
     };
     let limit = req.limit.unwrap_or(5).clamp(1, 50) as usize;
-    let mut rows: Vec<(NearestRow, LatLon)> = Vec::new();
+    let mut rows: Vec<(NearestRow, crate::model::Fix)> = Vec::new();
     let stops: std::collections::HashMap<i64, crate::model::Stop> = read::ongoing_stops(db.conn())?
         .into_iter()
         .map(|s| (s.vehicle_id, s))
@@ -106,7 +106,7 @@ pub fn run(db: &Db, req: &NearestVehiclesRequest) -> Result<NearestVehiclesRepor
             last_fix_at: db.time(fix.ts),
             minutes_since_fix: round1((db.now_ts - fix.ts) as f64 / 60.0),
         };
-        rows.push((row, at));
+        rows.push((row, fix));
     }
     rows.sort_by(|(a, _), (b, _)| {
         a.distance_km
@@ -118,9 +118,13 @@ pub fn run(db: &Db, req: &NearestVehiclesRequest) -> Result<NearestVehiclesRepor
     let rows: Vec<NearestRow> = rows
         .into_iter()
         .enumerate()
-        .map(|(i, (mut r, at))| {
+        .map(|(i, (mut r, fix))| {
             r.rank = i + 1;
-            r.vehicle_place = db.place(at.lat, at.lon);
+            // A vehicle in a stop is named as the stop is everywhere else.
+            r.vehicle_place = match stops.get(&fix.vehicle_id) {
+                Some(s) if s.end_ts == fix.ts => s.place.clone(),
+                _ => db.place(fix.lat, fix.lon),
+            };
             r
         })
         .collect();

@@ -23,8 +23,12 @@ pub struct StoppedVehicle {
     pub driver: String,
     /// When the stop began.
     pub since: String,
-    /// Minutes stopped up to the data clock.
+    /// Minutes stopped up to the data clock (for an offline vehicle: assuming it has
+    /// not moved since its last fix).
     pub minutes: f64,
+    /// Minutes the fixes show it stopped (up to its last fix), as trip_summary and
+    /// alerts count the stop.
+    pub observed_min: f64,
     /// Engine running at the last fix.
     pub engine_on: bool,
     /// Where, for people.
@@ -75,6 +79,7 @@ pub fn run(db: &Db, req: &StoppedVehiclesRequest) -> Result<StoppedVehiclesRepor
             driver: v.driver.clone(),
             since: db.time(stop.start_ts),
             minutes: round1(minutes),
+            observed_min: round1(stop.duration_s() as f64 / 60.0),
             engine_on: fix.ignition,
             place: stop.place.clone(),
             lat: stop.lat,
@@ -108,6 +113,7 @@ pub fn output_schema() -> serde_json::Value {
                 ("driver", string()),
                 ("since", string()),
                 ("minutes", number()),
+                ("observed_min", number()),
                 ("engine_on", boolean()),
                 ("place", string()),
                 ("lat", number()),
@@ -125,8 +131,9 @@ pub const SPEC: ReportSpec = ReportSpec {
     cli: "stopped",
     title: "Vehicles stopped now",
     description: "Vehicles whose current stop (staying within 200 m) has lasted at least min_minutes up to the \
-data clock: plate, driver, since (RFC 3339), minutes, engine on/off, place, and an offline flag for vehicles with \
-no fix for over 10 minutes (e.g. parked at the depot after the shift; their minutes run to the data clock). \
+data clock: plate, driver, since (RFC 3339), minutes (to the data clock), observed_min (to the last fix, as \
+trip_summary and alerts count it), engine on/off, place, and an offline flag for vehicles with no fix for over \
+10 minutes (e.g. parked at the depot after the shift: their minutes assume they have not moved since). \
 Longest first. Use it for 'who is stopped?' or 'which trucks have been idle for over an hour?'.",
     params: &[Param::flag(
         "min_minutes",

@@ -106,7 +106,7 @@ pub struct TripSummaryReport {
     pub trips: i64,
     /// Highest speed, km/h.
     pub max_speed_kmh: f64,
-    /// Average speed while moving, km/h.
+    /// Average speed while moving: GPS distance over moving minutes, km/h.
     pub avg_moving_speed_kmh: f64,
     /// Stops that began this day.
     pub stops_count: usize,

@@ -130,7 +130,12 @@ pub fn run(db: &Db, req: &VehiclePositionRequest) -> Result<VehiclePositionRepor
     report.state_at_last_fix = Some(at_fix);
     report.last_fix_at = Some(db.time(fix.ts));
     report.minutes_since_fix = Some(round1(since_s as f64 / 60.0));
-    report.place = Some(db.place(fix.lat, fix.lon));
+    // Standing still, the stop's centre is a better estimate than one noisy fix, and
+    // it is the place every other report gives for this stop.
+    report.place = Some(
+        stop.as_ref()
+            .map_or_else(|| db.place(fix.lat, fix.lon), |s| s.place.clone()),
+    );
     report.lat = Some(fix.lat);
     report.lon = Some(fix.lon);
     report.speed_kmh = Some(fix.speed_kmh);
