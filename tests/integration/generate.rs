@@ -93,6 +93,19 @@ fn meters_between(a: &Row, b: &Row) -> f64 {
     geo::haversine_m(LatLon::new(a.lat, a.lon), LatLon::new(b.lat, b.lon))
 }
 
+/// Asserts that `dir` holds `fleet.db` and nothing else (no temporary file left).
+fn assert_only_the_database_in(dir: &Path) {
+    let names: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        names,
+        vec![std::ffi::OsString::from("fleet.db")],
+        "no temporary file left"
+    );
+}
+
 #[test]
 fn the_fixture_has_the_promised_fleet_and_time_span() {
     let conn = open(fixture_db());
@@ -454,15 +467,7 @@ fn an_existing_database_is_kept_unless_forced() {
     forced.extend(["--force", "--seed", "9"]);
     generate(&path, &forced).ok();
     assert_ne!(std::fs::read(&path).unwrap(), before, "replaced");
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    assert_eq!(
-        leftovers,
-        vec![std::ffi::OsString::from("fleet.db")],
-        "no temporary files left"
-    );
+    assert_only_the_database_in(dir.path());
 }
 
 #[test]
@@ -554,15 +559,7 @@ fn an_interrupted_run_leaves_the_previous_database_intact() {
         ],
     )
     .ok();
-    let names: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    assert_eq!(
-        names,
-        vec![std::ffi::OsString::from("fleet.db")],
-        "no temporary file left"
-    );
+    assert_only_the_database_in(dir.path());
 }
 
 #[test]

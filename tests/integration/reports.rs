@@ -17,25 +17,28 @@ fn stopped_longest(db: &Path) -> String {
         .unwrap()
 }
 
+/// The depot a vehicle's route starts from.
+fn depot_of(db: &Path, plate: &str) -> String {
+    let slug: String = open(db)
+        .query_row(
+            "SELECT route FROM vehicles WHERE plate = ?1",
+            [plate],
+            |r| r.get(0),
+        )
+        .unwrap();
+    fleetctl::geo::atlas::routes()
+        .iter()
+        .find(|r| r.slug == slug)
+        .unwrap()
+        .depot
+        .clone()
+}
+
 /// The command line each golden file is made with (every report appears): the
 /// words after `fleetctl --db DB`, without `--format json`.
 fn golden_cases(db: &Path, scratch: &Path) -> Vec<(&'static str, Vec<String>)> {
     let plate = stopped_longest(db);
-    let depot: String = open(db)
-        .query_row(
-            "SELECT route FROM vehicles WHERE plate = ?1",
-            [&plate],
-            |r| r.get::<_, String>(0),
-        )
-        .map(|slug| {
-            fleetctl::geo::atlas::routes()
-                .iter()
-                .find(|r| r.slug == slug)
-                .unwrap()
-                .depot
-                .clone()
-        })
-        .unwrap();
+    let depot = depot_of(db, &plate);
     let png = scratch.join("golden.png").to_str().unwrap().to_string();
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     vec![
@@ -428,21 +431,7 @@ fn regression_an_idle_vehicle_has_zero_km_not_minus_zero() {
 fn regression_a_day_after_the_data_holds_no_visit() {
     let db = fixture_db();
     let plate = stopped_longest(db);
-    let depot: String = open(db)
-        .query_row(
-            "SELECT route FROM vehicles WHERE plate = ?1",
-            [&plate],
-            |r| r.get::<_, String>(0),
-        )
-        .map(|slug| {
-            fleetctl::geo::atlas::routes()
-                .iter()
-                .find(|r| r.slug == slug)
-                .unwrap()
-                .depot
-                .clone()
-        })
-        .unwrap();
+    let depot = depot_of(db, &plate);
     let r = query_json(db, &["geofence", &plate, &depot, "--date", "2026-12-01"]);
     assert_eq!(r["entered"], false, "{r}");
     assert!(
