@@ -155,18 +155,8 @@ impl Context {
         zone: FleetZone,
         geofences: Vec<(i64, String, String, Shape)>,
     ) -> Context {
-        // Specific places (depots, customers) name a point before broad zones do.
-        let mut named: Vec<(String, Shape)> = geofences
-            .iter()
-            .filter(|g| g.2 != "zone")
-            .map(|g| (g.1.clone(), g.3.clone()))
-            .collect();
-        named.extend(
-            geofences
-                .iter()
-                .filter(|g| g.2 == "zone")
-                .map(|g| (g.1.clone(), g.3.clone())),
-        );
+        let namer =
+            Namer::for_geofences(geofences.iter().map(|g| (g.1.as_str(), g.2.as_str(), &g.3)));
         Context {
             thresholds,
             zone,
@@ -174,7 +164,7 @@ impl Context {
                 .into_iter()
                 .map(|(id, name, _, shape)| (id, name, shape))
                 .collect(),
-            namer: Namer::new(named),
+            namer,
         }
     }
 }

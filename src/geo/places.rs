@@ -20,6 +20,20 @@ impl Namer {
         Namer { geofences, places }
     }
 
+    /// A namer over geofences given as (name, kind, shape): specific places (depots,
+    /// customers) name a point before broad zones do.
+    pub fn for_geofences<'a>(
+        geofences: impl Iterator<Item = (&'a str, &'a str, &'a Shape)> + Clone,
+    ) -> Namer {
+        let in_order = |zones: bool| {
+            geofences
+                .clone()
+                .filter(move |g| (g.1 == "zone") == zones)
+                .map(|g| (g.0.to_string(), g.2.clone()))
+        };
+        Namer::new(in_order(false).chain(in_order(true)).collect())
+    }
+
     /// The geofences this namer knows.
     pub fn geofences(&self) -> &[(String, Shape)] {
         &self.geofences

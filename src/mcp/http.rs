@@ -187,6 +187,29 @@ fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
     matches!(host, "localhost" | "127.0.0.1" | "[::1]")
 }
 
+/// One read into `buf`: `Some(n)` bytes (0 at end of stream), or `None` when the
+/// poll interval passed with nothing to read.
+fn read_some(stream: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<Option<usize>> {
+    let mut chunk = [0u8; 16 * 1024];
+    match stream.read(&mut chunk) {
+        Ok(n) => {
+            buf.extend_from_slice(&chunk[..n]);
+            Ok(Some(n))
+        }
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock
+                    | std::io::ErrorKind::TimedOut
+                    | std::io::ErrorKind::Interrupted
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Reads until the end of the headers. `None`: the client went away, idled out, or
 /// the server is stopping between requests. The time limit runs from the request's
 /// first byte, and is checked whatever the client trickles in.
@@ -198,7 +221,6 @@ fn read_head(
 ) -> std::io::Result<Option<std::result::Result<Head, Response>>> {
     let waiting_since = Instant::now();
     let mut first_byte = (!buf.is_empty()).then(Instant::now);
-    let mut chunk = [0u8; 4096];
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = parse_head(&buf[..end]);
@@ -227,20 +249,12 @@ fn read_head(
             }
             _ => {}
         }
-        match stream.read(&mut chunk) {
-            Ok(0) => return Ok(None),
-            Ok(n) => {
+        match read_some(stream, buf)? {
+            Some(0) => return Ok(None),
+            Some(_) => {
                 first_byte.get_or_insert_with(Instant::now);
-                buf.extend_from_slice(&chunk[..n]);
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) => {}
-            Err(e) => return Err(e),
+            None => {}
         }
     }
 }
@@ -307,7 +321,6 @@ fn read_body(
     timeout: Duration,
 ) -> std::io::Result<Option<std::result::Result<Vec<u8>, Response>>> {
     let started = Instant::now();
-    let mut chunk = [0u8; 16 * 1024];
     while buf.len() < len {
         if started.elapsed() > timeout {
             return Ok(Some(Err(Response::error(
@@ -317,17 +330,8 @@ fn read_body(
             )
             .closing())));
         }
-        match stream.read(&mut chunk) {
-            Ok(0) => return Ok(None),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) => {}
-            Err(e) => return Err(e),
+        if read_some(stream, buf)? == Some(0) {
+            return Ok(None);
         }
     }
     let rest = buf.split_off(len);

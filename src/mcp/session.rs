@@ -55,17 +55,18 @@ long stops and signal losses. Every figure is computed from GPS positions; quote
     match db {
         Ok(db) => {
             let active = db.vehicles.iter().filter(|(v, _)| v.active).count();
-            let first = db.today().add_days(-1);
-            let dates =
-                crate::store::read::daily_between(db.conn(), None, "0000-01-01", "9999-12-31")
-                    .ok()
-                    .and_then(|d| {
-                        Some((
-                            d.iter().map(|r| r.date.clone()).min()?,
-                            d.iter().map(|r| r.date.clone()).max()?,
-                        ))
-                    });
-            let (from, to) = dates.unwrap_or((first.to_string(), db.today().to_string()));
+            // One grouped read: each vehicle's first and last date with data.
+            let days = crate::store::read::data_days_by_vehicle(db.conn()).unwrap_or_default();
+            let from = days
+                .iter()
+                .map(|d| d.1.clone())
+                .min()
+                .unwrap_or_else(|| db.today().to_string());
+            let to = days
+                .iter()
+                .map(|d| d.2.clone())
+                .max()
+                .unwrap_or_else(|| db.today().to_string());
             format!(
                 "fleetctl answers questions about a fleet of {} vehicles ({active} active) from their GPS positions. \
 Data covers local dates {from} to {to}; the data clock ('now') is {} in time zone {} . Alerts use these thresholds: speeding above {} km/h for at least {} s, long stops of {} min or more, signal losses over {} min. {usage}",

@@ -74,6 +74,8 @@ pub struct MapInput<'a> {
     pub fixes: &'a [Fix],
     /// Gaps longer than this many seconds are drawn dashed (signal losses).
     pub gap_s: i64,
+    /// Fixes above this speed, km/h, are haloed as speeding (the data's own limit).
+    pub speed_limit_kmh: f64,
     /// Stops.
     pub stops: Vec<MapStop>,
     /// Speeding episodes.
@@ -483,7 +485,7 @@ fn dashes(a: (f64, f64), b: (f64, f64)) -> Vec<[(i32, i32); 2]> {
 
 fn draw_track(area: &Area, frame: &Frame, input: &MapInput) -> Result<()> {
     let fixes = input.fixes;
-    let limit = SPEED_COLOURS[3].0;
+    let limit = input.speed_limit_kmh;
     // A soft red halo under speeding stretches, so they read at a glance.
     for w in fixes.windows(2) {
         if w[1].ts - w[0].ts <= input.gap_s && w[0].speed_kmh >= limit && w[1].speed_kmh >= limit {

@@ -90,7 +90,7 @@ pub fn run(db: &Db, req: &GeofenceVisitsRequest) -> Result<GeofenceVisitsReport>
         note: if rows.is_empty() {
             let day =
                 read::daily_between(db.conn(), Some(v.id), &date.to_string(), &date.to_string())?;
-            super::trip_summary::no_data_note(db, v, day.is_empty(), &date.to_string())?
+            db.no_data_note(v, day.is_empty(), &date.to_string())?
         } else {
             None
         },

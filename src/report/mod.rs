@@ -115,16 +115,10 @@ impl Db {
                 shape,
             })
             .collect();
-        let mut named: Vec<(String, Shape)> = geofences
-            .iter()
-            .filter(|g| g.kind != "zone")
-            .map(|g| (g.name.clone(), g.shape.clone()))
-            .collect();
-        named.extend(
+        let namer = Namer::for_geofences(
             geofences
                 .iter()
-                .filter(|g| g.kind == "zone")
-                .map(|g| (g.name.clone(), g.shape.clone())),
+                .map(|g| (g.name.as_str(), g.kind.as_str(), &g.shape)),
         );
         let mut meta = std::collections::HashMap::new();
         for (key, _) in Thresholds::default().to_meta() {
@@ -140,7 +134,7 @@ impl Db {
             now_ts,
             vehicles,
             geofences,
-            namer: Namer::new(named),
+            namer,
             places,
             thresholds,
             tiles: None,
@@ -171,6 +165,28 @@ impl Db {
     /// Names a point for people.
     pub fn place(&self, lat: f64, lon: f64) -> String {
         self.namer.name(LatLon::new(lat, lon))
+    }
+
+    /// Says why a vehicle has nothing to report on a day: out of service, or which
+    /// days do have data. `None` when there is data.
+    pub fn no_data_note(&self, v: &Vehicle, empty: bool, date: &str) -> Result<Option<String>> {
+        if !v.active {
+            return Ok(Some(format!(
+                "{} is out of service (inactive) and reports no positions",
+                v.plate
+            )));
+        }
+        if !empty {
+            return Ok(None);
+        }
+        let days = store::read::days_with_data(&self.conn, v.id)?;
+        Ok(Some(match (days.first(), days.last()) {
+            (Some(first), Some(last)) => format!(
+                "{} has no fixes on {date}; it has data from {first} to {last}",
+                v.plate
+            ),
+            _ => format!("{} has no positions in this database", v.plate),
+        }))
     }
 
     /// The vehicle with this store id.

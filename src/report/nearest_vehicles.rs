@@ -84,10 +84,7 @@ pub fn run(db: &Db, req: &NearestVehiclesRequest) -> Result<NearestVehiclesRepor
     };
     let limit = req.limit.unwrap_or(5).clamp(1, 50) as usize;
     let mut rows: Vec<(NearestRow, crate::model::Fix)> = Vec::new();
-    let stops: std::collections::HashMap<i64, crate::model::Stop> = read::ongoing_stops(db.conn())?
-        .into_iter()
-        .map(|s| (s.vehicle_id, s))
-        .collect();
+    let stops = read::ongoing_stops(db.conn())?;
     for fix in read::last_fixes(db.conn())? {
         let Some(v) = db.vehicle(fix.vehicle_id) else {
             continue;

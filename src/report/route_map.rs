@@ -146,7 +146,7 @@ pub struct RouteMapReport {
     pub tiles: Option<String>,
 }
 
-fn window(db: &Db, req: &RouteMapRequest, day: (i64, i64)) -> Result<(i64, i64)> {
+fn window(req: &RouteMapRequest, day: (i64, i64)) -> Result<(i64, i64)> {
     let parse = |name: &str, v: &Option<String>| -> Result<Option<i64>> {
         v.as_deref()
             .map(|t| {
@@ -167,7 +167,6 @@ fn window(db: &Db, req: &RouteMapRequest, day: (i64, i64)) -> Result<(i64, i64)>
         ))
         .with_hint("give a window such as from 08:00 to 12:00"));
     }
-    let _ = db;
     Ok((
         from.map_or(day.0, |s| day.0 + s),
         to.map_or(day.1, |s| day.0 + s),
@@ -179,7 +178,7 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
     let v = db.resolve_plate(&req.plate)?;
     let date = db.resolve_date(req.date.as_deref())?;
     let day = db.day_bounds(date);
-    let (from_ts, to_ts) = window(db, req, day)?;
+    let (from_ts, to_ts) = window(req, day)?;
     let (width, height) = (req.width.unwrap_or(1024), req.height.unwrap_or(768));
     let fixes = read::fixes_between(db.conn(), v.id, from_ts, to_ts)?;
     if fixes.len() < 2 {
@@ -259,6 +258,7 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
         ),
         fixes: &fixes,
         gap_s: (db.thresholds.signal_loss_min * 60.0) as i64,
+        speed_limit_kmh: db.thresholds.speed_limit_kmh,
         stops: stops
             .iter()
             .map(|s| MapStop {

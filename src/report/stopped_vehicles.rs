@@ -59,10 +59,7 @@ pub fn run(db: &Db, req: &StoppedVehiclesRequest) -> Result<StoppedVehiclesRepor
     let min_minutes = req.min_minutes.unwrap_or(30);
     let mut rows = Vec::new();
     // Two small reads for the whole fleet: the newest fixes and the ongoing stops.
-    let stops: std::collections::HashMap<i64, crate::model::Stop> = read::ongoing_stops(db.conn())?
-        .into_iter()
-        .map(|s| (s.vehicle_id, s))
-        .collect();
+    let stops = read::ongoing_stops(db.conn())?;
     for fix in read::last_fixes(db.conn())? {
         let Some(v) = db.vehicle(fix.vehicle_id) else {
             continue;

@@ -124,33 +124,6 @@ pub struct TripSummaryReport {
     pub ignition_off_count: usize,
 }
 
-/// Says why a vehicle has nothing to report on a day: out of service, or which days
-/// do have data. `None` when there is data.
-pub fn no_data_note(
-    db: &Db,
-    v: &crate::model::Vehicle,
-    empty: bool,
-    date: &str,
-) -> Result<Option<String>> {
-    if !v.active {
-        return Ok(Some(format!(
-            "{} is out of service (inactive) and reports no positions",
-            v.plate
-        )));
-    }
-    if !empty {
-        return Ok(None);
-    }
-    let days = read::days_with_data(db.conn(), v.id)?;
-    Ok(Some(match (days.first(), days.last()) {
-        (Some(first), Some(last)) => format!(
-            "{} has no fixes on {date}; it has data from {first} to {last}",
-            v.plate
-        ),
-        _ => format!("{} has no positions in this database", v.plate),
-    }))
-}
-
 /// An event as a row, its place taken from what detection recorded.
 pub fn event_row(db: &Db, e: &Event) -> EventRow {
     let mut detail = e.detail.clone();
@@ -223,7 +196,7 @@ pub fn run(db: &Db, req: &TripSummaryRequest) -> Result<TripSummaryReport> {
         date: date.to_string(),
         data_now: db.time(db.now_ts),
         has_data: day.is_some(),
-        note: no_data_note(db, v, day.is_none(), &date.to_string())?,
+        note: db.no_data_note(v, day.is_none(), &date.to_string())?,
         distance_km: round2(odo_km.unwrap_or(gps_km)),
         distance_source: if odo_km.is_some() { "odometer" } else { "gps" },
         gps_distance_km: round2(gps_km),

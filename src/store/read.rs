@@ -96,15 +96,17 @@ pub fn ongoing_stop(conn: &Connection, vehicle_id: i64) -> Result<Option<Stop>> 
     .map_err(db_err)
 }
 
-/// Every stop still going on at its vehicle's last fix.
-pub fn ongoing_stops(conn: &Connection) -> Result<Vec<Stop>> {
+/// Every stop still going on at its vehicle's last fix, by vehicle id.
+pub fn ongoing_stops(conn: &Connection) -> Result<std::collections::HashMap<i64, Stop>> {
     let mut st = conn
         .prepare_cached(&format!(
             "SELECT {STOP_COLUMNS} FROM stops WHERE ongoing = 1 ORDER BY vehicle_id"
         ))
         .map_err(db_err)?;
     let rows = st.query_map([], stop_from_row).map_err(db_err)?;
-    rows.collect::<rusqlite::Result<_>>().map_err(db_err)
+    rows.map(|r| r.map(|s| (s.vehicle_id, s)))
+        .collect::<rusqlite::Result<_>>()
+        .map_err(db_err)
 }
 
 /// A vehicle's stops that began in `[from_ts, to_ts)`.
