@@ -284,9 +284,9 @@ fn draw_map_to_file(path: PathBuf, m: query::MapArgs) -> Result<()> {
     let output = m.output.unwrap_or_else(|| {
         let plate = answer.value["plate"].as_str().unwrap_or("map");
         let date = answer.value["date"].as_str().unwrap_or("day");
-        PathBuf::from(format!("{plate}_{date}.png"))
+        PathBuf::from(safe_file_name(&format!("{plate}_{date}.png")))
     });
-    std::fs::write(&output, &png)
+    write_replacing(&output, &png)
         .map_err(|e| Error::io(&output, e).with_hint("choose a writable path with -o FILE"))?;
     if m.json {
         print_stdout(&format!("{}\n", answer.value))
@@ -362,6 +362,46 @@ fn generate(path: PathBuf, args: GenerateArgs) -> Result<()> {
     bar.finish();
     let text = render::generate_summary(&summary?);
     print_stdout(&text)
+}
+
+/// A file name made from data (a plate from someone else's database may hold `/` or
+/// `..`): only letters, digits, `-`, `_` and `.` are kept, and it never starts with a dot.
+fn safe_file_name(name: &str) -> String {
+    let kept: String = name
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    kept.trim_start_matches('.').replace("..", "_")
+}
+
+/// Writes `bytes` to a temporary file beside `path` and renames it into place, so that
+/// a full disk or a kill never leaves a truncated file where a good one was.
+fn write_replacing(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))?;
+    let tmp = path.with_file_name(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()
+    });
+    match written.and_then(|()| std::fs::rename(&tmp, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
 }
 
 /// Writes to stdout, treating a closed pipe as success (`fleetctl … | head`).

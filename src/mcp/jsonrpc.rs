@@ -49,8 +49,26 @@ pub enum Incoming {
     },
 }
 
-/// Parses one line (without its line ending).
+/// The largest message read, bytes (a stdio line or an HTTP body). Tool arguments
+/// are a few hundred bytes; the bound keeps a parsed message to tens of megabytes.
+pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+/// The most messages in one batch.
+pub const MAX_BATCH_MESSAGES: usize = 64;
+
+/// Parses one line (without its line ending). A batch is counted before it is built,
+/// so a line of a million `{}` costs nothing but the count.
 pub fn parse(line: &[u8]) -> Incoming {
+    let first = line.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'[')
+        && let Ok(BatchSize(n)) =
+            serde::Deserialize::deserialize(&mut serde_json::Deserializer::from_slice(line))
+        && n > MAX_BATCH_MESSAGES
+    {
+        return invalid(
+            Value::Null,
+            &format!("Invalid Request: a batch may hold at most {MAX_BATCH_MESSAGES} messages"),
+        );
+    }
     match serde_json::from_slice::<Value>(line) {
         Ok(value) => classify(value),
         Err(e) => Incoming::Invalid {
@@ -119,6 +137,45 @@ pub fn classify(value: Value) -> Incoming {
         Some(id) => Incoming::Request { id, method, params },
     }
 }
+
+/// The length of a JSON array, counted up to one past the batch limit without
+/// keeping its elements.
+struct BatchSize(usize);
+
+impl<'de> serde::Deserialize<'de> for BatchSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Count;
+        impl<'de> serde::de::Visitor<'de> for Count {
+            type Value = BatchSize;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<BatchSize, A::Error> {
+                let mut n = 0;
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    n += 1;
+                    if n > MAX_BATCH_MESSAGES {
+                        // Stop reading: the caller refuses the batch whatever follows.
+                        return Err(serde::de::Error::custom(BATCH_TOO_LONG));
+                    }
+                }
+                Ok(BatchSize(n))
+            }
+        }
+        d.deserialize_seq(Count).or_else(|e: D::Error| {
+            if e.to_string().starts_with(BATCH_TOO_LONG) {
+                Ok(BatchSize(MAX_BATCH_MESSAGES + 1))
+            } else {
+                Err(e)
+            }
+        })
+    }
+}
+
+const BATCH_TOO_LONG: &str = "batch too long";
 
 fn invalid(id: Value, message: &str) -> Incoming {
     Incoming::Invalid {
@@ -216,6 +273,29 @@ mod tests {
             PARSE_ERROR,
             "deep nesting is refused, not a stack overflow"
         );
+    }
+
+    #[test]
+    fn a_batch_over_the_limit_is_refused_before_it_is_built() {
+        let batch = |n: usize| format!("[{}]", vec!["{}"; n].join(","));
+        assert!(
+            matches!(parse(batch(MAX_BATCH_MESSAGES).as_bytes()), Incoming::Batch(b) if b.len() == MAX_BATCH_MESSAGES)
+        );
+        match parse(batch(1_000_000).as_bytes()) {
+            Incoming::Invalid { code, message, .. } => {
+                assert_eq!(code, INVALID_REQUEST);
+                assert!(message.contains("at most 64"), "{message}");
+            }
+            _ => panic!("a batch of a million was not refused"),
+        }
+        // A broken batch is still a parse error.
+        assert!(matches!(
+            parse(b"[{},"),
+            Incoming::Invalid {
+                code: PARSE_ERROR,
+                ..
+            }
+        ));
     }
 
     #[test]

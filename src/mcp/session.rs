@@ -30,6 +30,10 @@ const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// Tool and prompt lists never change while a binary runs.
 const LIST_TTL_MS: u64 = 3_600_000;
+/// The largest tool result sent, bytes; a larger one becomes a tool error.
+pub const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+/// Once a batch's answers reach this many bytes, its remaining requests are not run.
+pub const MAX_BATCH_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 /// -32022: the request's revision is not one this server speaks.
 pub const UNSUPPORTED_VERSION: i64 = -32022;
 
@@ -139,39 +143,59 @@ impl Server {
     /// Handles one line from the client; returns the line to answer with, if any.
     pub fn handle_line(&mut self, line: &[u8]) -> Option<String> {
         logging::verbose(|| format!("<- {}", String::from_utf8_lossy(line)));
-        let answer = match jsonrpc::parse(line) {
+        let text = match jsonrpc::parse(line) {
             Incoming::Batch(items) => self.handle_batch(items),
-            message => self.handle(message),
+            message => self.handle(message).map(|v| v.to_string()),
         };
-        let text = answer.map(|v| v.to_string());
         if let Some(t) = &text {
             logging::verbose(|| format!("-> {t}"));
         }
         text
     }
 
-    fn handle_batch(&mut self, items: Vec<Value>) -> Option<Value> {
+    /// Answers a batch, in order. Once the answers reach `MAX_BATCH_ANSWER_BYTES`,
+    /// the remaining requests are not run: each gets an error saying to send it again.
+    fn handle_batch(&mut self, items: Vec<Value>) -> Option<String> {
         if self.legacy_version.as_deref() != Some(BATCH_VERSION) {
-            return Some(jsonrpc::error(
-                &Value::Null,
-                INVALID_REQUEST,
-                "Invalid Request: JSON-RPC batches are accepted only in protocol revision 2025-03-26",
-                None,
-            ));
+            return Some(
+                jsonrpc::error(
+                    &Value::Null,
+                    INVALID_REQUEST,
+                    "Invalid Request: JSON-RPC batches are accepted only in protocol revision 2025-03-26",
+                    None,
+                )
+                .to_string(),
+            );
         }
-        let answers: Vec<Value> = items
-            .into_iter()
-            .filter_map(|item| match jsonrpc::classify(item) {
+        let mut answers: Vec<String> = Vec::new();
+        let mut bytes = 0;
+        for item in items {
+            let answer = match jsonrpc::classify(item) {
                 Incoming::Batch(_) => Some(jsonrpc::error(
                     &Value::Null,
                     INVALID_REQUEST,
                     "Invalid Request: batches cannot nest",
                     None,
                 )),
+                Incoming::Request { id, .. } if bytes >= MAX_BATCH_ANSWER_BYTES => {
+                    Some(jsonrpc::error(
+                        &id,
+                        INVALID_REQUEST,
+                        &format!(
+                            "Invalid Request: not run, the batch's answers reached {MAX_BATCH_ANSWER_BYTES} bytes; send this request again"
+                        ),
+                        None,
+                    ))
+                }
                 message => self.handle(message),
-            })
-            .collect();
-        (!answers.is_empty()).then_some(Value::Array(answers))
+            };
+            if let Some(answer) = answer {
+                let text = answer.to_string();
+                bytes += text.len();
+                answers.push(text);
+            }
+        }
+        (!answers.is_empty()).then(|| format!("[{}]", answers.join(",")))
     }
 
     /// Handles one parsed message; returns the response, if one is due.
@@ -359,7 +383,7 @@ impl Server {
 
     fn call_tool(&self, params: &Map<String, Value>) -> Result<Value, (i64, String)> {
         let (name, arguments) = name_and_arguments(params)?;
-        tools::call(self.db.as_ref(), name, &arguments).ok_or_else(|| {
+        tools::call(self.db.as_ref(), name, &arguments, MAX_ANSWER_BYTES).ok_or_else(|| {
             let names: Vec<&str> = crate::report::registry().iter().map(|s| s.tool).collect();
             (
                 INVALID_PARAMS,

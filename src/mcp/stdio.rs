@@ -7,7 +7,7 @@ use super::session::Server;
 use std::io::{self, BufRead, Write};
 
 /// The longest message accepted, bytes.
-pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+pub const MAX_LINE_BYTES: usize = jsonrpc::MAX_MESSAGE_BYTES;
 
 /// Reads one line into `buf` (without `\n`), keeping at most `cap` bytes. Returns
 /// `None` at end of input, else whether the line was longer than `cap`.

@@ -72,11 +72,31 @@ pub fn failure(e: &Error) -> Value {
 }
 
 /// Calls a tool: the result, or `None` when no tool has that name (a protocol error).
-pub fn call(db: Result<&Db, &Error>, name: &str, arguments: &Args) -> Option<Value> {
+/// A result over `max_bytes` becomes a tool error, so no answer floods the client.
+pub fn call(
+    db: Result<&Db, &Error>,
+    name: &str,
+    arguments: &Args,
+    max_bytes: usize,
+) -> Option<Value> {
     run(db, name, arguments).map(|answer| match answer {
-        Ok(answer) => success(answer),
+        Ok(answer) => capped(name, success(answer), max_bytes),
         Err(e) => failure(&e),
     })
+}
+
+/// A result over `max_bytes` (serialised) becomes a tool error saying so.
+fn capped(name: &str, result: Value, max_bytes: usize) -> Value {
+    let bytes = serde_json::to_vec(&result).map_or(usize::MAX, |b| b.len());
+    if bytes <= max_bytes {
+        return result;
+    }
+    failure(
+        &Error::invalid(format!(
+            "the answer of {name} would be {bytes} bytes, over the limit of {max_bytes}"
+        ))
+        .with_hint("ask for less: a smaller map (width, height), a shorter time window or a narrower range"),
+    )
 }
 
 /// Runs a tool: its answer or error, or `None` when no tool has that name.
@@ -104,7 +124,25 @@ pub fn unavailable(e: Error) -> Error {
 
 #[cfg(test)]
 mod tests {
-    use super::base64;
+    use super::*;
+
+    #[test]
+    fn an_answer_over_the_cap_becomes_a_tool_error() {
+        let answer = || Answer {
+            value: json!({"rows": "x".repeat(1000)}),
+            png: None,
+        };
+        assert_eq!(capped("alerts", success(answer()), 4096)["isError"], false);
+        let refused = capped("alerts", success(answer()), 500);
+        assert_eq!(refused["isError"], true);
+        let message = refused["structuredContent"]["error"]["message"]
+            .as_str()
+            .unwrap();
+        assert!(
+            message.contains("alerts") && message.contains("over the limit of 500"),
+            "{message}"
+        );
+    }
 
     #[test]
     fn base64_matches_the_rfc_vectors() {

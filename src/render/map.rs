@@ -88,8 +88,12 @@ pub struct MapInput<'a> {
     pub last_label: String,
 }
 
-/// Where raster tiles come from: `(z, x, y)` → encoded image bytes, if present.
-pub type TileFetch<'a> = &'a dyn Fn(u32, u32, u32) -> Option<Vec<u8>>;
+/// Where raster tiles come from: `(z, x, y)` → encoded image bytes, `None` for a
+/// tile the source does not have, or an error that names the tile and why.
+pub type TileFetch<'a> = &'a dyn Fn(u32, u32, u32) -> Result<Option<Vec<u8>>>;
+
+/// The largest tile decoded, in pixels a side (raster tiles are 256 or 512).
+pub const MAX_TILE_SIDE: u32 = 1024;
 
 /// Raster tiles to draw underneath, with the line that credits them.
 pub struct Tiles<'a> {
@@ -280,7 +284,7 @@ pub fn render(
         area.present().map_err(render_err)?;
     }
     if let Some(tiles) = tiles {
-        draw_tiles(&mut buf, &frame, tiles);
+        draw_tiles(&mut buf, &frame, tiles)?;
     }
     {
         let area = BitMapBackend::with_buffer(&mut buf, (width, height)).into_drawing_area();
@@ -350,7 +354,32 @@ fn draw_basemap(area: &Area, frame: &Frame) -> Result<()> {
     Ok(())
 }
 
-fn draw_tiles(buf: &mut [u8], frame: &Frame, tiles: &Tiles) {
+/// Decodes one tile (PNG, JPEG or WebP), refusing one larger than `MAX_TILE_SIDE`
+/// before any pixel memory is taken.
+fn decode_tile(bytes: &[u8]) -> std::result::Result<image::RgbImage, String> {
+    use image::ImageFormat;
+    let mut reader = image::ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| e.to_string())?;
+    match reader.format() {
+        Some(ImageFormat::Png | ImageFormat::Jpeg | ImageFormat::WebP) => {}
+        Some(other) => {
+            return Err(format!(
+                "{other:?} tiles are not supported (PNG, JPEG or WebP are)"
+            ));
+        }
+        None => return Err("not a PNG, JPEG or WebP image".into()),
+    }
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_TILE_SIDE);
+    limits.max_image_height = Some(MAX_TILE_SIDE);
+    limits.max_alloc = Some(64 * 1024 * 1024);
+    reader.limits(limits);
+    let img = reader.decode().map_err(|e| e.to_string())?;
+    Ok(img.to_rgb8())
+}
+
+fn draw_tiles(buf: &mut [u8], frame: &Frame, tiles: &Tiles) -> Result<()> {
     let z = frame.zoom.ceil().clamp(0.0, 22.0) as u32;
     let scale = (frame.zoom - f64::from(z)).exp2(); // ≤ 1: tiles are shrunk to the frame's zoom
     let tile_px = 256.0 * scale;
@@ -367,18 +396,15 @@ fn draw_tiles(buf: &mut [u8], frame: &Frame, tiles: &Tiles) {
     let size = tile_px.ceil() as u32;
     for ty in y0..y1 {
         for tx in x0..x1 {
-            let Some(bytes) = (tiles.fetch)(z, tx, ty) else {
+            let Some(bytes) = (tiles.fetch)(z, tx, ty)? else {
                 continue;
             };
-            let Ok(img) = image::load_from_memory(&bytes) else {
-                continue;
-            };
-            let img = image::imageops::resize(
-                &img.to_rgb8(),
-                size,
-                size,
-                image::imageops::FilterType::Triangle,
-            );
+            let img = decode_tile(&bytes).map_err(|why| {
+                Error::new(ErrorCode::Render, format!("tile {z}/{tx}/{ty}: {why}"))
+                    .with_hint("fix or remove that tile, or draw without --tiles")
+            })?;
+            let img =
+                image::imageops::resize(&img, size, size, image::imageops::FilterType::Triangle);
             let ox = (f64::from(tx) * tile_px - frame.left).round() as i64;
             let oy = (f64::from(ty) * tile_px - frame.top).round() as i64;
             for (px, py, pixel) in img.enumerate_pixels() {
@@ -391,6 +417,7 @@ fn draw_tiles(buf: &mut [u8], frame: &Frame, tiles: &Tiles) {
             }
         }
     }
+    Ok(())
 }
 
 fn geofence_colour(kind: &str) -> RGBColor {

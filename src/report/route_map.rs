@@ -32,7 +32,9 @@ impl TileSource {
                 "--tiles {}: no such folder or file",
                 path.display()
             ))
-            .with_hint("give a folder of {z}/{x}/{y}.png tiles or an .mbtiles file"));
+            .with_hint(
+                "give a folder of {z}/{x}/{y}.png (or .jpg, .webp) tiles or an .mbtiles file",
+            ));
         }
         Ok(TileSource::MbTiles(
             path.to_path_buf(),
@@ -40,14 +42,25 @@ impl TileSource {
         ))
     }
 
-    fn fetch(&self, z: u32, x: u32, y: u32) -> Option<Vec<u8>> {
+    fn fetch(&self, z: u32, x: u32, y: u32) -> Result<Option<Vec<u8>>> {
         match self {
-            TileSource::Folder(dir) => std::fs::read(
-                dir.join(z.to_string())
-                    .join(x.to_string())
-                    .join(format!("{y}.png")),
-            )
-            .ok(),
+            TileSource::Folder(dir) => {
+                let stem = dir.join(z.to_string()).join(x.to_string());
+                for ext in ["png", "jpg", "jpeg", "webp"] {
+                    let path = stem.join(format!("{y}.{ext}"));
+                    match read_tile_file(&path) {
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                        Err(e) => {
+                            return Err(Error::new(
+                                ErrorCode::Render,
+                                format!("tile {}: {e}", path.display()),
+                            ));
+                        }
+                        Ok(bytes) => return Ok(Some(bytes)),
+                    }
+                }
+                Ok(None)
+            }
             TileSource::MbTiles(_, tiles) => tiles.tile(z, x, y),
         }
     }
@@ -66,6 +79,32 @@ impl TileSource {
             TileSource::Folder(p) | TileSource::MbTiles(p, _) => p.display().to_string(),
         }
     }
+}
+
+/// The largest tile file read, bytes (a raster tile is tens of kilobytes).
+pub const MAX_TILE_BYTES: u64 = 2 * 1024 * 1024;
+
+/// Reads a tile file: a regular file (never a device or pipe a link points to) of at
+/// most `MAX_TILE_BYTES`.
+fn read_tile_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.len() > MAX_TILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not a regular file of at most {MAX_TILE_BYTES} bytes"),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_TILE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_TILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {MAX_TILE_BYTES} bytes"),
+        ));
+    }
+    Ok(bytes)
 }
 
 /// Which vehicle, day and window, and how big.
@@ -275,7 +314,7 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
         first_label: db.zone.hhmm(first.ts),
         last_label: db.zone.hhmm(last.ts),
     };
-    let fetch = |z, x, y| db.tiles.as_ref().and_then(|t| t.fetch(z, x, y));
+    let fetch = |z, x, y| db.tiles.as_ref().map_or(Ok(None), |t| t.fetch(z, x, y));
     let tiles = db.tiles.as_ref().map(|t| Tiles {
         fetch: &fetch,
         attribution: t.attribution(),

@@ -12,8 +12,11 @@ use crate::model::{Fix, Geofence, InjectedEvent, Vehicle};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 
+pub mod file;
 pub mod mbtiles;
 pub mod read;
+
+pub use file::{APPLICATION_ID, Probe, probe};
 
 /// The schema this binary reads and writes.
 pub const SCHEMA_VERSION: i64 = 2;
@@ -48,56 +51,6 @@ pub fn default_db_path() -> PathBuf {
         .join("fleet.db")
 }
 
-/// What is at a path, as far as fleetctl is concerned.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Probe {
-    /// Nothing there.
-    Missing,
-    /// A fleetctl database of the given schema version.
-    Fleet {
-        /// `meta.schema_version`.
-        schema_version: i64,
-    },
-    /// Something else: another SQLite database, or not SQLite at all.
-    NotFleet,
-}
-
-/// Looks at `path` without changing it.
-pub fn probe(path: &Path) -> Result<Probe> {
-    let mut header = [0u8; 16];
-    match std::fs::File::open(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Probe::Missing),
-        Err(e) => return Err(Error::io(path, e)),
-        Ok(mut f) => {
-            use std::io::Read;
-            if path.is_dir() {
-                return Ok(Probe::NotFleet);
-            }
-            let n = f.read(&mut header).map_err(|e| Error::io(path, e))?;
-            if n < 16 || &header != b"SQLite format 3\0" {
-                return Ok(Probe::NotFleet);
-            }
-        }
-    }
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|e| Error::io(path, e))?;
-    let version: Option<String> = conn
-        .query_row(
-            "SELECT value FROM meta WHERE key = 'schema_version'",
-            [],
-            |r| r.get(0),
-        )
-        .optional()
-        .unwrap_or(None);
-    Ok(match version.and_then(|v| v.parse().ok()) {
-        Some(schema_version) => Probe::Fleet { schema_version },
-        None => Probe::NotFleet,
-    })
-}
-
 /// A new database being filled in one transaction, tuned for a bulk load into a
 /// temporary file (no journal, no fsync: the caller renames the file into place only
 /// once it is complete).
@@ -107,7 +60,8 @@ pub struct Writer {
 }
 
 impl Writer {
-    /// Creates the tables in a new file at `path` (which must not exist).
+    /// Creates the tables in the new, empty file at `path` (see `file::create_private`),
+    /// marked as fleetctl's with `application_id`.
     pub fn create(path: &Path) -> Result<Writer> {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
@@ -119,7 +73,7 @@ impl Writer {
         };
         w.conn
             .execute_batch(
-                "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536;",
+                &format!("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536; PRAGMA application_id = {APPLICATION_ID};"),
             )
             .map_err(|e| w.fail(e))?;
         w.conn
@@ -244,14 +198,22 @@ pub fn open_read_only(path: &Path) -> Result<Connection> {
             )
             .with_hint(hint));
         }
-        Ok(Probe::NotFleet) => {
+        Ok(Probe::NotFleet { what }) => {
             return Err(Error::new(
                 ErrorCode::DbUnavailable,
-                format!("{} is not a fleetctl database", path.display()),
+                format!(
+                    "{} is not a fleetctl database: it seems to be {what}",
+                    path.display()
+                ),
             )
             .with_hint(hint));
         }
-        Err(e) => return Err(Error::new(ErrorCode::DbUnavailable, e.message).with_hint(hint)),
+        Err(e) => {
+            return Err(Error {
+                code: ErrorCode::DbUnavailable,
+                ..e
+            });
+        }
     }
     Connection::open_with_flags(
         path,

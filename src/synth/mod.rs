@@ -14,7 +14,7 @@ use crate::clock::{Date, FleetZone};
 use crate::error::{Error, Result};
 use crate::geo::{Shape, atlas};
 use crate::model::{Geofence, InjectedEvent, PlantedKind};
-use crate::store::{self, Probe};
+use crate::store::{self, file::Target};
 use drive::{FIX_INTERVAL_S, Plant, RoutePath, ShiftPlan};
 use fleet::Shift;
 use rand::rngs::Xoshiro256PlusPlus;
@@ -95,21 +95,6 @@ pub fn validate(opts: &GenerateOptions) -> Result<()> {
     Ok(())
 }
 
-/// Refuses to replace what must not be replaced.
-fn check_target(path: &Path, force: bool) -> Result<()> {
-    match store::probe(path)? {
-        Probe::Missing => Ok(()),
-        Probe::Fleet { .. } if force => Ok(()),
-        Probe::Fleet { .. } => Err(Error::invalid(format!("{} already exists", path.display()))
-            .with_hint("pass --force to replace it, or --db to write elsewhere")),
-        Probe::NotFleet => Err(Error::invalid(format!(
-            "{} exists and is not a fleetctl database; refusing to replace it",
-            path.display()
-        ))
-        .with_hint("choose another path with --db")),
-    }
-}
-
 /// Removes the temporary file unless the build completed.
 struct TempFile(Option<PathBuf>);
 
@@ -134,6 +119,7 @@ fn remove_abandoned_temporaries(dir: &Path, prefix: &str) {
         let name = entry.file_name().to_string_lossy().into_owned();
         let Some(pid) = name
             .strip_prefix(prefix)
+            .map(|p| p.trim_end_matches("-journal"))
             .and_then(|p| p.parse::<u32>().ok())
         else {
             continue;
@@ -157,20 +143,18 @@ fn mix(mut x: u64) -> u64 {
 pub fn generate(opts: &GenerateOptions, progress: &mut dyn FnMut(f64)) -> Result<GenerateSummary> {
     let started = std::time::Instant::now();
     validate(opts)?;
-    check_target(&opts.path, opts.force)?;
-    let dir = match opts.path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let target = Target::check(&opts.path, opts.force)?;
+    let dir = target.folder();
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-    let file_name = opts
-        .path
+    let file_name = target
+        .file
         .file_name()
         .ok_or_else(|| Error::invalid(format!("{} is not a file path", opts.path.display())))?;
     let prefix = format!(".{}.tmp-", file_name.to_string_lossy());
     remove_abandoned_temporaries(&dir, &prefix);
     let tmp = dir.join(format!("{prefix}{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
+    store::file::create_private(&tmp, target.mode())?;
     let mut guard = TempFile(Some(tmp.clone()));
 
     let plan = plan_fleet(opts)?;
@@ -226,11 +210,7 @@ pub fn generate(opts: &GenerateOptions, progress: &mut dyn FnMut(f64)) -> Result
     )?;
     progress(1.0);
     writer.finish()?;
-    std::fs::rename(&tmp, &opts.path).map_err(|e| Error::io(&opts.path, e))?;
-    // The rename itself is durable once the folder is synced (where folders can be).
-    if let Ok(folder) = std::fs::File::open(&dir) {
-        let _ = folder.sync_all();
-    }
+    target.install(&tmp)?;
     guard.0 = None;
 
     let mut notes = plan.notes;

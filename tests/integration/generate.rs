@@ -535,7 +535,21 @@ fn an_interrupted_run_leaves_the_previous_database_intact() {
     .stderr(std::process::Stdio::null())
     .spawn()
     .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(400));
+    // Kill it once its temporary file holds data (a condition, not a delay).
+    let started = std::time::Instant::now();
+    while !std::fs::read_dir(dir.path()).unwrap().any(|e| {
+        let e = e.unwrap();
+        e.file_name()
+            .to_string_lossy()
+            .starts_with(".fleet.db.tmp-")
+            && e.metadata().is_ok_and(|m| m.len() > 0)
+    }) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no temporary file appeared"
+        );
+        std::thread::yield_now();
+    }
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(

@@ -106,6 +106,8 @@ pub fn fixture_db() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| {
         let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixture.db");
+        // A fixture left by an older build may be one this build refuses to replace.
+        let _ = std::fs::remove_file(&path);
         let seed = FIXTURE_SEED.to_string();
         generate(
             &path,
@@ -132,6 +134,7 @@ pub fn seed_db(seed: u64) -> PathBuf {
     dbs.entry(seed)
         .or_insert_with(|| {
             let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("seed-{seed}.db"));
+            let _ = std::fs::remove_file(&path);
             generate(
                 &path,
                 &[
@@ -236,20 +239,26 @@ impl McpSession {
         self.send_raw(format!("{line}\n").as_bytes());
     }
 
-    /// The next line the server wrote, parsed; panics after 10 s.
+    /// The next line the server wrote, parsed; panics after 60 s (a deadline for a
+    /// server that hangs, never a measure of speed).
     pub fn recv(&mut self) -> serde_json::Value {
         let line = self
             .lines
-            .recv_timeout(std::time::Duration::from_secs(10))
+            .recv_timeout(std::time::Duration::from_secs(60))
             .unwrap_or_else(|_| panic!("no answer from the server; stderr:\n{}", self.stderr()));
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON on stdout ({e}): {line}"))
     }
 
-    /// Whether the server writes nothing within `ms`.
-    pub fn silent_for(&mut self, ms: u64) -> bool {
-        self.lines
-            .recv_timeout(std::time::Duration::from_millis(ms))
-            .is_err()
+    /// Whether the server answered nothing to what was sent so far: a `ping` goes
+    /// after it, and since answers come in order, the next line must be the ping's.
+    /// (No waiting on time: the ping's answer is the condition.)
+    pub fn answered_nothing(&mut self) -> bool {
+        let id = format!("sentinel-{}", self.next_id);
+        self.next_id += 1;
+        self.send_line(
+            &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string(),
+        );
+        self.recv()["id"] == serde_json::json!(id)
     }
 
     /// Sends a request with the next integer id and returns its response.
@@ -279,7 +288,7 @@ impl McpSession {
         self.stderr.lock().unwrap().clone()
     }
 
-    /// Closes stdin and waits for the exit status (panics after 5 s).
+    /// Closes stdin and waits for the exit status (panics after 60 s).
     pub fn finish(mut self) -> (std::process::ExitStatus, std::time::Duration) {
         drop(self.stdin.take());
         let started = std::time::Instant::now();
@@ -288,7 +297,7 @@ impl McpSession {
                 return (status, started.elapsed());
             }
             assert!(
-                started.elapsed() < std::time::Duration::from_secs(5),
+                started.elapsed() < std::time::Duration::from_secs(60),
                 "the server did not exit at end of input"
             );
             std::thread::sleep(std::time::Duration::from_millis(5));

@@ -3,6 +3,7 @@
 
 mod architecture;
 mod detection;
+mod faults;
 mod generate;
 mod harness;
 mod http;

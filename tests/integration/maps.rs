@@ -440,3 +440,168 @@ fn regression_a_failed_map_with_format_json_prints_the_error_object() {
         "{error}"
     );
 }
+
+/// Fills every tile under the busiest day's map with `bytes` (as `{y}.ext`), and
+/// returns the folder.
+fn tiles_under_the_map(dir: &TempDir, ext: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let (plate, date) = busiest_day();
+    let (plain, _) = draw(&[&plate, "--date", &date], &dir.join("plain.png"));
+    let z = plain["zoom"].as_f64().unwrap().ceil() as u32;
+    let corner = |lat: &str, lon: &str| {
+        LatLon::new(
+            plain["bounds"][lat].as_f64().unwrap(),
+            plain["bounds"][lon].as_f64().unwrap(),
+        )
+    };
+    let (x0, y0) = web_mercator_px(corner("north", "west"), f64::from(z));
+    let (x1, y1) = web_mercator_px(corner("south", "east"), f64::from(z));
+    let tiles = dir.join("tiles");
+    for tx in (x0 / 256.0) as u32..=(x1 / 256.0) as u32 {
+        for ty in (y0 / 256.0) as u32..=(y1 / 256.0) as u32 {
+            let d = tiles.join(z.to_string()).join(tx.to_string());
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join(format!("{ty}.{ext}")), bytes).unwrap();
+        }
+    }
+    tiles
+}
+
+/// A PNG whose header claims `width`×`height` (the pixels are never reached: a decoder
+/// that honours its limits stops at the header).
+fn png_claiming(width: u32, height: u32) -> Vec<u8> {
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut crc = 0xFFFF_FFFFu32;
+        for &b in bytes {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 {
+                    (crc >> 1) ^ 0xEDB8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+    let chunk = |kind: &[u8], data: &[u8]| {
+        let mut c = (data.len() as u32).to_be_bytes().to_vec();
+        let mut body = kind.to_vec();
+        body.extend_from_slice(data);
+        c.extend_from_slice(&body);
+        c.extend_from_slice(&crc32(&body).to_be_bytes());
+        c
+    };
+    let mut ihdr = width.to_be_bytes().to_vec();
+    ihdr.extend_from_slice(&height.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]); // 8-bit RGB
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png.extend(chunk(b"IHDR", &ihdr));
+    png.extend(chunk(
+        b"IDAT",
+        &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01],
+    ));
+    png.extend(chunk(b"IEND", &[]));
+    png
+}
+
+#[test]
+fn jpeg_tiles_are_drawn_under_the_track() {
+    let dir = TempDir::new("jpeg-tiles");
+    let mut jpeg = Vec::new();
+    RgbImage::from_pixel(256, 256, Rgb([255, 0, 255]))
+        .write_to(
+            &mut std::io::Cursor::new(&mut jpeg),
+            image::ImageFormat::Jpeg,
+        )
+        .unwrap();
+    let tiles = tiles_under_the_map(&dir, "jpg", &jpeg);
+    let (plate, date) = busiest_day();
+    let (_, bytes) = draw(
+        &[&plate, "--date", &date, "--tiles", tiles.to_str().unwrap()],
+        &dir.join("jpeg.png"),
+    );
+    let img = image::load_from_memory(&bytes).unwrap().to_rgb8();
+    let magenta = img
+        .pixels()
+        .filter(|p| p.0[0] > 230 && p.0[1] < 30 && p.0[2] > 230)
+        .count();
+    assert!(
+        magenta > img.pixels().len() / 4,
+        "{magenta} magenta pixels: the JPEG tiles are drawn"
+    );
+}
+
+#[test]
+fn regression_hostile_tiles_are_refused_with_a_clear_error_and_bounded_memory() {
+    let dir = TempDir::new("hostile-tiles");
+    let (plate, date) = busiest_day();
+    let db = fixture_db().to_str().unwrap();
+    let out = dir.join("x.png");
+    let map_with = |tiles: &Path| {
+        run(fleetctl(&[
+            "--db",
+            db,
+            "map",
+            &plate,
+            "--date",
+            &date,
+            "--tiles",
+            tiles.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]))
+    };
+    // A 410-byte PNG that claims 12000×12000 pixels: refused at its header.
+    let giant = tiles_under_the_map(&dir, "png", &png_claiming(12_000, 12_000));
+    let e = map_with(&giant).fails(5).stderr;
+    assert!(
+        e.starts_with("fleetctl: render: tile ") && e.contains("limit"),
+        "{e}"
+    );
+    assert!(!out.exists(), "no map written");
+    // A tile that is a link to an endless device.
+    std::fs::remove_dir_all(&giant).unwrap();
+    let zero = tiles_under_the_map(&dir, "png", b"");
+    for entry in walk(&zero) {
+        std::fs::remove_file(&entry).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &entry).unwrap();
+    }
+    let e = map_with(&zero).fails(5).stderr;
+    assert!(e.contains("not a regular file"), "{e}");
+    // An MBTiles whose `tiles` is a view that never ends: refused at start, in time.
+    let endless = dir.join("endless.mbtiles");
+    rusqlite::Connection::open(&endless)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE metadata (name TEXT, value TEXT);
+             CREATE VIEW tiles AS WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n)
+               SELECT 0 AS zoom_level, 0 AS tile_column, 0 AS tile_row, x'00' AS tile_data FROM n WHERE i < 0;",
+        )
+        .unwrap();
+    let e = map_with(&endless).fails(2).stderr;
+    assert!(e.contains("no answer within 2 s"), "{e}");
+    // Vector tiles are named as such.
+    let vector = dir.join("vector.mbtiles");
+    rusqlite::Connection::open(&vector)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE metadata (name TEXT, value TEXT); INSERT INTO metadata VALUES ('format', 'pbf');
+             CREATE TABLE tiles (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_data BLOB);",
+        )
+        .unwrap();
+    let e = map_with(&vector).fails(2).stderr;
+    assert!(e.contains("\"pbf\"") && e.contains("raster"), "{e}");
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
