@@ -28,6 +28,20 @@ pub enum ErrorCode {
     Render,
     /// A bug: something that should not happen did.
     Internal,
+    /// HTTP: no valid bearer token.
+    Unauthorized,
+    /// HTTP: the browser origin or the `Host` is not one this server answers.
+    Forbidden,
+    /// HTTP: the path exists but not with this method.
+    MethodNotAllowed,
+    /// HTTP: the request was not received in time.
+    Timeout,
+    /// HTTP: the request body is over the limit.
+    TooLarge,
+    /// HTTP: too many failed authentications from this address lately.
+    RateLimited,
+    /// HTTP: every worker is busy, or the server is stopping; retry shortly.
+    Busy,
 }
 
 impl ErrorCode {
@@ -43,6 +57,13 @@ impl ErrorCode {
             ErrorCode::Io => "io",
             ErrorCode::Render => "render",
             ErrorCode::Internal => "internal",
+            ErrorCode::Unauthorized => "unauthorized",
+            ErrorCode::Forbidden => "forbidden",
+            ErrorCode::MethodNotAllowed => "method_not_allowed",
+            ErrorCode::Timeout => "timeout",
+            ErrorCode::TooLarge => "too_large",
+            ErrorCode::RateLimited => "rate_limited",
+            ErrorCode::Busy => "busy",
         }
     }
 
@@ -54,6 +75,10 @@ impl ErrorCode {
             ErrorCode::DbUnavailable | ErrorCode::DbSchema => 4,
             ErrorCode::Io | ErrorCode::Render => 5,
             ErrorCode::Internal => 70,
+            // The HTTP codes never end a command; sysexits-style statuses all the same.
+            ErrorCode::MethodNotAllowed | ErrorCode::TooLarge => 2,
+            ErrorCode::Timeout | ErrorCode::RateLimited | ErrorCode::Busy => 75,
+            ErrorCode::Unauthorized | ErrorCode::Forbidden => 77,
         }
     }
 }
@@ -139,6 +164,13 @@ mod tests {
             (ErrorCode::Io, "io", 5),
             (ErrorCode::Render, "render", 5),
             (ErrorCode::Internal, "internal", 70),
+            (ErrorCode::Unauthorized, "unauthorized", 77),
+            (ErrorCode::Forbidden, "forbidden", 77),
+            (ErrorCode::MethodNotAllowed, "method_not_allowed", 2),
+            (ErrorCode::Timeout, "timeout", 75),
+            (ErrorCode::TooLarge, "too_large", 2),
+            (ErrorCode::RateLimited, "rate_limited", 75),
+            (ErrorCode::Busy, "busy", 75),
         ];
         for (code, name, exit) in table {
             assert_eq!(code.as_str(), name);

@@ -77,7 +77,8 @@ enum Command {
     /// With --http ADDR: POST /mcp (MCP), GET /openapi.json and POST /api/v1/tools/NAME
     /// (the same tools for function calling), GET /healthz. Every request except
     /// GET /healthz and GET /openapi.json needs `Authorization: Bearer TOKEN`, the
-    /// token being FLEETCTL_TOKEN or the first line of --token-file.
+    /// token being FLEETCTL_TOKEN or the first line of --token-file. Requests must name
+    /// a loopback Host (or one given with --allow-host); browsers need an allowed Origin.
     ///
     /// Examples:
     ///   fleetctl serve
@@ -117,6 +118,12 @@ struct ServeArgs {
     #[arg(long, value_name = "ORIGIN", requires = "http")]
     allow_origin: Vec<String>,
 
+    /// A Host name the server answers to besides loopback names and its own address,
+    /// e.g. fleet.example behind a reverse proxy (repeatable). Others get 403, so a
+    /// web page whose DNS name was rebound to this machine cannot reach the server.
+    #[arg(long, value_name = "NAME[:PORT]", requires = "http")]
+    allow_host: Vec<String>,
+
     /// Worker threads, each with its own read-only database connection.
     #[arg(long, default_value_t = 4, value_name = "N", requires = "http")]
     workers: usize,
@@ -125,7 +132,8 @@ struct ServeArgs {
     #[arg(long, default_value_t = 64, value_name = "N", requires = "http")]
     queue: usize,
 
-    /// Seconds a client may take to send one request before it gets 408.
+    /// Seconds a client may take to send one request (headers and body) before it
+    /// gets 408; SIGTERM waits at most this long (+2 s) for requests in hand.
     #[arg(long, default_value_t = 10, value_name = "S", requires = "http")]
     request_timeout_s: u64,
 }
@@ -245,6 +253,7 @@ fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
         addr,
         token: crate::mcp::http::read_token(args.token_file.as_deref())?,
         allowed_origins: args.allow_origin,
+        allowed_hosts: args.allow_host,
         workers: args.workers.clamp(1, 64),
         queue: args.queue.clamp(1, 4096),
         max_connections: 128,

@@ -355,8 +355,8 @@ fn draw_basemap(area: &Area, frame: &Frame) -> Result<()> {
 }
 
 /// Decodes one tile (PNG, JPEG or WebP), refusing one larger than `MAX_TILE_SIDE`
-/// before any pixel memory is taken.
-fn decode_tile(bytes: &[u8]) -> std::result::Result<image::RgbImage, String> {
+/// before any pixel memory is taken. Public for the `tile` fuzz target (fuzz/).
+pub fn decode_tile(bytes: &[u8]) -> std::result::Result<image::RgbImage, String> {
     use image::ImageFormat;
     let mut reader = image::ImageReader::new(std::io::Cursor::new(bytes))
         .with_guessed_format()

@@ -481,6 +481,19 @@ pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Answer> {
         if std::env::var("FLEETCTL_TEST_PANIC_IN").is_ok_and(|t| t == spec.tool) {
             panic!("injected test panic in {}", spec.tool);
         }
+        // Debug builds only: a report that holds its worker until the test lets it
+        // go, so that a full queue can be tested without racing the clock. It writes
+        // `held` in the folder, then waits for `release` to appear there.
+        #[cfg(debug_assertions)]
+        if std::env::var("FLEETCTL_TEST_HOLD_IN").is_ok_and(|t| t == spec.tool)
+            && let Some(dir) = std::env::var_os("FLEETCTL_TEST_HOLD_DIR")
+        {
+            let dir = std::path::PathBuf::from(dir);
+            let _ = std::fs::write(dir.join(format!("held-{}", std::process::id())), "");
+            while !dir.join("release").exists() {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
         (spec.run)(db, args)
     };
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {

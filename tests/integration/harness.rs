@@ -166,6 +166,7 @@ pub struct McpSession {
     stdin: Option<std::process::ChildStdin>,
     lines: std::sync::mpsc::Receiver<String>,
     stderr: std::sync::Arc<Mutex<String>>,
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
     next_id: i64,
 }
 
@@ -192,7 +193,7 @@ impl McpSession {
         let stderr = std::sync::Arc::new(Mutex::new(String::new()));
         let sink = stderr.clone();
         let mut err = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n) = err.read(&mut buf) {
                 if n == 0 {
@@ -208,6 +209,7 @@ impl McpSession {
             child,
             lines,
             stderr,
+            stderr_reader: Some(stderr_reader),
             next_id: 1,
         }
     }
@@ -286,6 +288,19 @@ impl McpSession {
     /// Everything the server wrote to stderr so far.
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
+    }
+
+    /// Closes stdin, waits for the exit, and returns everything logged on stderr.
+    pub fn finish_with_stderr(mut self) -> (String, std::process::ExitStatus) {
+        let reader = self.stderr_reader.take();
+        let stderr = self.stderr.clone();
+        let (status, _) = self.finish();
+        // The reader ends when the pipe closes, so after the join it has read it all.
+        if let Some(r) = reader {
+            r.join().unwrap();
+        }
+        let log = stderr.lock().unwrap().clone();
+        (log, status)
     }
 
     /// Closes stdin and waits for the exit status (panics after 60 s).

@@ -620,3 +620,20 @@ fn mcp_config_prints_absolute_paths() {
     assert_eq!(server["args"][2], "serve");
     assert!(r.stdout.contains("claude mcp add fleetctl -- "));
 }
+
+#[test]
+fn regression_a_client_cannot_forge_log_lines_or_send_terminal_escapes() {
+    let mut s = McpSession::initialized(fixture_db(), "2025-11-25");
+    let forged = "x\u{1b}[2J\nfleetctl: serve: tools/call list_vehicles 0.01 ms ok";
+    let r = s.request("tools/call", json!({"name": forged, "arguments": {}}));
+    assert_eq!(r["error"]["code"], -32602);
+    s.request("ping", json!({}));
+    let (log, _) = s.finish_with_stderr();
+    assert!(!log.contains('\u{1b}'), "{log:?}");
+    assert!(
+        !log.lines()
+            .any(|l| l.starts_with("fleetctl: serve: tools/call list_vehicles")),
+        "{log}"
+    );
+    assert!(log.contains("\\u{1b}[2J\\u{a}fleetctl"), "{log}");
+}

@@ -1,0 +1,299 @@
+//! The HTTP server's rules, as small pure functions: who may call (bearer token,
+//! failures per address), from where (Origin with scheme, host and port; the Host
+//! header against DNS rebinding), how much (body size), and how an error becomes a
+//! status. Framing is hyper's; these decide what to answer.
+
+use crate::error::ErrorCode;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+/// Failed authentications from one address within `FAILURE_WINDOW` before it gets 429.
+pub const MAX_FAILURES: u32 = 10;
+/// The window failures are counted in.
+pub const FAILURE_WINDOW: Duration = Duration::from_secs(60);
+
+/// Compares without an early exit, so timing does not tell how much matched.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        diff |= usize::from(a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0xff));
+    }
+    diff == 0
+}
+
+/// Whether an `Authorization` header carries `token` as a bearer token.
+pub fn bearer_matches(header: Option<&[u8]>, token: &[u8]) -> bool {
+    let Some(value) = header else { return false };
+    let Some(rest) = value
+        .strip_prefix(b"Bearer ")
+        .or_else(|| value.strip_prefix(b"bearer "))
+    else {
+        return false;
+    };
+    constant_time_eq(rest.trim_ascii(), token)
+}
+
+/// Whether a host name is this machine's loopback.
+fn is_loopback_host(host: &str) -> bool {
+    matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Splits `host[:port]` (brackets kept around IPv6); `None` when malformed.
+fn split_host_port(authority: &str) -> Option<(&str, Option<u16>)> {
+    if authority.is_empty() || authority.contains(['/', '@', ' ', '?', '#']) {
+        return None;
+    }
+    let (host, port) = match authority.rfind(':') {
+        Some(i) if !authority[i..].contains(']') => (&authority[..i], Some(&authority[i + 1..])),
+        _ => (authority, None),
+    };
+    let port = match port {
+        None => None,
+        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => Some(p.parse().ok()?),
+        Some(_) => return None,
+    };
+    (!host.is_empty()).then_some((host, port))
+}
+
+/// Whether a browser `Origin` may call: an exact entry of `allowed`, or an `http` or
+/// `https` origin on a loopback host. `null` (sandboxed frames, files) never passes.
+pub fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
+    if allowed.iter().any(|a| a == origin) {
+        return true;
+    }
+    let Some((scheme, authority)) = origin.split_once("://") else {
+        return false;
+    };
+    matches!(scheme, "http" | "https")
+        && split_host_port(authority).is_some_and(|(host, _)| is_loopback_host(host))
+}
+
+/// Whether a `Host` header names this server: a loopback name (on any port: the
+/// listening port may be chosen by the system), the address it listens on, or an
+/// entry of `allowed` (`name` or `name:port`). Other names are refused, so a page
+/// whose DNS name was rebound to 127.0.0.1 cannot reach the server.
+pub fn host_allowed(host: &str, listening: &str, allowed: &[String]) -> bool {
+    let Some((name, _)) = split_host_port(host) else {
+        return false;
+    };
+    let name = name.to_ascii_lowercase();
+    is_loopback_host(&name)
+        || host == listening
+        || allowed
+            .iter()
+            .any(|a| a.eq_ignore_ascii_case(host) || a.eq_ignore_ascii_case(&name))
+}
+
+/// A `Content-Length` over `max` (hyper has already refused malformed ones).
+pub fn body_too_large(content_length: Option<&str>, max: usize) -> bool {
+    content_length
+        .and_then(|v| v.parse::<u64>().ok())
+        .is_some_and(|n| n > max as u64)
+}
+
+/// Failed authentications by address, within a sliding minute.
+#[derive(Default)]
+pub struct FailureLog {
+    failures: HashMap<IpAddr, (u32, Instant)>,
+}
+
+impl FailureLog {
+    /// Whether `ip` has failed too often lately (a failure is recorded either way).
+    pub fn fail(&mut self, ip: IpAddr, now: Instant) -> bool {
+        self.failures
+            .retain(|_, (_, since)| now.duration_since(*since) < FAILURE_WINDOW);
+        let entry = self.failures.entry(ip).or_insert((0, now));
+        let limited = entry.0 >= MAX_FAILURES;
+        entry.0 += 1;
+        limited
+    }
+}
+
+/// The HTTP status for an error code.
+pub fn status_for(code: ErrorCode) -> u16 {
+    match code {
+        ErrorCode::InvalidArgument => 400,
+        ErrorCode::Unauthorized => 401,
+        ErrorCode::Forbidden => 403,
+        ErrorCode::NotFound | ErrorCode::NoData => 404,
+        ErrorCode::MethodNotAllowed => 405,
+        ErrorCode::Timeout => 408,
+        ErrorCode::Ambiguous => 409,
+        ErrorCode::TooLarge => 413,
+        ErrorCode::RateLimited => 429,
+        ErrorCode::Busy | ErrorCode::DbUnavailable | ErrorCode::DbSchema => 503,
+        ErrorCode::Io | ErrorCode::Render | ErrorCode::Internal => 500,
+    }
+}
+
+/// A header value as sent, or decoded from the `=?base64?…?=` form the 2026-07-28
+/// revision uses for values that are not header-safe.
+pub fn header_value(raw: &str) -> Option<String> {
+    match raw
+        .strip_prefix("=?base64?")
+        .and_then(|r| r.strip_suffix("?="))
+    {
+        Some(encoded) => String::from_utf8(base64_decode(encoded)?).ok(),
+        None => Some(raw.to_string()),
+    }
+}
+
+/// Standard base64 (with or without padding).
+pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let digits: Vec<u8> = text
+        .trim_end_matches('=')
+        .bytes()
+        .map(value)
+        .collect::<Option<_>>()?;
+    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    for chunk in digits.chunks(4) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, d)| n | (u32::from(*d) << (18 - 6 * i)));
+        out.extend(
+            n.to_be_bytes()[1..]
+                .iter()
+                .take(chunk.len().saturating_sub(1)),
+        );
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(constant_time_eq(b"secret-token-123", b"secret-token-123"));
+        assert!(!constant_time_eq(b"secret-token-123", b"secret-token-124"));
+        assert!(!constant_time_eq(b"secret", b"secret-token-123"));
+        assert!(!constant_time_eq(b"", b"x"));
+        let token = b"secret-token-123";
+        assert!(bearer_matches(Some(b"Bearer secret-token-123"), token));
+        assert!(bearer_matches(Some(b"bearer secret-token-123 "), token));
+        for bad in [
+            &b"Basic secret-token-123"[..],
+            b"Bearer",
+            b"Bearersecret-token-123",
+            b"",
+        ] {
+            assert!(!bearer_matches(Some(bad), token), "{bad:?}");
+        }
+        assert!(!bearer_matches(None, token));
+    }
+
+    #[test]
+    fn only_loopback_or_listed_origins_pass_with_their_scheme() {
+        let allowed = vec!["https://dispatch.example".to_string()];
+        for ok in [
+            "http://localhost:6274",
+            "http://127.0.0.1",
+            "https://[::1]:8080",
+            "https://dispatch.example",
+            "http://127.0.0.2:80",
+        ] {
+            assert!(origin_allowed(ok, &allowed), "{ok}");
+        }
+        for bad in [
+            "https://evil.example",
+            "http://localhost.evil.example",
+            "http://127.0.0.1.nip.io",
+            "null",
+            "evil://localhost",
+            "file://localhost",
+            "http://localhost:80x",
+            "http://user@localhost",
+            "https://dispatch.example:443",
+            "localhost",
+            "",
+        ] {
+            assert!(!origin_allowed(bad, &allowed), "{bad}");
+        }
+    }
+
+    #[test]
+    fn hosts_are_loopback_the_listening_address_or_listed() {
+        let allowed = vec!["fleet.example".to_string()];
+        for ok in [
+            "localhost",
+            "localhost:8765",
+            "127.0.0.1:8765",
+            "[::1]:9",
+            "LOCALHOST",
+            "fleet.example",
+            "fleet.example:443",
+            "10.0.0.5:8765",
+        ] {
+            assert!(host_allowed(ok, "10.0.0.5:8765", &allowed), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "rebind.evil.example:8765",
+            "",
+            "localhost:x",
+            "a b",
+            "10.0.0.5:9999",
+        ] {
+            assert!(!host_allowed(bad, "10.0.0.5:8765", &allowed), "{bad}");
+        }
+    }
+
+    #[test]
+    fn announced_bodies_over_the_limit_are_refused_unread() {
+        assert!(body_too_large(Some("2000000"), 1 << 20));
+        assert!(!body_too_large(Some("1048576"), 1 << 20));
+        assert!(!body_too_large(None, 1 << 20));
+    }
+
+    #[test]
+    fn the_eleventh_failure_in_a_minute_is_rate_limited_and_forgotten_later() {
+        let mut log = FailureLog::default();
+        let ip: IpAddr = "10.1.2.3".parse().unwrap();
+        let t0 = Instant::now();
+        for _ in 0..MAX_FAILURES {
+            assert!(!log.fail(ip, t0));
+        }
+        assert!(log.fail(ip, t0));
+        assert!(
+            !log.fail("10.9.9.9".parse().unwrap(), t0),
+            "other addresses are not affected"
+        );
+        assert!(!log.fail(ip, t0 + FAILURE_WINDOW + Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn every_error_code_has_a_status() {
+        assert_eq!(status_for(ErrorCode::Unauthorized), 401);
+        assert_eq!(status_for(ErrorCode::TooLarge), 413);
+        assert_eq!(status_for(ErrorCode::Busy), 503);
+        assert_eq!(status_for(ErrorCode::Ambiguous), 409);
+    }
+
+    #[test]
+    fn base64_header_values_are_decoded() {
+        assert_eq!(
+            header_value("=?base64?dHJpcF9zdW1tYXJ5?=").as_deref(),
+            Some("trip_summary")
+        );
+        assert_eq!(
+            header_value("=?base64?Wm9uYSDDoQ==?=").as_deref(),
+            Some("Zona á")
+        );
+        assert_eq!(header_value("plain").as_deref(), Some("plain"));
+        assert_eq!(header_value("=?base64?***?="), None);
+        assert_eq!(base64_decode("Zm9vYmFy").unwrap(), b"foobar");
+        assert_eq!(base64_decode("Zm9vYg==").unwrap(), b"foob");
+    }
+}
