@@ -50,8 +50,13 @@ pub enum Incoming {
 }
 
 /// The largest message read, bytes (a stdio line or an HTTP body). Tool arguments
-/// are a few hundred bytes; the bound keeps a parsed message to tens of megabytes.
-pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+/// are a few hundred bytes; the bound keeps a parsed message (up to some 40 bytes of
+/// memory per byte of `[1,1,…]`) near ten megabytes.
+pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
+/// The most JSON values (scalars, arrays, objects and keys) in one message. A parsed value
+/// takes some 80 bytes, so `[1,1,1,…]` would otherwise cost 40 times its length; a
+/// real request holds a few dozen.
+pub const MAX_MESSAGE_VALUES: usize = 10_000;
 /// The most messages in one batch.
 pub const MAX_BATCH_MESSAGES: usize = 64;
 
@@ -68,6 +73,18 @@ pub fn parse(line: &[u8]) -> Incoming {
             Value::Null,
             &format!("Invalid Request: a batch may hold at most {MAX_BATCH_MESSAGES} messages"),
         );
+    }
+    match count_values(line) {
+        Ok(n) if n > MAX_MESSAGE_VALUES => {
+            return invalid(
+                Value::Null,
+                &format!(
+                    "Invalid Request: a message may hold at most {MAX_MESSAGE_VALUES} JSON values"
+                ),
+            );
+        }
+        // Malformed JSON: the parse below says where.
+        _ => {}
     }
     match serde_json::from_slice::<Value>(line) {
         Ok(value) => classify(value),
@@ -176,6 +193,79 @@ impl<'de> serde::Deserialize<'de> for BatchSize {
 }
 
 const BATCH_TOO_LONG: &str = "batch too long";
+
+/// Counts the JSON values in `bytes` without keeping any, stopping one past
+/// `MAX_MESSAGE_VALUES`.
+fn count_values(bytes: &[u8]) -> Result<usize, serde_json::Error> {
+    let counter = std::cell::Cell::new(0usize);
+    let seed = CountValues(&counter);
+    match serde::de::DeserializeSeed::deserialize(
+        seed,
+        &mut serde_json::Deserializer::from_slice(bytes),
+    ) {
+        Ok(()) => Ok(counter.get()),
+        Err(_) if counter.get() > MAX_MESSAGE_VALUES => Ok(counter.get()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Counts one value and everything inside it.
+#[derive(Clone, Copy)]
+struct CountValues<'c>(&'c std::cell::Cell<usize>);
+
+impl CountValues<'_> {
+    fn one<E: serde::de::Error>(&self) -> Result<(), E> {
+        self.0.set(self.0.get() + 1);
+        if self.0.get() > MAX_MESSAGE_VALUES {
+            return Err(E::custom("too many values"));
+        }
+        Ok(())
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for CountValues<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for CountValues<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
+        self.one()
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
+        self.one()
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
+        self.one()
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        self.one()
+    }
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
+        self.one()
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        self.one()
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.one()?;
+        while seq.next_element_seed(self)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.one()?;
+        while map.next_key_seed(self)?.is_some() {
+            map.next_value_seed(self)?;
+        }
+        Ok(())
+    }
+}
 
 fn invalid(id: Value, message: &str) -> Incoming {
     Incoming::Invalid {
@@ -296,6 +386,24 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn a_message_of_too_many_values_is_refused_before_it_is_built() {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"x":[{}]}}}}"#,
+            vec!["1"; MAX_MESSAGE_VALUES].join(",")
+        );
+        match parse(line.as_bytes()) {
+            Incoming::Invalid { code, message, .. } => {
+                assert_eq!(code, INVALID_REQUEST);
+                assert!(message.contains("at most 10000 JSON values"), "{message}");
+            }
+            _ => panic!("not refused"),
+        }
+        let fine = r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":[1,2,{"a":[true,null,"s"]}]}}"#;
+        assert_eq!(count_values(fine.as_bytes()).unwrap(), 19, "keys count too");
+        assert!(matches!(parse(fine.as_bytes()), Incoming::Request { .. }));
     }
 
     #[test]

@@ -259,6 +259,11 @@ fn scale_bar_m(m_per_px: f64) -> f64 {
         .unwrap_or(50_000.0)
 }
 
+/// The canvas, reused: one map is drawn at a time in a process. A 2048² canvas is
+/// 12 MB; drawn in turn by several server workers into fresh buffers, it would stay
+/// resident once in each thread's allocator arena.
+static CANVAS: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+
 /// Draws the map and encodes it as PNG. Returns the bytes and the frame used.
 pub fn render(
     input: &MapInput,
@@ -266,6 +271,7 @@ pub fn render(
     height: u32,
     tiles: Option<&Tiles>,
 ) -> Result<(Vec<u8>, Frame)> {
+    let mut canvas = CANVAS.lock().unwrap_or_else(|e| e.into_inner());
     register_fonts();
     let mut points: Vec<LatLon> = input
         .fixes
@@ -277,17 +283,19 @@ pub fn render(
         return Err(Error::new(ErrorCode::NoData, "nothing to draw"));
     }
     let frame = Frame::fit(&points, width, height);
-    let mut buf = vec![0u8; width as usize * height as usize * 3];
+    let buf: &mut Vec<u8> = &mut canvas;
+    buf.clear();
+    buf.resize(width as usize * height as usize * 3, 0);
     {
-        let area = BitMapBackend::with_buffer(&mut buf, (width, height)).into_drawing_area();
+        let area = BitMapBackend::with_buffer(buf, (width, height)).into_drawing_area();
         draw_basemap(&area, &frame)?;
         area.present().map_err(render_err)?;
     }
     if let Some(tiles) = tiles {
-        draw_tiles(&mut buf, &frame, tiles)?;
+        draw_tiles(buf, &frame, tiles)?;
     }
     {
-        let area = BitMapBackend::with_buffer(&mut buf, (width, height)).into_drawing_area();
+        let area = BitMapBackend::with_buffer(buf, (width, height)).into_drawing_area();
         let mut labels = Labels {
             taken: vec![(0, 0, 460, 78), (0, height as i32 - 64, 330, height as i32)],
         };
@@ -302,7 +310,7 @@ pub fn render(
         draw_furniture(&area, &frame, input, tiles.map(|t| t.attribution.as_str()))?;
         area.present().map_err(render_err)?;
     }
-    let png = encode_png(&buf, width, height)?;
+    let png = encode_png(buf, width, height)?;
     Ok((png, frame))
 }
 

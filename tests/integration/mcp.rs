@@ -199,8 +199,8 @@ fn batches_are_served_under_2025_03_26_only() {
 #[test]
 fn regression_a_batch_cannot_cost_gigabytes_or_write_a_giant_line() {
     let mut s = McpSession::initialized(fixture_db(), "2025-03-26");
-    // A 1 MiB line of `{}`: refused by its count, before it is built.
-    let empties = format!("[{}]", vec!["{}"; 300_000].join(","));
+    // A 240 KiB line of `{}`: refused by its count, before it is built.
+    let empties = format!("[{}]", vec!["{}"; 80_000].join(","));
     s.send_line(&empties);
     let r = s.recv();
     assert_eq!(r["error"]["code"], -32600, "{r}");
@@ -370,7 +370,7 @@ fn tool_errors_are_results_the_model_can_act_on() {
 fn bad_input_never_stops_the_server() {
     let mut s = McpSession::initialized(fixture_db(), "2025-11-25");
     // A 5 MB line: a real request with a huge argument is refused unread (a message
-    // is at most 1 MiB), and the next one is served.
+    // is at most 256 KiB), and the next one is served.
     let huge = "x".repeat(5 * 1024 * 1024);
     s.send_line(&json!({"jsonrpc": "2.0", "id": "big", "method": "tools/call", "params": {"name": "trip_summary", "arguments": {"plate": huge}}}).to_string());
     let r = s.recv();
@@ -383,11 +383,11 @@ fn bad_input_never_stops_the_server() {
         r["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("longer than 1048576 bytes")
+            .contains("longer than 262144 bytes")
     );
     still_serving(&mut s);
     // Just under the limit: read, and answered as a tool error naming the plate.
-    let big = "x".repeat(900 * 1024);
+    let big = "x".repeat(200 * 1024);
     s.send_line(&json!({"jsonrpc": "2.0", "id": "big", "method": "tools/call", "params": {"name": "trip_summary", "arguments": {"plate": big}}}).to_string());
     let r = s.recv();
     assert_eq!(

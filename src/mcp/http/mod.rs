@@ -44,6 +44,8 @@ use worker::{Job, Reply};
 
 /// The largest request body accepted, bytes (the same bound as a stdio message).
 pub const MAX_BODY_BYTES: usize = jsonrpc::MAX_MESSAGE_BYTES;
+/// Request bodies held at once, bytes: being read, waiting for a worker, or run.
+const MAX_BODIES_IN_HAND_BYTES: usize = 8 * 1024 * 1024;
 /// How long a connection may wait for its next request's first byte.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a response write may stall (a client that does not read).
@@ -91,6 +93,7 @@ struct Shared {
     openapi: Bytes,
     request_timeout: Duration,
     stopping: AtomicBool,
+    body_budget_kib: Arc<tokio::sync::Semaphore>,
 }
 
 /// One connection, as its handler sees it.
@@ -280,6 +283,18 @@ async fn handle(req: Request<Incoming>, conn: &Conn, shared: &Shared) -> Answer 
             .into_iter()
             .filter_map(|n| header(&req, n).map(|v| (n.to_string(), v.to_string())))
             .collect();
+    // Bodies held at once (being read, queued or run) share one budget, so memory
+    // stays bounded whatever the number of clients.
+    let announced = header(&req, "content-length").and_then(|v| v.parse::<usize>().ok());
+    let kib = announced.unwrap_or(MAX_BODY_BYTES).div_ceil(1024).max(1) as u32;
+    let Ok(_budget) = shared.body_budget_kib.clone().try_acquire_many_owned(kib) else {
+        return error_answer(
+            ErrorCode::Busy,
+            "too many request bodies in hand; retry shortly",
+            &[("Retry-After", "1".into())],
+            true,
+        );
+    };
     let remaining = deadline.saturating_duration_since(Instant::now());
     let body = match tokio::time::timeout(
         remaining,
@@ -548,6 +563,7 @@ pub fn serve(db_path: &Path, opts: HttpOptions) -> Result<()> {
         openapi: Bytes::from(openapi().to_string()),
         request_timeout: opts.request_timeout,
         stopping: AtomicBool::new(false),
+        body_budget_kib: Arc::new(tokio::sync::Semaphore::new(MAX_BODIES_IN_HAND_BYTES / 1024)),
     });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
