@@ -169,10 +169,9 @@ async fn handle(req: Request<Incoming>, conn: &Conn, shared: &Shared) -> Answer 
         }
         _ => {}
     }
-    let origin = header(&req, "origin").map(str::to_owned);
-    let origin_ok = origin
-        .as_deref()
-        .map(|o| policy::origin_allowed(o, &shared.allowed_origins));
+    let origin = header(&req, "origin");
+    let preflight = req.method() == hyper::Method::OPTIONS;
+    let cors = policy::cors(origin, &shared.allowed_origins, preflight);
     let path = req.uri().path().to_string();
     let method = req.method().as_str().to_string();
     // Answers that need no token; their connection closes unless it has shown one.
@@ -190,21 +189,20 @@ async fn handle(req: Request<Incoming>, conn: &Conn, shared: &Shared) -> Answer 
             return respond(200, Some(shared.openapi.to_vec()), &[], anonymous_close);
         }
         ("OPTIONS", _) => {
-            return match (origin.as_deref(), origin_ok) {
-                (Some(o), Some(true)) => respond(
-                    204,
-                    None,
-                    &[
-                        ("Access-Control-Allow-Origin", o.to_string()),
-                        ("Access-Control-Allow-Methods", "POST, GET, OPTIONS".into()),
-                        ("Access-Control-Allow-Headers", "Authorization, Content-Type, MCP-Protocol-Version, Mcp-Method, Mcp-Name".into()),
-                        ("Access-Control-Max-Age", "600".into()),
-                        ("Vary", "Origin".into()),
-                    ],
-                    anonymous_close,
+            return match cors {
+                policy::Cors::Allowed(headers) => respond(204, None, &headers, anonymous_close),
+                policy::Cors::Refused(o) => error_answer(
+                    ErrorCode::Forbidden,
+                    format!("origin {o:?} is not allowed"),
+                    &[],
+                    true,
                 ),
-                (Some(o), _) => error_answer(ErrorCode::Forbidden, format!("origin {o:?} is not allowed"), &[], true),
-                (None, _) => error_answer(ErrorCode::MethodNotAllowed, "use POST", &[("Allow", "POST".into())], true),
+                policy::Cors::NoOrigin => error_answer(
+                    ErrorCode::MethodNotAllowed,
+                    "use POST",
+                    &[("Allow", "POST".into())],
+                    true,
+                ),
             };
         }
         _ => {}
@@ -233,12 +231,9 @@ async fn handle(req: Request<Incoming>, conn: &Conn, shared: &Shared) -> Answer 
         };
     }
     conn.authenticated.store(true, Ordering::Relaxed);
-    let cors: Vec<(&str, String)> = match (&origin, origin_ok) {
-        (Some(o), Some(true)) => vec![
-            ("Access-Control-Allow-Origin", o.clone()),
-            ("Vary", "Origin".into()),
-        ],
-        (Some(o), _) => {
+    let cors: Vec<(&str, String)> = match cors {
+        policy::Cors::Allowed(headers) => headers,
+        policy::Cors::Refused(o) => {
             return error_answer(
                 ErrorCode::Forbidden,
                 format!("origin {o:?} is not allowed"),
@@ -246,7 +241,7 @@ async fn handle(req: Request<Incoming>, conn: &Conn, shared: &Shared) -> Answer 
                 true,
             );
         }
-        (None, _) => Vec::new(),
+        policy::Cors::NoOrigin => Vec::new(),
     };
     let route = match path.as_str() {
         "/mcp" => None,

@@ -70,6 +70,47 @@ pub fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
         && split_host_port(authority).is_some_and(|(host, _)| is_loopback_host(host))
 }
 
+/// What a request's `Origin` means for its answer.
+#[derive(Debug, PartialEq)]
+pub enum Cors {
+    /// No `Origin`: not a browser's cross-origin call; no CORS headers.
+    NoOrigin,
+    /// An allowed origin: the headers its answer carries.
+    Allowed(Vec<(&'static str, String)>),
+    /// A foreign origin: refuse (403), naming it.
+    Refused(String),
+}
+
+/// The CORS decision for `origin`; a preflight (`OPTIONS`) also gets the methods and
+/// headers it may use, cached for ten minutes.
+pub fn cors(origin: Option<&str>, allowed: &[String], preflight: bool) -> Cors {
+    let Some(origin) = origin else {
+        return Cors::NoOrigin;
+    };
+    if !origin_allowed(origin, allowed) {
+        return Cors::Refused(origin.to_string());
+    }
+    let mut headers = vec![
+        ("Access-Control-Allow-Origin", origin.to_string()),
+        ("Vary", "Origin".to_string()),
+    ];
+    if preflight {
+        headers.extend([
+            (
+                "Access-Control-Allow-Methods",
+                "POST, GET, OPTIONS".to_string(),
+            ),
+            (
+                "Access-Control-Allow-Headers",
+                "Authorization, Content-Type, MCP-Protocol-Version, Mcp-Method, Mcp-Name"
+                    .to_string(),
+            ),
+            ("Access-Control-Max-Age", "600".to_string()),
+        ]);
+    }
+    Cors::Allowed(headers)
+}
+
 /// Whether a `Host` header names this server: a loopback name (on any port: the
 /// listening port may be chosen by the system), the address it listens on, or an
 /// entry of `allowed` (`name` or `name:port`). Other names are refused, so a page
@@ -221,6 +262,35 @@ mod tests {
         ] {
             assert!(!origin_allowed(bad, &allowed), "{bad}");
         }
+    }
+
+    #[test]
+    fn allowed_origins_get_cors_headers_and_preflights_get_more() {
+        let allowed = vec!["https://dispatch.example".to_string()];
+        assert_eq!(cors(None, &allowed, false), Cors::NoOrigin);
+        assert_eq!(
+            cors(Some("file://localhost"), &allowed, true),
+            Cors::Refused("file://localhost".into())
+        );
+        let Cors::Allowed(plain) = cors(Some("https://dispatch.example"), &allowed, false) else {
+            panic!("refused")
+        };
+        assert_eq!(
+            plain[0],
+            (
+                "Access-Control-Allow-Origin",
+                "https://dispatch.example".into()
+            )
+        );
+        assert_eq!(plain.len(), 2);
+        let Cors::Allowed(preflight) = cors(Some("http://localhost:3000"), &allowed, true) else {
+            panic!("refused")
+        };
+        assert!(
+            preflight
+                .iter()
+                .any(|(k, v)| *k == "Access-Control-Allow-Headers" && v.contains("Authorization"))
+        );
     }
 
     #[test]
