@@ -2,8 +2,10 @@
 CARGO  ?= cargo
 BIN    := target/release/fleetctl
 AHORA  ?= 2026-11-25T15:30
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS := jsonrpc_line tool_arguments wkt polyline tile
 
-.PHONY: build run test bench lint fmt clean interop-python
+.PHONY: build run test bench lint fmt clean interop-python fuzz
 
 build:
 	$(CARGO) build --release
@@ -34,6 +36,14 @@ interop-python: build
 	target/py-mcp/bin/pip install -q "mcp>=2.3,<3" openapi-spec-validator
 	$(BIN) --db target/interop.db generate --ahora $(AHORA) --if-missing
 	target/py-mcp/bin/python tests/interop/python_client.py $(BIN) target/interop.db
+
+# Runs each cargo-fuzz target in turn for FUZZ_SECONDS (see fuzz/README.md). Needs a
+# nightly toolchain and cargo-fuzz; crashing inputs land in fuzz/artifacts/<target>/.
+fuzz:
+	for t in $(FUZZ_TARGETS); do \
+		mkdir -p fuzz/corpus/$$t && \
+		$(CARGO) +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=1048576 || exit 1; \
+	done
 
 lint:
 	$(CARGO) fmt --check
