@@ -383,8 +383,11 @@ pub fn decode_tile(bytes: &[u8]) -> std::result::Result<image::RgbImage, String>
     limits.max_image_height = Some(MAX_TILE_SIDE);
     limits.max_alloc = Some(64 * 1024 * 1024);
     reader.limits(limits);
-    let img = reader.decode().map_err(|e| e.to_string())?;
-    Ok(img.to_rgb8())
+    // The decoders are not ours: a panic inside one (found by fuzzing: a PNG palette
+    // whose length is not a multiple of 3) is a tile that cannot be decoded.
+    let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reader.decode()))
+        .map_err(|_| "the image decoder failed on it (a malformed image)".to_string())?;
+    Ok(decoded.map_err(|e| e.to_string())?.to_rgb8())
 }
 
 fn draw_tiles(buf: &mut [u8], frame: &Frame, tiles: &Tiles) -> Result<()> {
@@ -954,4 +957,40 @@ fn encode_png(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>> {
         .write_image(rgb, width, height, image::ExtendedColorType::Rgb8)
         .map_err(|e| Error::new(ErrorCode::Render, format!("PNG encoding failed: {e}")))?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 1×1 palette PNG whose PLTE chunk is 4 bytes long (found by the `tile` fuzz
+    /// target): the PNG decoder panicked on it.
+    const PLTE_OF_FOUR_BYTES: &[u8] = &[
+        0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44,
+        0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x03, 0x00, 0x00, 0x00, 0x28,
+        0xcb, 0x34, 0xbb, 0x00, 0x00, 0x00, 0x04, 0x50, 0x4c, 0x54, 0x45, 0x00, 0x00, 0x00, 0x00,
+        0xb4, 0xa3, 0xae, 0x7a, 0x00, 0x00, 0x00, 0x0a, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63,
+        0x60, 0x00, 0x00, 0x00, 0x02, 0x00, 0x01, 0x48, 0xaf, 0xa4, 0x71, 0x00, 0x00, 0x00, 0x00,
+        0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+    ];
+
+    #[test]
+    fn regression_a_malformed_palette_is_an_error_not_a_panic() {
+        let e = decode_tile(PLTE_OF_FOUR_BYTES).unwrap_err();
+        assert!(!e.is_empty());
+    }
+
+    #[test]
+    fn a_tile_larger_than_the_limit_is_refused_at_its_header() {
+        let img = image::RgbImage::new(MAX_TILE_SIDE + 1, 1);
+        let mut png = Vec::new();
+        img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+            .unwrap();
+        assert!(decode_tile(&png).unwrap_err().contains("limit"));
+        let ok = image::RgbImage::new(256, 256);
+        let mut png = Vec::new();
+        ok.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+            .unwrap();
+        assert_eq!(decode_tile(&png).unwrap().dimensions(), (256, 256));
+    }
 }
