@@ -5,7 +5,7 @@ AHORA  ?= 2026-11-25T15:30
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS := jsonrpc_line tool_arguments wkt polyline tile
 
-.PHONY: build run test bench lint fmt clean interop-python fuzz
+.PHONY: build run test bench lint fmt clean interop-python interop-inspector fuzz
 
 build:
 	$(CARGO) build --release
@@ -44,6 +44,15 @@ fuzz:
 		mkdir -p fuzz/corpus/$$t && \
 		$(CARGO) +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=1048576 || exit 1; \
 	done
+
+# A third client we did not write, the one most MCP clients are built on: the MCP
+# Inspector CLI 0.15 (TypeScript SDK 1.x, Node 20), which checks structuredContent
+# against each tool's outputSchema even on errors. Needs the npm registry once, to
+# fill target/inspector.
+interop-inspector: build
+	test -x target/inspector/node_modules/.bin/mcp-inspector-cli || npm install --prefix target/inspector --no-audit --no-fund @modelcontextprotocol/inspector@0.15
+	$(BIN) --db target/interop.db generate --ahora $(AHORA) --if-missing
+	tests/interop/inspector.sh $(BIN) target/interop.db target/inspector
 
 lint:
 	$(CARGO) fmt --check

@@ -61,14 +61,15 @@ pub fn base64(bytes: &[u8]) -> String {
     out
 }
 
-/// A failed tool result the model can act on: a sentence, and the error object.
+/// A failed tool result the model can act on: the error object the CLI prints with
+/// `--format json` (`{"error": {code, message, hint}}`), as the text block.
+///
+/// There is no `structuredContent`: a client may check it against the tool's
+/// `outputSchema` even when `isError` is true (the TypeScript SDK 1.x does, and then
+/// replaces the whole result by a protocol error), and an error object is not the
+/// tool's output. A result with `isError` and no `structuredContent` passes every client.
 pub fn failure(e: &Error) -> Value {
-    let mut text = format!("{} error: {}", e.code, e.message);
-    if let Some(hint) = &e.hint {
-        text.push_str(". ");
-        text.push_str(hint);
-    }
-    json!({ "content": [{"type": "text", "text": text}], "structuredContent": e.to_json(), "isError": true })
+    json!({ "content": [{"type": "text", "text": e.to_json().to_string()}], "isError": true })
 }
 
 /// Calls a tool: the result, or `None` when no tool has that name (a protocol error).
@@ -135,9 +136,10 @@ mod tests {
         assert_eq!(capped("alerts", success(answer()), 4096)["isError"], false);
         let refused = capped("alerts", success(answer()), 500);
         assert_eq!(refused["isError"], true);
-        let message = refused["structuredContent"]["error"]["message"]
-            .as_str()
-            .unwrap();
+        assert!(refused.get("structuredContent").is_none());
+        let error: Value =
+            serde_json::from_str(refused["content"][0]["text"].as_str().unwrap()).unwrap();
+        let message = error["error"]["message"].as_str().unwrap();
         assert!(
             message.contains("alerts") && message.contains("over the limit of 500"),
             "{message}"

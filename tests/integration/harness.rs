@@ -335,3 +335,16 @@ pub fn modern_meta() -> serde_json::Value {
         "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}
     })
 }
+
+/// The error object of a failed tool result: its text block, parsed. A failed result
+/// carries no `structuredContent` (clients check that against the output schema).
+pub fn tool_error(result: &serde_json::Value) -> serde_json::Value {
+    assert_eq!(result["isError"], true, "not a tool error: {result}");
+    assert!(
+        result.get("structuredContent").is_none(),
+        "a tool error has no structuredContent: {result}"
+    );
+    let text = result["content"][0]["text"].as_str().expect("a text block");
+    serde_json::from_str(text)
+        .unwrap_or_else(|e| panic!("the text is not the error object ({e}): {text}"))
+}

@@ -102,6 +102,10 @@ async fn rmcp_drives_a_full_legacy_session() {
         .await
         .expect("a tool error is a result");
     assert_eq!(bad.is_error, Some(true));
+    assert!(
+        bad.structured_content.is_none(),
+        "a tool error has no structuredContent"
+    );
 
     let prompts = client.list_prompts(None).await.expect("prompts/list");
     assert!(prompts.prompts.len() >= 3);

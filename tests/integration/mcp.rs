@@ -1,7 +1,9 @@
 //! `fleetctl serve` on the wire: both eras, every tool and prompt, the CLI/MCP parity,
 //! and the robustness rules — after each bad input, the next request is served.
 
-use crate::harness::{McpSession, TempDir, fixture_db, fleetctl, modern_meta, open, run};
+use crate::harness::{
+    McpSession, TempDir, fixture_db, fleetctl, modern_meta, open, run, tool_error,
+};
 use crate::reports::assert_golden;
 use serde_json::{Value, json};
 
@@ -319,7 +321,7 @@ fn tool_errors_are_results_the_model_can_act_on() {
     let mut s = McpSession::initialized(fixture_db(), "2025-11-25");
     let r = s.call_tool("trip_summary", json!({"plate": "P-000XXX"}));
     assert_eq!(r["isError"], true);
-    assert_eq!(r["structuredContent"]["error"]["code"], "not_found");
+    assert_eq!(tool_error(&r)["error"]["code"], "not_found");
     assert!(
         r["content"][0]["text"]
             .as_str()
@@ -327,9 +329,9 @@ fn tool_errors_are_results_the_model_can_act_on() {
             .contains("valid plates: P-")
     );
     let r = s.call_tool("alerts", json!({"type": "speedin"}));
-    assert_eq!(r["structuredContent"]["error"]["code"], "invalid_argument");
+    assert_eq!(tool_error(&r)["error"]["code"], "invalid_argument");
     assert!(
-        r["structuredContent"]["error"]["hint"]
+        tool_error(&r)["error"]["hint"]
             .as_str()
             .unwrap()
             .contains("speeding, long_stop, signal_loss"),
@@ -337,7 +339,7 @@ fn tool_errors_are_results_the_model_can_act_on() {
     );
     let r = s.call_tool("stopped_vehicles", json!({"min_minutes": "ten"}));
     assert!(
-        r["structuredContent"]["error"]["message"]
+        tool_error(&r)["error"]["message"]
             .as_str()
             .unwrap()
             .contains("min_minutes"),
@@ -345,14 +347,14 @@ fn tool_errors_are_results_the_model_can_act_on() {
     );
     let r = s.call_tool("list_vehicles", json!({"verbose": true}));
     assert!(
-        r["structuredContent"]["error"]["message"]
+        tool_error(&r)["error"]["message"]
             .as_str()
             .unwrap()
             .contains("unknown argument `verbose`"),
         "{r}"
     );
     let r = s.call_tool("nearest_vehicles", json!({"lat": 14.6}));
-    assert_eq!(r["structuredContent"]["error"]["code"], "invalid_argument");
+    assert_eq!(tool_error(&r)["error"]["code"], "invalid_argument");
     let r = s.call_tool("stopped_vehicles", json!({"min_minutes": 10000}));
     assert_eq!(r["isError"], false, "an empty answer is a result: {r}");
     assert_eq!(r["structuredContent"]["vehicles"]["total"], 0);
@@ -492,7 +494,7 @@ fn a_panic_inside_a_report_becomes_an_error_result() {
     s.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
     let r = s.call_tool("alerts", json!({}));
     assert_eq!(r["isError"], true);
-    assert_eq!(r["structuredContent"]["error"]["code"], "internal");
+    assert_eq!(tool_error(&r)["error"]["code"], "internal");
     let r = s.call_tool("list_vehicles", json!({}));
     assert_eq!(r["isError"], false, "the server keeps serving");
 }
@@ -547,16 +549,17 @@ fn a_missing_database_does_not_stop_the_server() {
     );
     let r = s.call_tool("list_vehicles", json!({}));
     assert_eq!(r["isError"], true);
-    assert_eq!(r["structuredContent"]["error"]["code"], "db_unavailable");
+    assert_eq!(tool_error(&r)["error"]["code"], "db_unavailable");
     assert!(
-        r["structuredContent"]["error"]["hint"]
+        tool_error(&r)["error"]["hint"]
             .as_str()
             .unwrap()
             .contains("fleetctl generate")
     );
     let r = s.call_tool("alerts", json!({"type": "nope"}));
     assert_eq!(
-        r["structuredContent"]["error"]["code"], "invalid_argument",
+        tool_error(&r)["error"]["code"],
+        "invalid_argument",
         "arguments are still checked"
     );
 }
@@ -602,6 +605,22 @@ fn every_tool_answers_exactly_what_the_cli_prints() {
             );
         }
     }
+    // An error is the same object too: the CLI's `--format json` and the tool's text.
+    let result = s.call_tool("trip_summary", json!({"plate": "P-000XXX"}));
+    let cli = run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "query",
+        "trip",
+        "P-000XXX",
+        "--format",
+        "json",
+    ]))
+    .fails(3);
+    assert_eq!(
+        serde_json::from_str::<Value>(&cli.stdout).unwrap(),
+        tool_error(&result)
+    );
 }
 
 #[test]

@@ -35,7 +35,10 @@ async def exercise(client: Client, expected_protocol: str) -> None:
     picture = await client.call_tool("route_map", {"plate": plate, "date": "yesterday"})
     assert [b.type for b in picture.content] == ["text", "image"], picture.content
     refused = await client.call_tool("trip_summary", {"plate": "P-000XXX"})
-    assert refused.is_error and refused.structured_content["error"]["code"] == "not_found"
+    # A tool error carries no structuredContent (clients check it against the output
+    # schema); its text is the error object the CLI prints.
+    assert refused.is_error and refused.structured_content is None, refused
+    assert json.loads(refused.content[0].text)["error"]["code"] == "not_found", refused
     prompts = [p.name for p in (await client.list_prompts()).prompts]
     assert "dispatch_nearest_vehicle" in prompts, prompts
     prompt = await client.get_prompt("dispatch_nearest_vehicle", {"place": "Bodega Mixco"})
