@@ -503,12 +503,13 @@ fn a_panic_inside_a_report_becomes_an_error_result() {
 fn end_of_input_exits_zero_at_once_and_logs_stay_on_stderr() {
     let mut s = McpSession::initialized(fixture_db(), "2025-11-25");
     s.call_tool("list_vehicles", json!({}));
-    let stderr_before = s.stderr();
-    let (status, _) = s.finish();
+    // The log is read after the exit (the reader has then seen all of it): reading it
+    // while the server runs raced the thread that collects it.
+    let (log, status) = s.finish_with_stderr();
     assert!(status.success());
     assert!(
-        stderr_before.contains("tools/call list_vehicles") && stderr_before.contains(" ms ok"),
-        "{stderr_before}"
+        log.contains("tools/call list_vehicles") && log.contains(" ms ok"),
+        "{log}"
     );
 }
 
