@@ -31,22 +31,24 @@ impl LatLon {
     }
 }
 
-/// Great-circle distance in metres (haversine).
+impl From<LatLon> for geo::Point {
+    fn from(p: LatLon) -> geo::Point {
+        geo::Point::new(p.lon, p.lat)
+    }
+}
+
+/// Great-circle distance in metres (haversine, `geo`'s, on the mean Earth radius).
 pub fn haversine_m(a: LatLon, b: LatLon) -> f64 {
-    let (p1, p2) = (a.lat.to_radians(), b.lat.to_radians());
-    let dp = p2 - p1;
-    let dl = (b.lon - a.lon).to_radians();
-    let h = (dp / 2.0).sin().powi(2) + p1.cos() * p2.cos() * (dl / 2.0).sin().powi(2);
-    2.0 * EARTH_RADIUS_M * h.sqrt().min(1.0).asin()
+    use geo::Distance;
+    geo::Haversine.distance(geo::Point::from(a), geo::Point::from(b))
 }
 
 /// Initial bearing from `a` to `b`, degrees clockwise from north in `[0, 360)`.
 pub fn bearing_deg(a: LatLon, b: LatLon) -> f64 {
-    let (p1, p2) = (a.lat.to_radians(), b.lat.to_radians());
-    let dl = (b.lon - a.lon).to_radians();
-    let y = dl.sin() * p2.cos();
-    let x = p1.cos() * p2.sin() - p1.sin() * p2.cos() * dl.cos();
-    y.atan2(x).to_degrees().rem_euclid(360.0)
+    use geo::Bearing;
+    geo::Haversine
+        .bearing(geo::Point::from(a), geo::Point::from(b))
+        .rem_euclid(360.0)
 }
 
 /// The eight-point compass name of a bearing (`N`, `NE`, … `NW`).

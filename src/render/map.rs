@@ -14,7 +14,9 @@ use std::sync::Once;
 /// Accepted widths and heights, pixels.
 pub const SIZE_RANGE: std::ops::RangeInclusive<u32> = 320..=2048;
 
-/// Speed classes of the track: upper bound (km/h, exclusive) and colour.
+/// Speed classes of the track: upper bound (km/h, exclusive) and colour. The fourth
+/// class ends at the speed limit that applied (80 by default) and the last is above
+/// it, as detection counts speeding (`speed > limit`).
 pub const SPEED_COLOURS: [(f64, RGBColor); 5] = [
     (20.0, RGBColor(49, 104, 187)),
     (40.0, RGBColor(26, 150, 65)),
@@ -33,12 +35,55 @@ const GAP: RGBColor = RGBColor(90, 90, 90);
 const START: RGBColor = RGBColor(26, 150, 65);
 const FONT: &str = "sans-serif";
 
-/// The colour the track uses for a speed.
-pub fn speed_colour(speed_kmh: f64) -> RGBColor {
-    SPEED_COLOURS
+/// The classes under a limit: lower and upper bound (km/h) and colour, the fourth
+/// class ending at the limit, empty classes left out (a limit of 50 has no 60–80).
+fn speed_classes(limit_kmh: f64) -> Vec<(f64, f64, RGBColor)> {
+    let mut classes = Vec::new();
+    let mut lower = 0.0;
+    for (upper, colour) in &SPEED_COLOURS[..4] {
+        let upper = if *upper >= 80.0 {
+            limit_kmh
+        } else {
+            upper.min(limit_kmh)
+        };
+        if upper > lower {
+            classes.push((lower, upper, *colour));
+        }
+        lower = upper;
+    }
+    classes
+}
+
+/// The colour the track uses for a speed under a limit: red above the limit (as
+/// detection counts speeding), else the class the speed falls in.
+pub fn speed_colour(speed_kmh: f64, limit_kmh: f64) -> RGBColor {
+    if speed_kmh > limit_kmh {
+        return SPEED_COLOURS[4].1;
+    }
+    let classes = speed_classes(limit_kmh);
+    classes
         .iter()
-        .find(|(upper, _)| speed_kmh < *upper)
-        .map_or(SPEED_COLOURS[4].1, |(_, c)| *c)
+        .find(|(_, upper, _)| speed_kmh < *upper)
+        .or(classes.last())
+        .map_or(SPEED_COLOURS[4].1, |c| c.2)
+}
+
+/// The legend's classes under a limit: colour and label.
+fn speed_legend(limit_kmh: f64) -> Vec<(RGBColor, String)> {
+    let number = |v: f64| format!("{}", (v * 10.0).round() / 10.0);
+    let mut legend: Vec<(RGBColor, String)> = speed_classes(limit_kmh)
+        .into_iter()
+        .map(|(lower, upper, colour)| {
+            let label = if lower == 0.0 {
+                format!("<{}", number(upper))
+            } else {
+                format!("{}–{}", number(lower), number(upper))
+            };
+            (colour, label)
+        })
+        .collect();
+    legend.push((SPEED_COLOURS[4].1, format!(">{} km/h", number(limit_kmh))));
+    legend
 }
 
 /// A stop to draw.
@@ -62,6 +107,10 @@ pub struct MapSpeeding {
     pub at: LatLon,
     /// That speed, km/h.
     pub max_speed_kmh: f64,
+    /// The episode detection found, UTC epoch seconds: the track between is haloed.
+    pub start_ts: i64,
+    /// Its end.
+    pub end_ts: i64,
 }
 
 /// Everything a map shows, gathered by the caller.
@@ -72,9 +121,12 @@ pub struct MapInput<'a> {
     pub subtitle: String,
     /// The fixes to draw, in time order.
     pub fixes: &'a [Fix],
-    /// Gaps longer than this many seconds are drawn dashed (signal losses).
+    /// Gaps between fixes longer than this many seconds break the track.
     pub gap_s: i64,
-    /// Fixes above this speed, km/h, are haloed as speeding (the data's own limit).
+    /// The signal losses detection found (the fix before the gap, the fix after):
+    /// only these gaps are dashed "signal lost"; other gaps (engine off) stay blank.
+    pub signal_losses: Vec<(i64, i64)>,
+    /// The speed limit that applied, km/h: the legend's top class starts there.
     pub speed_limit_kmh: f64,
     /// Stops.
     pub stops: Vec<MapStop>,
@@ -523,10 +575,16 @@ fn dashes(a: (f64, f64), b: (f64, f64)) -> Vec<[(i32, i32); 2]> {
 
 fn draw_track(area: &Area, frame: &Frame, input: &MapInput) -> Result<()> {
     let fixes = input.fixes;
-    let limit = input.speed_limit_kmh;
-    // A soft red halo under speeding stretches, so they read at a glance.
+    // A soft red halo under the speeding episodes detection found (the same rule as
+    // the alerts, never a second opinion), so they read at a glance.
+    let speeding = |ts: i64| {
+        input
+            .speeding
+            .iter()
+            .any(|e| (e.start_ts..=e.end_ts).contains(&ts))
+    };
     for w in fixes.windows(2) {
-        if w[1].ts - w[0].ts <= input.gap_s && w[0].speed_kmh >= limit && w[1].speed_kmh >= limit {
+        if w[1].ts - w[0].ts <= input.gap_s && speeding(w[0].ts) && speeding(w[1].ts) {
             let path = vec![
                 frame.px(LatLon::new(w[0].lat, w[0].lon)),
                 frame.px(LatLon::new(w[1].lat, w[1].lon)),
@@ -544,11 +602,17 @@ fn draw_track(area: &Area, frame: &Frame, input: &MapInput) -> Result<()> {
             frame.project(LatLon::new(w[0].lat, w[0].lon)),
             frame.project(LatLon::new(w[1].lat, w[1].lon)),
         );
-        if w[1].ts - w[0].ts > input.gap_s {
-            gaps.push((a, b));
+        let lost = input.signal_losses.contains(&(w[0].ts, w[1].ts));
+        if lost || w[1].ts - w[0].ts > input.gap_s {
+            if lost {
+                gaps.push((a, b));
+            }
             continue;
         }
-        let colour = speed_colour((w[0].speed_kmh + w[1].speed_kmh) / 2.0);
+        let colour = speed_colour(
+            (w[0].speed_kmh + w[1].speed_kmh) / 2.0,
+            input.speed_limit_kmh,
+        );
         let path = vec![
             (a.0.round() as i32, a.1.round() as i32),
             (b.0.round() as i32, b.1.round() as i32),
@@ -840,9 +904,9 @@ fn draw_furniture(
     ))
     .map_err(render_err)?;
     let small = font(11.0, &INK);
-    let names = ["<20", "20–40", "40–60", "60–80", ">80 km/h"];
     let mut x = 16;
-    for ((_, colour), name) in SPEED_COLOURS.iter().zip(names) {
+    for (colour, name) in speed_legend(input.speed_limit_kmh) {
+        let (colour, name) = (&colour, name.as_str());
         area.draw(&PathElement::new(
             vec![(x, legend_y + 6), (x + 18, legend_y + 6)],
             ShapeStyle::from(colour).stroke_width(5),
@@ -992,5 +1056,27 @@ mod tests {
         ok.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
             .unwrap();
         assert_eq!(decode_tile(&png).unwrap().dimensions(), (256, 256));
+    }
+
+    #[test]
+    fn the_legend_and_colours_follow_the_limit_and_detection_s_comparison() {
+        let labels =
+            |limit| -> Vec<String> { speed_legend(limit).into_iter().map(|c| c.1).collect() };
+        assert_eq!(labels(80.0), ["<20", "20–40", "40–60", "60–80", ">80 km/h"]);
+        assert_eq!(labels(90.0), ["<20", "20–40", "40–60", "60–90", ">90 km/h"]);
+        assert_eq!(labels(50.0), ["<20", "20–40", "40–50", ">50 km/h"]);
+        assert_eq!(
+            speed_colour(80.0, 80.0),
+            SPEED_COLOURS[3].1,
+            "at the limit is not over it"
+        );
+        assert_eq!(speed_colour(80.1, 80.0), SPEED_COLOURS[4].1);
+        assert_eq!(speed_colour(55.0, 50.0), SPEED_COLOURS[4].1);
+        assert_eq!(speed_colour(45.0, 50.0), SPEED_COLOURS[2].1);
+        assert_eq!(
+            speed_colour(50.0, 50.0),
+            SPEED_COLOURS[2].1,
+            "the top class shown"
+        );
     }
 }

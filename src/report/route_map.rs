@@ -262,6 +262,8 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
                 .map(|f| MapSpeeding {
                     at: LatLon::new(f.lat, f.lon),
                     max_speed_kmh: f.speed_kmh,
+                    start_ts: e.start_ts,
+                    end_ts: e.end_ts,
                 })
         })
         .collect();
@@ -297,6 +299,11 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
         ),
         fixes: &fixes,
         gap_s: (db.thresholds.signal_loss_min * 60.0) as i64,
+        signal_losses: events
+            .iter()
+            .filter(|e| e.kind == EventKind::SignalLoss)
+            .map(|e| (e.start_ts, e.end_ts))
+            .collect(),
         speed_limit_kmh: db.thresholds.speed_limit_kmh,
         stops: stops
             .iter()

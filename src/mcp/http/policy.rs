@@ -183,32 +183,13 @@ pub fn header_value(raw: &str) -> Option<String> {
 
 /// Standard base64 (with or without padding).
 pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => Some(c - b'A'),
-        b'a'..=b'z' => Some(c - b'a' + 26),
-        b'0'..=b'9' => Some(c - b'0' + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
-    };
-    let digits: Vec<u8> = text
-        .trim_end_matches('=')
-        .bytes()
-        .map(value)
-        .collect::<Option<_>>()?;
-    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
-    for chunk in digits.chunks(4) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, d)| n | (u32::from(*d) << (18 - 6 * i)));
-        out.extend(
-            n.to_be_bytes()[1..]
-                .iter()
-                .take(chunk.len().saturating_sub(1)),
-        );
-    }
-    Some(out)
+    use base64::Engine;
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    const LENIENT: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+    );
+    LENIENT.decode(text).ok()
 }
 
 #[cfg(test)]
