@@ -1,7 +1,7 @@
 //! Plain domain types shared by the store, the generator, detection and reports.
 //!
 //! They carry no behaviour beyond construction: the meaning of each field (units,
-//! zones) is in its name, as DOMAIN.md asks.
+//! zones) is in its name, as docs/definitions.md describes.
 
 use serde::Serialize;
 

@@ -133,7 +133,7 @@ struct ServeArgs {
     queue: usize,
 
     /// Seconds a client may take to send one request (headers and body) before it
-    /// gets 408; SIGTERM waits at most this long (+2 s) for requests in hand.
+    /// gets 408; SIGTERM waits at most this long (+1 s) for requests in hand.
     #[arg(long, default_value_t = 10, value_name = "S", requires = "http")]
     request_timeout_s: u64,
 }

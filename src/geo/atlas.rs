@@ -52,7 +52,7 @@ pub struct GeofenceDef {
 /// An entry of the offline gazetteer.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Place {
-    /// Name for people, e.g. `Zona 10 (Oakland)`.
+    /// Name for people, e.g. `Zona 10 (Zona Viva)`.
     pub name: String,
     /// `zone`, `neighbourhood`, `landmark`, `municipality` or `depot`.
     pub kind: String,

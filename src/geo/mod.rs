@@ -4,7 +4,7 @@
 //! Everything here works in WGS84 degrees (`lat`, `lon`) and metres. At city scale a
 //! local equirectangular approximation is exact to well under a metre, which is what
 //! the offset helpers use; distances between fixes use the haversine formula on the
-//! mean Earth radius, as DOMAIN.md defines.
+//! mean Earth radius, as docs/definitions.md defines.
 
 pub mod atlas;
 pub mod places;
@@ -12,7 +12,7 @@ pub mod places;
 use crate::error::{Error, Result};
 use geo::Contains;
 
-/// Mean Earth radius in metres (IUGG), the radius DOMAIN.md prescribes.
+/// Mean Earth radius in metres (IUGG), the radius docs/definitions.md gives.
 pub const EARTH_RADIUS_M: f64 = 6_371_008.8;
 
 /// A point in WGS84 degrees.

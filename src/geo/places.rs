@@ -1,5 +1,5 @@
 //! Naming a point for people: `in Bodega Mixco` inside a geofence, otherwise
-//! `1.2 km NE of Zona 10 (Oakland)` after the nearest gazetteer entry. Offline: the
+//! `1.2 km NE of Zona 10 (Zona Viva)` after the nearest gazetteer entry. Offline: the
 //! gazetteer is the embedded `routes/places.json`.
 
 use super::{LatLon, Shape, atlas, bearing_deg, compass_point, haversine_m};

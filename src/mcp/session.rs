@@ -430,10 +430,15 @@ fn log_request(method: &str, tool: Option<&str>, started: Instant, response: &Va
     let outcome = if let Some(e) = response.get("error") {
         format!("error {}", e["code"])
     } else if response["result"]["isError"] == Value::Bool(true) {
+        // The error object is the result's text (see tools::failure).
+        let error: Option<Value> = response["result"]["content"][0]["text"]
+            .as_str()
+            .and_then(|t| serde_json::from_str(t).ok());
         format!(
             "tool error {}",
-            response["result"]["structuredContent"]["error"]["code"]
-                .as_str()
+            error
+                .as_ref()
+                .and_then(|e| e["error"]["code"].as_str())
                 .unwrap_or("?")
         )
     } else {

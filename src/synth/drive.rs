@@ -1,7 +1,7 @@
 //! The driving simulation: one vehicle's shift along its route, integrated second by
 //! second, sampled every 15 s into fixes with GPS noise.
 //!
-//! Normal driving is built to stay clearly inside DOMAIN.md's definitions (cruise at
+//! Normal driving is built to stay clearly inside docs/definitions.md's limits (cruise at
 //! most 70 km/h, dwells at most 25 min, a fix every 15 s), so that every speeding
 //! episode, long stop, signal loss and stop "now" in the data is one this module
 //! planted on purpose and recorded as ground truth.

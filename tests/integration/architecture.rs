@@ -1,4 +1,4 @@
-//! The layering rules of ARCHITECTURE.md, checked on the source text: the domain
+//! The layering rules of docs/architecture.md, checked on the source text: the domain
 //! never prints or knows its front ends, only the store speaks SQL, and the two
 //! front ends do not reach into each other (the CLI only starts the servers).
 

@@ -255,7 +255,7 @@ fn every_planted_anomaly_is_visible_in_the_positions() {
     assert_eq!(sorted, vec![35, 52, 95]);
 }
 
-/// Checks DOMAIN.md's margins for normal driving on one database: no speed above
+/// Checks the normal-driving margins of docs/definitions.md on one database: no speed above
 /// 75 km/h outside a planted episode, no gap over 30 s on shift outside a planted
 /// signal loss, and no stationary spell of more than 35 minutes that was not planted.
 fn assert_normal_driving_within_margins(path: &Path) {

@@ -4,7 +4,7 @@
 use crate::harness::{
     McpSession, TempDir, fixture_db, fleetctl, modern_meta, open, run, tool_error,
 };
-use crate::reports::assert_golden;
+use crate::reports::assert_snapshot;
 use serde_json::{Value, json};
 
 /// Asserts the server still answers a ping correctly.
@@ -66,7 +66,7 @@ fn cli_words(
 fn a_legacy_session_lists_and_calls_every_tool_and_gets_every_prompt() {
     let mut s = McpSession::initialized(fixture_db(), "2025-11-25");
     let tools = s.request("tools/list", json!({}));
-    assert_golden("tools_list", &tools["result"]);
+    assert_snapshot("tools_list", &tools["result"]);
     let names: Vec<&str> = tools["result"]["tools"]
         .as_array()
         .unwrap()
@@ -503,6 +503,7 @@ fn a_panic_inside_a_report_becomes_an_error_result() {
 fn end_of_input_exits_zero_at_once_and_logs_stay_on_stderr() {
     let mut s = McpSession::initialized(fixture_db(), "2025-11-25");
     s.call_tool("list_vehicles", json!({}));
+    s.call_tool("trip_summary", json!({"plate": "P-000XXX"}));
     // The log is read after the exit (the reader has then seen all of it): reading it
     // while the server runs raced the thread that collects it.
     let (log, status) = s.finish_with_stderr();
@@ -511,6 +512,7 @@ fn end_of_input_exits_zero_at_once_and_logs_stay_on_stderr() {
         log.contains("tools/call list_vehicles") && log.contains(" ms ok"),
         "{log}"
     );
+    assert!(log.contains("ms tool error not_found"), "{log}");
 }
 
 #[test]

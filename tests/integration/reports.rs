@@ -1,4 +1,4 @@
-//! The reports through the CLI: golden JSON for every report on the fixture
+//! The reports through the CLI: a snapshot of every report's JSON on the fixture
 //! database, and each anchor and bad-input rule with its message and exit code.
 
 use crate::harness::{TempDir, fixture_db, fleetctl, open, query_json, run};
@@ -34,9 +34,9 @@ fn depot_of(db: &Path, plate: &str) -> String {
         .clone()
 }
 
-/// The command line each golden file is made with (every report appears): the
+/// The command line each snapshot is made with (every report appears): the
 /// words after `fleetctl --db DB`, without `--format json`.
-fn golden_cases(db: &Path, scratch: &Path) -> Vec<(&'static str, Vec<String>)> {
+fn snapshot_cases(db: &Path, scratch: &Path) -> Vec<(&'static str, Vec<String>)> {
     let plate = stopped_longest(db);
     let depot = depot_of(db, &plate);
     let png = scratch.join("golden.png").to_str().unwrap().to_string();
@@ -76,42 +76,41 @@ fn answer_json(db: &Path, words: &[String]) -> Value {
     serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", r.stdout))
 }
 
-/// Compares `actual` with `tests/golden/NAME.json`; `FLEETCTL_UPDATE_GOLDEN=1`
-/// rewrites it. A missing golden file fails.
-pub fn assert_golden(name: &str, actual: &Value) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(format!("{name}.json"));
-    let pretty = serde_json::to_string_pretty(actual).unwrap() + "\n";
-    if std::env::var_os("FLEETCTL_UPDATE_GOLDEN").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &pretty).unwrap();
-        return;
+/// Checks `actual` against the snapshot `NAME` (tests/integration/snapshots/), shown
+/// as a diff when it differs; `cargo insta review` accepts a deliberate change.
+/// Fields that change with an image or font library, not with the data (a PNG's size,
+/// the map's zoom), are checked for sanity here and redacted from the snapshot.
+pub fn assert_snapshot(name: &str, actual: &Value) {
+    let mut shown = actual.clone();
+    if let Some(map) = shown.as_object_mut() {
+        if let Some(bytes) = map.get_mut("png_bytes") {
+            assert!(
+                bytes.as_u64().is_some_and(|n| n > 1000),
+                "{name}: png_bytes {bytes}"
+            );
+            *bytes = Value::String("[redacted: PNG size]".into());
+        }
+        if let Some(zoom) = map.get_mut("zoom") {
+            assert!(
+                zoom.as_f64().is_some_and(|z| (1.0..=22.0).contains(&z)),
+                "{name}: zoom {zoom}"
+            );
+            *zoom = Value::String("[redacted: zoom]".into());
+        }
     }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "missing golden file {}: run `FLEETCTL_UPDATE_GOLDEN=1 cargo test`",
-            path.display()
-        )
-    });
-    let expected: Value = serde_json::from_str(&expected).unwrap();
-    assert!(
-        expected == *actual,
-        "{name} differs from {} (FLEETCTL_UPDATE_GOLDEN=1 rewrites it after review)\nactual:\n{pretty}",
-        path.display()
-    );
+    insta::assert_json_snapshot!(name, shown);
 }
 
 #[test]
-fn every_report_matches_its_golden_json() {
+fn every_report_matches_its_snapshot() {
     let db = fixture_db();
-    let scratch = TempDir::new("golden");
-    let cases = golden_cases(db, scratch.path());
+    let scratch = TempDir::new("snapshots");
+    let cases = snapshot_cases(db, scratch.path());
     let covered: Vec<&str> = cases.iter().map(|(name, _)| *name).collect();
     for spec in fleetctl::report::registry() {
         assert!(
             covered.contains(&spec.tool),
-            "no golden case for {}",
+            "no snapshot case for {}",
             spec.tool
         );
     }
@@ -120,7 +119,7 @@ fn every_report_matches_its_golden_json() {
         let spec = fleetctl::report::find(name).unwrap();
         fleetctl::report::schema::check(&(spec.output_schema)(), &answer)
             .unwrap_or_else(|e| panic!("{name} breaks its outputSchema: {e}"));
-        assert_golden(name, &answer);
+        assert_snapshot(name, &answer);
     }
 }
 
@@ -326,7 +325,7 @@ fn reports_open_the_database_read_only() {
     perms.set_readonly(true);
     std::fs::set_permissions(&db, perms).unwrap();
     let before = std::fs::read(&db).unwrap();
-    for (_, words) in golden_cases(&db, dir.path()) {
+    for (_, words) in snapshot_cases(&db, dir.path()) {
         answer_json(&db, &words);
     }
     assert_eq!(std::fs::read(&db).unwrap(), before);

@@ -14,7 +14,7 @@
 //! token close their connection, a client address may hold only so many connections,
 //! and when the server is full a new connection takes the place of the oldest one
 //! that has not yet shown a token. SIGTERM stops accepting, lets requests in hand
-//! finish, and exits within `--request-timeout-s` + 2 s whatever the clients do.
+//! finish, and exits within `--request-timeout-s` + 1 s whatever the clients do.
 
 mod io;
 pub mod openapi;
