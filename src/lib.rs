@@ -17,3 +17,4 @@ pub mod render;
 pub mod report;
 pub mod store;
 pub mod synth;
+pub mod untrusted;

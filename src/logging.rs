@@ -46,7 +46,8 @@ pub fn escape(text: &str, max_chars: usize) -> String {
             out.push('…');
             break;
         }
-        let reorders = matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+        // Bidirectional controls reorder what is shown; U+2028/2029 break lines.
+        let reorders = matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}');
         if c.is_control() || reorders {
             out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
         } else {
@@ -68,6 +69,7 @@ mod tests {
         );
         assert_eq!(escape("\x1b[2Jtool", 100), "\\u{1b}[2Jtool");
         assert_eq!(escape("a\u{202E}b\u{0}", 100), "a\\u{202e}b\\u{0}");
+        assert_eq!(escape("a\u{2028}b", 100), "a\\u{2028}b");
         assert_eq!(
             escape("Zona 10 (Zona Viva) · km", 100),
             "Zona 10 (Zona Viva) · km"

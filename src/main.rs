@@ -26,9 +26,12 @@ fn main() {
 }
 
 fn fail(e: &Error) -> ! {
-    eprintln!("fleetctl: {}: {}", e.code, e.message);
+    // Messages may quote what a file or client held (a foreign database's table names):
+    // escaped like every log line.
+    let line = |text: &str| fleetctl::logging::escape(text, fleetctl::logging::MAX_LINE_CHARS);
+    eprintln!("fleetctl: {}: {}", e.code, line(&e.message));
     if let Some(hint) = &e.hint {
-        eprintln!("hint: {hint}");
+        eprintln!("hint: {}", line(hint));
     }
     std::process::exit(e.code.exit_code());
 }

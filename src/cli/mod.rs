@@ -227,12 +227,12 @@ fn analyze(path: PathBuf, args: AnalyzeArgs) -> Result<()> {
 
 fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
     crate::logging::init(args.verbose);
-    let tiles = args
-        .tiles
-        .as_deref()
-        .map(report::route_map::TileSource::open)
-        .transpose()?;
     let Some(addr) = args.http else {
+        let tiles = args
+            .tiles
+            .as_deref()
+            .map(report::route_map::TileSource::open)
+            .transpose()?;
         return crate::mcp::serve_stdio(&db, tiles)
             .map_err(|e| Error::io(std::path::Path::new("<stdio>"), e));
     };
@@ -390,21 +390,34 @@ fn safe_file_name(name: &str) -> String {
 }
 
 /// Writes `bytes` to a temporary file beside `path` and renames it into place, so that
-/// a full disk or a kill never leaves a truncated file where a good one was.
+/// a full disk or a kill never leaves a truncated file where a good one was. A link at
+/// `path` is written through, as `generate` does; the temporary file is created new
+/// (never one planted under its name) and removed on failure.
 fn write_replacing(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let path = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)?,
+        _ => path.to_path_buf(),
+    };
     let name = path
         .file_name()
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
     let tmp = path.with_file_name(format!(
-        ".{}.tmp-{}",
+        ".{}.tmp-{}-{nanos}",
         name.to_string_lossy(),
         std::process::id()
     ));
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(bytes)?;
-        f.sync_all()
-    });
-    match written.and_then(|()| std::fs::rename(&tmp, path)) {
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_all()
+        });
+    match written.and_then(|()| std::fs::rename(&tmp, &path)) {
         Ok(()) => Ok(()),
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);

@@ -96,6 +96,21 @@ pub fn parse(line: &[u8]) -> Incoming {
     }
 }
 
+/// Parses JSON within the message bounds (`MAX_MESSAGE_VALUES`, counted first), or
+/// says why not.
+pub fn parse_bounded(bytes: &[u8]) -> Result<Value, String> {
+    match count_values(bytes) {
+        Ok(n) if n > MAX_MESSAGE_VALUES => {
+            return Err(format!(
+                "a message may hold at most {MAX_MESSAGE_VALUES} JSON values"
+            ));
+        }
+        Err(e) => return Err(format!("not JSON: {e}")),
+        Ok(_) => {}
+    }
+    serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))
+}
+
 /// Reads a parsed JSON value as a message.
 pub fn classify(value: Value) -> Incoming {
     let obj = match value {

@@ -9,9 +9,16 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::geo::LatLon;
 use crate::model::EventKind;
 use crate::render::map::{self, MapInput, MapSpeeding, MapStop, Tiles};
-use crate::store::{mbtiles::MbTiles, read};
+use crate::store::{
+    mbtiles::{MAX_TILE_BYTES, MbTiles},
+    read,
+};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How long all the tiles of one map may take to load.
+pub const TILES_DEADLINE: Duration = Duration::from_secs(5);
 
 /// Where raster tiles come from.
 pub enum TileSource {
@@ -42,13 +49,26 @@ impl TileSource {
         ))
     }
 
-    fn fetch(&self, z: u32, x: u32, y: u32) -> Result<Option<Vec<u8>>> {
+    /// One tile, read before `deadline` (the whole map's tiles share one).
+    fn fetch(&self, z: u32, x: u32, y: u32, deadline: Instant) -> Result<Option<Vec<u8>>> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Error::new(
+                ErrorCode::Render,
+                format!(
+                    "the tiles of {} did not load within {} s",
+                    self.name(),
+                    TILES_DEADLINE.as_secs()
+                ),
+            )
+            .with_hint("draw without --tiles, or use a faster tile source"));
+        }
         match self {
             TileSource::Folder(dir) => {
                 let stem = dir.join(z.to_string()).join(x.to_string());
                 for ext in ["png", "jpg", "jpeg", "webp"] {
                     let path = stem.join(format!("{y}.{ext}"));
-                    match read_tile_file(&path) {
+                    match crate::untrusted::read_capped(&path, MAX_TILE_BYTES) {
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                         Err(e) => {
                             return Err(Error::new(
@@ -61,7 +81,7 @@ impl TileSource {
                 }
                 Ok(None)
             }
-            TileSource::MbTiles(_, tiles) => tiles.tile(z, x, y),
+            TileSource::MbTiles(_, tiles) => tiles.tile(z, x, y, left),
         }
     }
 
@@ -79,32 +99,6 @@ impl TileSource {
             TileSource::Folder(p) | TileSource::MbTiles(p, _) => p.display().to_string(),
         }
     }
-}
-
-/// The largest tile file read, bytes (a raster tile is tens of kilobytes).
-pub const MAX_TILE_BYTES: u64 = 2 * 1024 * 1024;
-
-/// Reads a tile file: a regular file (never a device or pipe a link points to) of at
-/// most `MAX_TILE_BYTES`.
-fn read_tile_file(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let file = std::fs::File::open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() || meta.len() > MAX_TILE_BYTES {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("not a regular file of at most {MAX_TILE_BYTES} bytes"),
-        ));
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_TILE_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_TILE_BYTES {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("larger than {MAX_TILE_BYTES} bytes"),
-        ));
-    }
-    Ok(bytes)
 }
 
 /// Which vehicle, day and window, and how big.
@@ -321,7 +315,14 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
         first_label: db.zone.hhmm(first.ts),
         last_label: db.zone.hhmm(last.ts),
     };
-    let fetch = |z, x, y| db.tiles.as_ref().map_or(Ok(None), |t| t.fetch(z, x, y));
+    // The deadline starts with the first tile, not while the map waits its turn.
+    let deadline = std::cell::OnceCell::new();
+    let fetch = |z, x, y| {
+        let deadline = *deadline.get_or_init(|| Instant::now() + TILES_DEADLINE);
+        db.tiles
+            .as_ref()
+            .map_or(Ok(None), |t| t.fetch(z, x, y, deadline))
+    };
     let tiles = db.tiles.as_ref().map(|t| Tiles {
         fetch: &fetch,
         attribution: t.attribution(),

@@ -80,18 +80,14 @@ enum Header {
 
 /// The first 100 bytes of an SQLite file, or what the file is instead.
 fn read_header(path: &Path) -> Result<Header> {
-    let file = match std::fs::File::open(path) {
+    match crate::untrusted::not_regular(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Header::Missing),
         Err(e) => return Err(Error::io(path, e)),
-        Ok(f) => f,
-    };
+        Ok(Some(what)) => return Ok(Header::Other(what.into())),
+        Ok(None) => {}
+    }
+    let file = crate::untrusted::open_regular(path).map_err(|e| Error::io(path, e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
-    if meta.is_dir() {
-        return Ok(Header::Other("a folder".into()));
-    }
-    if !meta.is_file() {
-        return Ok(Header::Other("a device or other special file".into()));
-    }
     let mut head = Vec::with_capacity(100);
     file.take(100)
         .read_to_end(&mut head)
@@ -195,7 +191,17 @@ fn recover(path: &Path, wal_mode: bool) -> Result<()> {
     } else {
         "SELECT count(*) FROM sqlite_master"
     };
-    conn.query_row(step, [], |_| Ok(())).map_err(|e| {
+    let done = conn.query_row(step, [], |_| Ok(()));
+    // Another program has the WAL database open: its side files are its own, and
+    // SQLite reads the database through them; nothing of ours is left to recover.
+    if wal_mode
+        && done
+            .as_ref()
+            .is_err_and(|e| e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy))
+    {
+        return Ok(());
+    }
+    done.map_err(|e| {
         Error::new(
             ErrorCode::DbUnavailable,
             format!(
@@ -278,22 +284,12 @@ impl Target {
     /// kept and the call fails. With one, the path must still hold that same
     /// database.
     pub fn install(&self, tmp: &Path) -> Result<()> {
+        // The mode last: SQLite could not have written a file made read-only at once.
+        set_mode(tmp, self.mode())?;
         match &self.existing {
-            None => match std::fs::hard_link(tmp, &self.file) {
-                Ok(()) => {
-                    let _ = std::fs::remove_file(tmp);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    return Err(self.appeared());
-                }
-                // A file system without hard links: check, then rename (a short window).
-                Err(_) => {
-                    if std::fs::symlink_metadata(&self.file).is_ok() {
-                        return Err(self.appeared());
-                    }
-                    std::fs::rename(tmp, &self.file).map_err(|e| Error::io(&self.file, e))?;
-                }
-            },
+            None => {
+                self.link_new(tmp)?;
+            }
             Some(before) => {
                 let now = match probe(&self.file)? {
                     Probe::Fleet { .. } => existing(&self.file).ok(),
@@ -303,9 +299,7 @@ impl Target {
                     return Err(self.appeared());
                 }
                 // The old file's journal must not be applied to the new file.
-                for suffix in ["-journal", "-wal", "-shm"] {
-                    let _ = std::fs::remove_file(side_file(&self.file, suffix));
-                }
+                remove_side_files(&self.file);
                 std::fs::rename(tmp, &self.file).map_err(|e| Error::io(&self.file, e))?;
             }
         }
@@ -314,6 +308,25 @@ impl Target {
             let _ = folder.sync_all();
         }
         Ok(())
+    }
+
+    /// Puts `tmp` at a path that held no database: never over a file that appeared.
+    fn link_new(&self, tmp: &Path) -> Result<()> {
+        if std::fs::symlink_metadata(&self.file).is_ok() {
+            return Err(self.appeared());
+        }
+        // Side files without their database are stale (a deleted database's journal):
+        // SQLite would apply them to the new file, whose pages they do not describe.
+        remove_side_files(&self.file);
+        match std::fs::hard_link(tmp, &self.file) {
+            Ok(()) => {
+                let _ = std::fs::remove_file(tmp);
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(self.appeared()),
+            // A file system without hard links: checked above, then renamed (a short window).
+            Err(_) => std::fs::rename(tmp, &self.file).map_err(|e| Error::io(&self.file, e)),
+        }
     }
 
     fn appeared(&self) -> Error {
@@ -328,8 +341,14 @@ impl Target {
     }
 }
 
+fn remove_side_files(path: &Path) {
+    for suffix in ["-journal", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(side_file(path, suffix));
+    }
+}
+
 /// The refusal for a file that is not a fleetctl database.
-pub fn not_ours(path: &Path, what: &str) -> Error {
+fn not_ours(path: &Path, what: &str) -> Error {
     Error::invalid(format!(
         "{} is not a fleetctl database: it seems to be {what}; refusing to replace it",
         path.display()
@@ -376,25 +395,29 @@ fn existing(path: &Path) -> Result<Existing> {
     })
 }
 
-/// Creates a new, empty file at `path` with `mode` (it must not exist), so that the
-/// database SQLite then writes there is never readable by others in between.
-pub fn create_private(path: &Path, mode: u32) -> Result<()> {
+/// Creates a new, empty file at `path`, readable by its owner only (it must not
+/// exist), so that the database SQLite then writes there is never readable by others
+/// in between. `Target::install` gives it its final mode.
+pub fn create_private(path: &Path) -> Result<()> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.mode(mode);
+        options.mode(0o600);
     }
-    let _ = mode;
-    let file = options.open(path).map_err(|e| Error::io(path, e))?;
-    // The umask may have narrowed the mode; the old database's mode is kept exactly.
+    options.open(path).map(drop).map_err(|e| Error::io(path, e))
+}
+
+/// Gives a file exactly `mode` (the umask does not narrow it).
+fn set_mode(path: &Path, mode: u32) -> Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(mode))
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
             .map_err(|e| Error::io(path, e))?;
     }
+    let _ = (path, mode);
     Ok(())
 }
 
@@ -415,7 +438,7 @@ mod tests {
         let path = dir.join("fleet.db");
         let target = Target::check(&path, false).unwrap();
         let tmp = dir.join(".fleet.db.tmp");
-        create_private(&tmp, target.mode()).unwrap();
+        create_private(&tmp).unwrap();
         // Someone else writes there between the check and the install.
         std::fs::write(&path, "theirs").unwrap();
         let e = target.install(&tmp).unwrap_err();

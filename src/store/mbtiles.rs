@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 pub const OPEN_DEADLINE: Duration = Duration::from_secs(2);
 /// How long one tile may take to read.
 pub const TILE_DEADLINE: Duration = Duration::from_secs(1);
-/// The largest tile blob read, bytes.
-pub const MAX_TILE_BYTES: i64 = 2 * 1024 * 1024;
+/// The largest tile read, bytes, from an MBTiles blob or a tile file (a raster tile
+/// is tens of kilobytes).
+pub const MAX_TILE_BYTES: u64 = 2 * 1024 * 1024;
 
 /// An open MBTiles file.
 pub struct MbTiles {
@@ -41,6 +42,15 @@ impl MbTiles {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(|e| bad(e.to_string()))?;
+        // No value larger than a tile (a view computing a gigabyte blob fails at once),
+        // and no functions the file's own schema would call with side effects.
+        conn.set_limit(
+            rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH,
+            MAX_TILE_BYTES as i32 + 1024,
+        )
+        .map_err(|e| bad(e.to_string()))?;
+        conn.execute_batch("PRAGMA trusted_schema = OFF")
+            .map_err(|e| bad(e.to_string()))?;
         let deadline = Arc::new(Mutex::new(Instant::now() + OPEN_DEADLINE));
         let watched = deadline.clone();
         conn.progress_handler(
@@ -92,12 +102,14 @@ impl MbTiles {
         }
     }
 
-    /// The tile at XYZ coordinates (y counted from the north), if the file has it.
-    pub fn tile(&self, z: u32, x: u32, y: u32) -> Result<Option<Vec<u8>>> {
+    /// The tile at XYZ coordinates (y counted from the north), if the file has it,
+    /// read within `limit` (at most `TILE_DEADLINE`).
+    pub fn tile(&self, z: u32, x: u32, y: u32, limit: Duration) -> Result<Option<Vec<u8>>> {
         let Some(row) = (1u64 << z.min(30)).checked_sub(1 + u64::from(y)) else {
             return Ok(None);
         };
-        self.start(TILE_DEADLINE);
+        let limit = limit.min(TILE_DEADLINE);
+        self.start(limit);
         let found: Option<(Option<Vec<u8>>, i64)> = self
             .conn
             .prepare_cached(
@@ -105,7 +117,7 @@ impl MbTiles {
                  FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3",
             )
             .and_then(|mut st| {
-                st.query_row(params![z, x, row as i64, MAX_TILE_BYTES], |r| {
+                st.query_row(params![z, x, row as i64, MAX_TILE_BYTES as i64], |r| {
                     Ok((r.get(0)?, r.get::<_, Option<i64>>(1)?.unwrap_or(0)))
                 })
                 .optional()
@@ -116,7 +128,7 @@ impl MbTiles {
                     format!(
                         "tile {z}/{x}/{y} of {}: {}",
                         self.path.display(),
-                        self.explain(e, TILE_DEADLINE)
+                        self.explain(e, limit)
                     ),
                 )
             })?;

@@ -154,8 +154,8 @@ pub fn generate(opts: &GenerateOptions, progress: &mut dyn FnMut(f64)) -> Result
     remove_abandoned_temporaries(&dir, &prefix);
     let tmp = dir.join(format!("{prefix}{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
-    store::file::create_private(&tmp, target.mode())?;
     let mut guard = TempFile(Some(tmp.clone()));
+    store::file::create_private(&tmp)?;
 
     let plan = plan_fleet(opts)?;
     let writer = store::Writer::create(&tmp)?;

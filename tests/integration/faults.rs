@@ -88,6 +88,33 @@ fn new_databases_are_private_and_replaced_ones_keep_their_mode() {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
     generate(&path, &with(&["--force", "--seed", "9"])).ok();
     assert_eq!(mode(&path), 0o640, "--force keeps the mode it found");
+    // Even a read-only one (the mode is applied once the file is written).
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+    generate(&path, &with(&["--force"])).ok();
+    assert_eq!(mode(&path), 0o444);
+    assert_eq!(query_json(&path, &["vehicles"])["vehicles"]["total"], 2);
+}
+
+#[test]
+fn regression_a_stale_journal_is_never_applied_to_a_new_database() {
+    let dir = TempDir::new("stale-journal");
+    // A database killed half-way, whose main file the user then deleted.
+    let live = copy_of_fixture(&dir, "live.db");
+    let path = dir.join("fleet.db");
+    {
+        let conn = Connection::open(&live).unwrap();
+        conn.execute_batch("PRAGMA cache_size = 8; BEGIN IMMEDIATE; DELETE FROM positions;")
+            .unwrap();
+        std::fs::copy(side(&live, "-journal"), side(&path, "-journal")).unwrap();
+        conn.execute_batch("ROLLBACK").unwrap();
+    }
+    assert!(side(&path, "-journal").exists());
+    generate(&path, &SMALL).ok();
+    assert!(
+        !side(&path, "-journal").exists(),
+        "the stale journal is gone"
+    );
+    assert_eq!(query_json(&path, &["vehicles"])["vehicles"]["total"], 2);
 }
 
 #[test]

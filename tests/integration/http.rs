@@ -834,6 +834,21 @@ fn regression_lenient_http_is_refused() {
         ping.len()
     );
     assert!(h.raw(&chunked).starts_with("HTTP/1.1 200"));
+    // The OpenAPI twin keeps the message bounds: values are counted before any is built.
+    let many = format!("{{\"x\": [{}]}}", vec!["1"; 20_000].join(","));
+    let (status, body) = h.post(
+        "/api/v1/tools/alerts",
+        &serde_json::from_str(&many).unwrap(),
+        &[],
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 10000 JSON values"),
+        "{body}"
+    );
     // A 204 carries no Content-Length.
     let r =
         h.raw("OPTIONS /mcp HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost:3000\r\n\r\n");

@@ -8,18 +8,24 @@
 use std::io;
 use std::pin::Pin;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Sleep, sleep};
 
-/// When the bytes of the request being read started to arrive (taken by the handler).
+/// When the bytes of the request being read started to arrive (taken by the handler),
+/// and whether a request is in hand (hyper keeps reading then, to notice a client that
+/// leaves; that wait is not idleness).
 #[derive(Default)]
-pub struct RequestClock(Mutex<Option<Instant>>);
+pub struct RequestClock {
+    first_byte: Mutex<Option<Instant>>,
+    in_hand: AtomicUsize,
+}
 
 impl RequestClock {
     fn note_bytes(&self) {
-        self.0
+        self.first_byte
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get_or_insert_with(Instant::now);
@@ -28,11 +34,30 @@ impl RequestClock {
     /// The first byte's time for the request now being handled, and a fresh start for
     /// the next one.
     pub fn take(&self) -> Instant {
-        self.0
+        self.first_byte
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()
             .unwrap_or_else(Instant::now)
+    }
+
+    /// Marks a request in hand until the guard is dropped.
+    pub fn in_hand(self: &std::sync::Arc<Self>) -> InHand {
+        self.in_hand.fetch_add(1, Ordering::Relaxed);
+        InHand(self.clone())
+    }
+
+    fn idle(&self) -> bool {
+        self.in_hand.load(Ordering::Relaxed) == 0
+    }
+}
+
+/// A request in hand (see `RequestClock::in_hand`).
+pub struct InHand(std::sync::Arc<RequestClock>);
+
+impl Drop for InHand {
+    fn drop(&mut self) {
+        self.0.in_hand.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -95,6 +120,10 @@ impl<S: AsyncRead + Unpin> AsyncRead for Deadlined<S> {
                     this.clock.note_bytes();
                 }
                 Poll::Ready(r)
+            }
+            Poll::Pending if !this.clock.idle() => {
+                this.read_wait = None;
+                Poll::Pending
             }
             Poll::Pending => stalled(&mut this.read_wait, this.idle, cx, "reading").map(Err),
         }

@@ -62,7 +62,7 @@ pub struct HttpOptions {
     pub token: String,
     /// Origins allowed besides loopback ones (exact `scheme://host[:port]`).
     pub allowed_origins: Vec<String>,
-    /// `Host` names allowed besides loopback ones and the listening address.
+    /// `Host` names allowed besides loopback ones and the address connected to.
     pub allowed_hosts: Vec<String>,
     /// Worker threads, each with its own database connection.
     pub workers: usize,
@@ -76,10 +76,12 @@ pub struct HttpOptions {
     pub request_timeout: Duration,
 }
 
-/// A job and where its reply goes.
+/// A job and where its reply goes. It holds its body's share of the budget until the
+/// worker is done with it, even if the client has gone.
 struct Task {
     job: Job,
     reply: tokio::sync::oneshot::Sender<Reply>,
+    _budget: tokio::sync::OwnedSemaphorePermit,
 }
 
 /// What every request handler shares.
@@ -87,7 +89,6 @@ struct Shared {
     token: Vec<u8>,
     allowed_origins: Vec<String>,
     allowed_hosts: Vec<String>,
-    listening: String,
     failures: Mutex<FailureLog>,
     jobs: SyncSender<Task>,
     openapi: Bytes,
@@ -99,6 +100,9 @@ struct Shared {
 /// One connection, as its handler sees it.
 struct Conn {
     ip: IpAddr,
+    /// The address this connection reached (for the `Host` check when listening on
+    /// all interfaces).
+    local: String,
     clock: Arc<RequestClock>,
     authenticated: Arc<AtomicBool>,
 }
@@ -119,7 +123,11 @@ fn respond(status: u16, body: Option<Vec<u8>>, headers: &[(&str, String)], close
         r = r.header("Connection", "close");
     }
     r.body(Full::new(Bytes::from(body.unwrap_or_default())))
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
+        .unwrap_or_else(|_| {
+            let mut broken = Response::new(Full::new(Bytes::new()));
+            *broken.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            broken
+        })
 }
 
 fn error_answer(
@@ -144,8 +152,18 @@ fn header<'r>(req: &'r Request<Incoming>, name: &str) -> Option<&'r str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
+fn forbidden_origin(origin: &str) -> Answer {
+    error_answer(
+        ErrorCode::Forbidden,
+        format!("origin {origin:?} is not allowed"),
+        &[],
+        true,
+    )
+}
+
 /// Answers one request (the log line is written by the caller).
 async fn handle(req: Request<Incoming>, conn: &Conn, shared: &Shared) -> Answer {
+    let _in_hand = conn.clock.in_hand();
     let started = conn.clock.take();
     let deadline = started + shared.request_timeout;
     // DNS rebinding: a page on another name must not reach a loopback server.
@@ -159,7 +177,7 @@ async fn handle(req: Request<Incoming>, conn: &Conn, shared: &Shared) -> Answer 
                 true,
             );
         }
-        Some(h) if !policy::host_allowed(h, &shared.listening, &shared.allowed_hosts) => {
+        Some(h) if !policy::host_allowed(h, &conn.local, &shared.allowed_hosts) => {
             let e = Error::new(
                 ErrorCode::Forbidden,
                 format!("host {h:?} is not served here"),
@@ -191,12 +209,7 @@ async fn handle(req: Request<Incoming>, conn: &Conn, shared: &Shared) -> Answer 
         ("OPTIONS", _) => {
             return match cors {
                 policy::Cors::Allowed(headers) => respond(204, None, &headers, anonymous_close),
-                policy::Cors::Refused(o) => error_answer(
-                    ErrorCode::Forbidden,
-                    format!("origin {o:?} is not allowed"),
-                    &[],
-                    true,
-                ),
+                policy::Cors::Refused(o) => forbidden_origin(&o),
                 policy::Cors::NoOrigin => error_answer(
                     ErrorCode::MethodNotAllowed,
                     "use POST",
@@ -233,14 +246,7 @@ async fn handle(req: Request<Incoming>, conn: &Conn, shared: &Shared) -> Answer 
     conn.authenticated.store(true, Ordering::Relaxed);
     let cors: Vec<(&str, String)> = match cors {
         policy::Cors::Allowed(headers) => headers,
-        policy::Cors::Refused(o) => {
-            return error_answer(
-                ErrorCode::Forbidden,
-                format!("origin {o:?} is not allowed"),
-                &[],
-                true,
-            );
-        }
+        policy::Cors::Refused(o) => return forbidden_origin(&o),
         policy::Cors::NoOrigin => Vec::new(),
     };
     let route = match path.as_str() {
@@ -282,7 +288,7 @@ async fn handle(req: Request<Incoming>, conn: &Conn, shared: &Shared) -> Answer 
     // stays bounded whatever the number of clients.
     let announced = header(&req, "content-length").and_then(|v| v.parse::<usize>().ok());
     let kib = announced.unwrap_or(MAX_BODY_BYTES).div_ceil(1024).max(1) as u32;
-    let Ok(_budget) = shared.body_budget_kib.clone().try_acquire_many_owned(kib) else {
+    let Ok(budget) = shared.body_budget_kib.clone().try_acquire_many_owned(kib) else {
         return error_answer(
             ErrorCode::Busy,
             "too many request bodies in hand; retry shortly",
@@ -324,8 +330,10 @@ async fn handle(req: Request<Incoming>, conn: &Conn, shared: &Shared) -> Answer 
                 true,
             );
         }
-        Ok(Ok(collected)) => collected.to_bytes().to_vec(),
+        Ok(Ok(collected)) => collected.to_bytes(),
     };
+    // Bytes that arrived while the body was read belong to this request, not the next.
+    conn.clock.take();
     let job = match route {
         None => Job::Mcp {
             body,
@@ -334,7 +342,12 @@ async fn handle(req: Request<Incoming>, conn: &Conn, shared: &Shared) -> Answer 
         Some(name) => Job::Tool { name, body },
     };
     let (reply, answer) = tokio::sync::oneshot::channel();
-    let reply = match shared.jobs.try_send(Task { job, reply }) {
+    let task = Task {
+        job,
+        reply,
+        _budget: budget,
+    };
+    let reply = match shared.jobs.try_send(task) {
         Ok(()) => answer
             .await
             .unwrap_or_else(|_| Reply::error(&Error::internal("the worker failed"))),
@@ -422,25 +435,10 @@ impl Drop for Leave {
 /// The longest token file read, bytes.
 const MAX_TOKEN_FILE_BYTES: u64 = 4096;
 
-/// The first line of a small regular file (never a device a link points to).
+/// The first line of a small regular file (never a device or pipe a link points to).
 fn first_line_of(path: &Path) -> std::io::Result<String> {
-    use std::io::Read;
-    let file = std::fs::File::open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_TOKEN_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_TOKEN_FILE_BYTES {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("larger than {MAX_TOKEN_FILE_BYTES} bytes; a token file holds one line"),
-        ));
-    }
+    let bytes = crate::untrusted::read_capped(path, MAX_TOKEN_FILE_BYTES)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{e}; a token file holds one line")))?;
     let text = String::from_utf8(bytes)
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))?;
     Ok(text.lines().next().unwrap_or_default().trim().to_string())
@@ -552,7 +550,6 @@ pub fn serve(db_path: &Path, opts: HttpOptions) -> Result<()> {
         token: opts.token.clone().into_bytes(),
         allowed_origins: opts.allowed_origins.clone(),
         allowed_hosts: opts.allowed_hosts.clone(),
-        listening: local.to_string(),
         failures: Mutex::new(FailureLog::default()),
         jobs,
         openapi: Bytes::from(openapi().to_string()),
@@ -591,7 +588,9 @@ async fn accept_loop(
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
                 Err(e) => {
+                    // Out of file descriptors, say: wait instead of spinning on it.
                     logging::info(&format!("http: accept failed: {e}"));
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
             },
@@ -611,6 +610,9 @@ async fn accept_loop(
         let authenticated = Arc::new(AtomicBool::new(false));
         let conn = Arc::new(Conn {
             ip,
+            local: stream
+                .local_addr()
+                .map_or_else(|_| local.to_string(), |a| a.to_string()),
             clock: clock.clone(),
             authenticated: authenticated.clone(),
         });

@@ -22,8 +22,10 @@ pub fn openapi() -> Value {
                 "requestBody": {"required": true, "content": {"application/json": {"schema": report::input_schema(spec)}}},
                 "responses": {
                     "200": {"description": spec.title, "content": {"application/json": {"schema": (spec.output_schema)()}}},
-                    "400": error_ref.clone(), "401": {"description": "Missing or wrong bearer token."},
-                    "404": error_ref.clone(), "409": error_ref.clone(), "503": error_ref,
+                    "400": error_ref.clone(), "401": error_ref.clone(), "403": error_ref.clone(),
+                    "404": error_ref.clone(), "408": error_ref.clone(), "409": error_ref.clone(),
+                    "413": error_ref.clone(), "429": error_ref.clone(), "500": error_ref.clone(),
+                    "503": error_ref,
                 },
             }}),
         );

@@ -15,7 +15,7 @@ pub enum Job {
     /// One JSON-RPC message, with the request's protocol headers (lower-case names).
     Mcp {
         /// The body.
-        body: Vec<u8>,
+        body: hyper::body::Bytes,
         /// `mcp-protocol-version`, `mcp-method`, `mcp-name`, when sent.
         headers: HashMap<String, String>,
     },
@@ -24,7 +24,7 @@ pub enum Job {
         /// The tool.
         name: String,
         /// Its arguments as a JSON object (or empty).
-        body: Vec<u8>,
+        body: hyper::body::Bytes,
     },
 }
 
@@ -172,11 +172,14 @@ pub fn run_job(server: &mut Server, job: Job) -> Reply {
             let args = if body.iter().all(u8::is_ascii_whitespace) {
                 Ok(report::Args::new())
             } else {
-                match serde_json::from_slice::<Value>(&body) {
+                // The same bounds as a JSON-RPC message (values counted before any
+                // is built).
+                match jsonrpc::parse_bounded(&body) {
                     Ok(Value::Object(args)) => Ok(args),
-                    _ => Err(Error::invalid(
+                    Ok(_) => Err(Error::invalid(
                         "the request body must be a JSON object of the tool's arguments",
                     )),
+                    Err(why) => Err(Error::invalid(why)),
                 }
             };
             match args.map(|args| server.run_tool(&name, &args)) {
@@ -184,7 +187,16 @@ pub fn run_job(server: &mut Server, job: Job) -> Reply {
                     ErrorCode::NotFound,
                     format!("no tool named {name}"),
                 )),
-                Ok(Some(Ok(answer))) => Reply::json(200, answer.value),
+                Ok(Some(Ok(answer))) => {
+                    let bytes = serde_json::to_vec(&answer.value).map_or(usize::MAX, |b| b.len());
+                    if bytes > session::MAX_ANSWER_BYTES {
+                        return Reply::error(&Error::invalid(format!(
+                            "the answer of {name} would be {bytes} bytes, over the limit of {}",
+                            session::MAX_ANSWER_BYTES
+                        )));
+                    }
+                    Reply::json(200, answer.value)
+                }
                 Ok(Some(Err(e))) | Err(e) => Reply::error(&e),
             }
         }
