@@ -596,7 +596,7 @@ async fn accept_loop(
             },
         };
         while tasks.try_join_next().is_some() {}
-        let ip = peer.ip();
+        let ip = policy::client_key(peer.ip());
         let room = registry
             .lock()
             .unwrap_or_else(|e| e.into_inner())

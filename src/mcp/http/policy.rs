@@ -134,7 +134,28 @@ pub fn body_too_large(content_length: Option<&str>, max: usize) -> bool {
         .is_some_and(|n| n > max as u64)
 }
 
-/// Failed authentications by address, within a sliding minute.
+/// The client a connection counts against: its IPv4 address, or the /64 network of
+/// its IPv6 address (one host may hold a whole /64 and pick a new address each time).
+pub fn client_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_none() => {
+            let mut segments = v6.segments();
+            segments[4..].fill(0);
+            IpAddr::V6(std::net::Ipv6Addr::from(segments))
+        }
+        IpAddr::V6(v6) => IpAddr::V4(
+            v6.to_ipv4_mapped()
+                .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
+        ),
+        v4 => v4,
+    }
+}
+
+/// The most clients the failure log remembers; past it, the oldest are forgotten.
+const MAX_REMEMBERED_CLIENTS: usize = 4096;
+
+/// Failed authentications by client (`client_key`), counted for a minute from the
+/// first failure.
 #[derive(Default)]
 pub struct FailureLog {
     failures: HashMap<IpAddr, (u32, Instant)>,
@@ -143,9 +164,24 @@ pub struct FailureLog {
 impl FailureLog {
     /// Whether `ip` has failed too often lately (a failure is recorded either way).
     pub fn fail(&mut self, ip: IpAddr, now: Instant) -> bool {
-        self.failures
-            .retain(|_, (_, since)| now.duration_since(*since) < FAILURE_WINDOW);
+        let ip = client_key(ip);
+        if self.failures.len() >= MAX_REMEMBERED_CLIENTS {
+            self.failures
+                .retain(|_, (_, since)| now.duration_since(*since) < FAILURE_WINDOW);
+            if self.failures.len() >= MAX_REMEMBERED_CLIENTS
+                && let Some(oldest) = self
+                    .failures
+                    .iter()
+                    .min_by_key(|(_, (_, t))| *t)
+                    .map(|(k, _)| *k)
+            {
+                self.failures.remove(&oldest);
+            }
+        }
         let entry = self.failures.entry(ip).or_insert((0, now));
+        if now.duration_since(entry.1) >= FAILURE_WINDOW {
+            *entry = (0, now);
+        }
         let limited = entry.0 >= MAX_FAILURES;
         entry.0 += 1;
         limited
@@ -322,6 +358,20 @@ mod tests {
             "other addresses are not affected"
         );
         assert!(!log.fail(ip, t0 + FAILURE_WINDOW + Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn an_ipv6_client_is_its_64_network() {
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:bbbb::9".parse().unwrap();
+        assert_eq!(client_key(a), client_key(b));
+        assert_ne!(
+            client_key(a),
+            client_key("2001:db8:1:3::1".parse().unwrap())
+        );
+        let v4: IpAddr = "10.0.0.1".parse().unwrap();
+        assert_eq!(client_key(v4), v4);
+        assert_eq!(client_key("::ffff:10.0.0.1".parse().unwrap()), v4);
     }
 
     #[test]
