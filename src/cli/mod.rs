@@ -478,21 +478,113 @@ impl ProgressBar {
 /// Turns a clap parse failure into our `invalid_argument`, keeping clap's wording
 /// and its suggestions as the hint.
 pub fn usage_error(e: &clap::Error) -> Error {
-    let text = e.render().to_string();
-    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
-    let message = lines
-        .next()
-        .unwrap_or("bad command line")
-        .trim_start_matches("error: ")
-        .to_string();
-    let hint: Vec<&str> = lines
-        .filter(|l| !l.starts_with("Usage:"))
-        .map(|l| l.trim_start_matches("tip: "))
-        .collect();
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    // From the error's kind and context, never from its rendered text (which clap may
+    // word differently from one version to the next).
+    let context = |kind: ContextKind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        Some(ContextValue::Strings(v)) => Some(v.join(", ")),
+        Some(ContextValue::StyledStr(s)) => Some(s.to_string()),
+        Some(ContextValue::StyledStrs(v)) => Some(
+            v.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        Some(ContextValue::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    let arg = context(ContextKind::InvalidArg);
+    let value = context(ContextKind::InvalidValue);
+    let suggested = context(ContextKind::SuggestedArg)
+        .or_else(|| context(ContextKind::SuggestedSubcommand))
+        .or_else(|| context(ContextKind::SuggestedValue))
+        .map(|s| format!("did you mean {s}?"));
+    let valid = context(ContextKind::ValidValue)
+        .filter(|v| !v.is_empty())
+        .map(|v| format!("accepted: {v}"));
+    let message = match (e.kind(), &arg, &value) {
+        (ErrorKind::InvalidValue, Some(arg), Some(value)) if value.is_empty() => {
+            Some(format!("{arg} needs a value"))
+        }
+        (ErrorKind::InvalidValue | ErrorKind::ValueValidation, Some(arg), Some(value)) => {
+            // The parser's own reason (a range, a number), when it gave one.
+            let why = std::error::Error::source(e)
+                .map(|s| format!(": {s}"))
+                .unwrap_or_default();
+            Some(format!("invalid value {value:?} for {arg}{why}"))
+        }
+        (ErrorKind::UnknownArgument, Some(arg), _) => Some(format!("unexpected argument {arg:?}")),
+        (ErrorKind::InvalidSubcommand, _, _) => {
+            context(ContextKind::InvalidSubcommand).map(|c| format!("unknown command {c:?}"))
+        }
+        (ErrorKind::MissingRequiredArgument, Some(arg), _) => {
+            Some(format!("missing required argument {arg}"))
+        }
+        (ErrorKind::ArgumentConflict, Some(arg), _) => Some(match context(ContextKind::PriorArg) {
+            Some(prior) => format!("{arg} cannot be used with {prior}"),
+            None => format!("{arg} cannot be used here"),
+        }),
+        (ErrorKind::TooManyValues | ErrorKind::WrongNumberOfValues, Some(arg), _) => {
+            Some(format!("wrong number of values for {arg}"))
+        }
+        _ => None,
+    };
+    // Kinds without the context above keep clap's own first line.
+    let message = message.unwrap_or_else(|| {
+        e.render()
+            .to_string()
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("bad command line")
+            .trim_start_matches("error: ")
+            .to_string()
+    });
+    let hint: Vec<String> = [suggested, valid].into_iter().flatten().collect();
     let err = Error::invalid(message);
     if hint.is_empty() {
-        err.with_hint("see `fleetctl --help`")
+        err.with_hint("see `fleetctl --help`, or `fleetctl COMMAND --help`")
     } else {
         err.with_hint(hint.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn refusal(args: &[&str]) -> Error {
+        let e = Cli::try_parse_from(args).expect_err("refused");
+        usage_error(&e)
+    }
+
+    #[test]
+    fn command_line_errors_are_read_from_their_kind_not_their_text() {
+        let e = refusal(&["fleetctl", "query", "stoped"]);
+        assert_eq!(e.message, "unknown command \"stoped\"");
+        assert_eq!(e.hint.as_deref(), Some("did you mean stopped?"));
+        let e = refusal(&["fleetctl", "query", "alerts", "--type", "bogus"]);
+        assert!(
+            e.message.starts_with("invalid value \"bogus\" for --type"),
+            "{}",
+            e.message
+        );
+        assert_eq!(
+            e.hint.as_deref(),
+            Some("accepted: speeding, long_stop, signal_loss")
+        );
+        let e = refusal(&["fleetctl", "query", "trip"]);
+        assert_eq!(e.message, "missing required argument <PLATE>");
+        let e = refusal(&["fleetctl", "generate", "--force", "--if-missing"]);
+        assert_eq!(e.message, "--force cannot be used with --if-missing");
+        let e = refusal(&["fleetctl", "generate", "--vehicles", "many"]);
+        assert!(
+            e.message.contains("\"many\"") && e.message.contains("--vehicles"),
+            "{}",
+            e.message
+        );
+        assert_eq!(e.code, crate::error::ErrorCode::InvalidArgument);
     }
 }
