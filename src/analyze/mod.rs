@@ -73,25 +73,40 @@ impl Thresholds {
         ]
     }
 
-    /// The thresholds stored in `meta` by `lookup` (key → value); defaults for any
-    /// missing or unreadable.
-    pub fn from_meta(lookup: impl Fn(&str) -> Option<String>) -> Thresholds {
-        let d = Thresholds::default();
-        let f = |k: &str, v: f64| lookup(k).and_then(|x| x.parse().ok()).unwrap_or(v);
-        let i = |k: &str, v: i64| lookup(k).and_then(|x| x.parse().ok()).unwrap_or(v);
-        Thresholds {
-            speed_limit_kmh: f("speed_limit_kmh", d.speed_limit_kmh),
-            speeding_min_s: i("speeding_min_s", d.speeding_min_s),
-            long_stop_min: f("long_stop_min", d.long_stop_min),
-            signal_loss_min: f("signal_loss_min", d.signal_loss_min),
-            stop_radius_m: f("stop_radius_m", d.stop_radius_m),
-            stop_min_s: i("stop_min_s", d.stop_min_s),
-            trip_min_m: f("trip_min_m", d.trip_min_m),
-            trip_gap_s: i("trip_gap_s", d.trip_gap_s),
-            geofence_hold_fixes: i("geofence_hold_fixes", d.geofence_hold_fixes as i64).max(1)
-                as usize,
-            teleport_kmh: f("teleport_kmh", d.teleport_kmh),
+    /// The thresholds stored in `meta` by `lookup` (key → value); the default for one
+    /// that is missing (a database from before it existed), an error for one that
+    /// does not read as a number — never a silent default.
+    pub fn from_meta(lookup: impl Fn(&str) -> Option<String>) -> Result<Thresholds> {
+        fn read<T: std::str::FromStr>(
+            lookup: &impl Fn(&str) -> Option<String>,
+            key: &str,
+            default: T,
+        ) -> Result<T> {
+            match lookup(key) {
+                None => Ok(default),
+                Some(text) => text.trim().parse().map_err(|_| {
+                    Error::new(
+                        crate::error::ErrorCode::DbSchema,
+                        format!("meta.{key} is {text:?}, not a number"),
+                    )
+                    .with_hint("run `fleetctl analyze` to store the thresholds again")
+                }),
+            }
         }
+        let d = Thresholds::default();
+        Ok(Thresholds {
+            speed_limit_kmh: read(&lookup, "speed_limit_kmh", d.speed_limit_kmh)?,
+            speeding_min_s: read(&lookup, "speeding_min_s", d.speeding_min_s)?,
+            long_stop_min: read(&lookup, "long_stop_min", d.long_stop_min)?,
+            signal_loss_min: read(&lookup, "signal_loss_min", d.signal_loss_min)?,
+            stop_radius_m: read(&lookup, "stop_radius_m", d.stop_radius_m)?,
+            stop_min_s: read(&lookup, "stop_min_s", d.stop_min_s)?,
+            trip_min_m: read(&lookup, "trip_min_m", d.trip_min_m)?,
+            trip_gap_s: read(&lookup, "trip_gap_s", d.trip_gap_s)?,
+            geofence_hold_fixes: read(&lookup, "geofence_hold_fixes", d.geofence_hold_fixes)?
+                .max(1),
+            teleport_kmh: read(&lookup, "teleport_kmh", d.teleport_kmh)?,
+        })
     }
 
     /// Checks the values a user may set.

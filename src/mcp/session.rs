@@ -59,21 +59,20 @@ long stops and signal losses. Every figure is computed from GPS positions; quote
     match db {
         Ok(db) => {
             let active = db.vehicles.iter().filter(|(v, _)| v.active).count();
-            // One grouped read: each vehicle's first and last date with data.
-            let days = crate::store::read::data_days_by_vehicle(db.conn()).unwrap_or_default();
-            let from = days
-                .iter()
-                .map(|d| d.1.clone())
-                .min()
-                .unwrap_or_else(|| db.today().to_string());
-            let to = days
-                .iter()
-                .map(|d| d.2.clone())
-                .max()
-                .unwrap_or_else(|| db.today().to_string());
+            let covers = match db.data_dates() {
+                Ok(Some((from, to))) => format!("Data covers local dates {from} to {to}"),
+                Ok(None) => "No vehicle has positions yet".to_string(),
+                Err(e) => {
+                    logging::info(&format!(
+                        "serve: the data's date range could not be read: {}",
+                        e.message
+                    ));
+                    "The data's date range could not be read".to_string()
+                }
+            };
             format!(
                 "fleetctl answers questions about a fleet of {} vehicles ({active} active) from their GPS positions. \
-Data covers local dates {from} to {to}; the data clock ('now') is {} in time zone {} . Alerts use these thresholds: speeding above {} km/h for at least {} s, long stops of {} min or more, signal losses over {} min. {usage}",
+{covers}; the data clock ('now') is {} in time zone {} . Alerts use these thresholds: speeding above {} km/h for at least {} s, long stops of {} min or more, signal losses over {} min. {usage}",
                 db.vehicles.len(),
                 db.time(db.now_ts),
                 db.zone.name,

@@ -396,11 +396,16 @@ fn draw_basemap(area: &Area, frame: &Frame) -> Result<()> {
         y += step_px;
     }
     // The streets our routes follow, drawn like a street map: a pale edge, a white core.
+    // The routes are compiled in (and checked by atlas's tests): one that does not
+    // decode is a bug, said as one.
     let routes: Vec<Vec<(i32, i32)>> = atlas::routes()
         .iter()
-        .filter_map(|r| geo::decode_polyline(&r.polyline).ok())
-        .map(|pts| pts.into_iter().map(|p| frame.px(p)).collect())
-        .collect();
+        .map(|r| {
+            geo::decode_polyline(&r.polyline)
+                .map(|pts| pts.into_iter().map(|p| frame.px(p)).collect())
+                .map_err(|e| Error::internal(format!("route {}: {}", r.slug, e.message)))
+        })
+        .collect::<Result<_>>()?;
     let street_w = if frame.zoom >= 14.0 { 7 } else { 5 };
     for (colour, w) in [(STREET_EDGE, street_w + 2), (STREET, street_w)] {
         for path in &routes {

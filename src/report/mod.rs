@@ -126,7 +126,7 @@ impl Db {
                 meta.insert(key, value);
             }
         }
-        let thresholds = Thresholds::from_meta(|k| meta.get(k).cloned());
+        let thresholds = Thresholds::from_meta(|k| meta.get(k).cloned())?;
         let places = resolve::place_candidates(&geofences);
         Ok(Db {
             conn,
@@ -141,7 +141,17 @@ impl Db {
         })
     }
 
-    /// The connection, for the store's typed reads.
+    /// The first and last local dates with data over the whole fleet (`None` when no
+    /// vehicle has any).
+    pub fn data_dates(&self) -> Result<Option<(String, String)>> {
+        let days = store::read::data_days_by_vehicle(&self.conn)?;
+        let from = days.iter().map(|d| d.1.clone()).min();
+        let to = days.iter().map(|d| d.2.clone()).max();
+        Ok(from.zip(to))
+    }
+
+    /// The connection, for the store's typed reads (reports only; front ends ask
+    /// the domain functions).
     pub fn conn(&self) -> &Connection {
         &self.conn
     }

@@ -90,7 +90,7 @@ impl TileSource {
             TileSource::Folder(dir) => format!("Tiles: {}", dir.display()),
             TileSource::MbTiles(path, tiles) => tiles
                 .attribution()
-                .unwrap_or_else(|| format!("Tiles: {}", path.display())),
+                .map_or_else(|| format!("Tiles: {}", path.display()), str::to_owned),
         }
     }
 

@@ -24,6 +24,7 @@ pub struct MbTiles {
     conn: Connection,
     path: PathBuf,
     deadline: Arc<Mutex<Instant>>,
+    attribution: Option<String>,
 }
 
 impl MbTiles {
@@ -62,6 +63,7 @@ impl MbTiles {
             conn,
             path: path.to_path_buf(),
             deadline,
+            attribution: None,
         };
         tiles
             .conn
@@ -73,21 +75,38 @@ impl MbTiles {
                     tiles.explain(e, OPEN_DEADLINE)
                 ))
             })?;
-        let format: Option<String> = tiles
-            .conn
-            .query_row(
-                "SELECT value FROM metadata WHERE name = 'format'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()
-            .unwrap_or(None);
+        // The metadata table is optional in practice; any other failure is said.
+        let metadata = |name: &str| -> Result<Option<String>> {
+            tiles
+                .conn
+                .query_row(
+                    "SELECT substr(value, 1, 200) FROM metadata WHERE name = ?1",
+                    [name],
+                    |r| r.get(0),
+                )
+                .optional()
+                .or_else(|e| {
+                    if e.to_string().contains("no such table") {
+                        Ok(None)
+                    } else {
+                        Err(bad(format!(
+                            "its metadata cannot be read ({})",
+                            tiles.explain(e, OPEN_DEADLINE)
+                        )))
+                    }
+                })
+        };
+        let format = metadata("format")?;
+        let attribution = metadata("attribution")?;
         if let Some(f) = format.filter(|f| !matches!(f.as_str(), "png" | "jpg" | "jpeg" | "webp")) {
             return Err(bad(format!(
                 "its tiles are {f:?}; only raster tiles (png, jpg, webp) can be drawn"
             )));
         }
-        Ok(tiles)
+        Ok(MbTiles {
+            attribution,
+            ..tiles
+        })
     }
 
     fn start(&self, limit: Duration) {
@@ -145,17 +164,8 @@ impl MbTiles {
         }
     }
 
-    /// The `attribution` metadata, if the file has it.
-    pub fn attribution(&self) -> Option<String> {
-        self.start(TILE_DEADLINE);
-        self.conn
-            .query_row(
-                "SELECT substr(value, 1, 200) FROM metadata WHERE name = 'attribution'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()
-            .ok()
-            .flatten()
+    /// The `attribution` metadata, if the file has it (read at open).
+    pub fn attribution(&self) -> Option<&str> {
+        self.attribution.as_deref()
     }
 }

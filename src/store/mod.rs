@@ -243,7 +243,7 @@ pub fn with_write_transaction<T>(
     let mut conn = open_read_write(path)?;
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-        .map_err(db_err)?;
+        .map_err(db_write_err)?;
     let out = f(&tx)?;
     tx.commit().map_err(|e| Error::io(path, e))?;
     Ok(out)
@@ -254,6 +254,12 @@ fn db_err(e: rusqlite::Error) -> Error {
         ErrorCode::DbUnavailable,
         format!("database read failed: {e}"),
     )
+}
+
+/// A failed write (a full disk, a read-only file), said as a write.
+fn db_write_err(e: rusqlite::Error) -> Error {
+    Error::new(ErrorCode::Io, format!("database write failed: {e}"))
+        .with_hint("check the disk has room and the database and its folder are writable")
 }
 
 /// Reads a `meta` value.
@@ -359,7 +365,7 @@ impl<'c> DerivedWriter<'c> {
     /// Empties the derived tables.
     pub fn start(conn: &'c Connection) -> Result<DerivedWriter<'c>> {
         conn.execute_batch("DELETE FROM stops; DELETE FROM trips; DELETE FROM events; DELETE FROM latest_fix; DELETE FROM visits; DELETE FROM daily;")
-            .map_err(db_err)?;
+            .map_err(db_write_err)?;
         Ok(DerivedWriter { conn })
     }
 
@@ -369,7 +375,7 @@ impl<'c> DerivedWriter<'c> {
             .prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")
             .and_then(|mut st| st.execute(params![key, value]))
             .map(drop)
-            .map_err(db_err)
+            .map_err(db_write_err)
     }
 
     /// Writes one vehicle's analysis.
@@ -383,14 +389,14 @@ impl<'c> DerivedWriter<'c> {
             .and_then(|mut st| {
                 st.execute(params![f.vehicle_id, f.ts, f.lat, f.lon, f.speed_kmh, f.heading_deg, f.ignition, f.odometer_km])
             })
-            .map_err(db_err)?;
+            .map_err(db_write_err)?;
         }
         let mut st = c
             .prepare_cached(
                 "INSERT INTO stops (vehicle_id, start_ts, end_ts, lat, lon, idle_s, parked_s, ongoing, place) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )
-            .map_err(db_err)?;
+            .map_err(db_write_err)?;
         for s in &a.stops {
             st.execute(params![
                 s.vehicle_id,
@@ -403,14 +409,14 @@ impl<'c> DerivedWriter<'c> {
                 s.ongoing,
                 s.place
             ])
-            .map_err(db_err)?;
+            .map_err(db_write_err)?;
         }
         let mut st = c
             .prepare_cached(
                 "INSERT INTO trips (vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )
-            .map_err(db_err)?;
+            .map_err(db_write_err)?;
         for t in &a.trips {
             st.execute(params![
                 t.vehicle_id,
@@ -423,13 +429,13 @@ impl<'c> DerivedWriter<'c> {
                 t.end_lat,
                 t.end_lon
             ])
-            .map_err(db_err)?;
+            .map_err(db_write_err)?;
         }
         let mut st = c
             .prepare_cached(
                 "INSERT INTO events (vehicle_id, kind, start_ts, end_ts, lat, lon, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )
-            .map_err(db_err)?;
+            .map_err(db_write_err)?;
         for e in &a.events {
             st.execute(params![
                 e.vehicle_id,
@@ -440,14 +446,14 @@ impl<'c> DerivedWriter<'c> {
                 e.lon,
                 e.detail.to_string()
             ])
-            .map_err(db_err)?;
+            .map_err(db_write_err)?;
         }
         let mut st = c
             .prepare_cached("INSERT INTO visits (vehicle_id, geofence_id, enter_ts, exit_ts) VALUES (?1, ?2, ?3, ?4)")
-            .map_err(db_err)?;
+            .map_err(db_write_err)?;
         for v in &a.visits {
             st.execute(params![v.vehicle_id, v.geofence_id, v.enter_ts, v.exit_ts])
-                .map_err(db_err)?;
+                .map_err(db_write_err)?;
         }
         let mut st = c
             .prepare_cached(
@@ -455,7 +461,7 @@ impl<'c> DerivedWriter<'c> {
                  trips, stops, max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             )
-            .map_err(db_err)?;
+            .map_err(db_write_err)?;
         for d in &a.daily {
             st.execute(params![
                 d.vehicle_id,
@@ -473,7 +479,7 @@ impl<'c> DerivedWriter<'c> {
                 d.last_ts,
                 d.signal_losses
             ])
-            .map_err(db_err)?;
+            .map_err(db_write_err)?;
         }
         Ok(())
     }

@@ -2,7 +2,7 @@
 //! a handful of rows: the reports' latency budget is a couple of milliseconds.
 
 use super::db_err;
-use crate::error::Result;
+use crate::error::{Error, ErrorCode, Result};
 use crate::model::{DailyRollup, Event, EventKind, Fix, Stop, Trip, Vehicle, Visit};
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -199,7 +199,7 @@ pub fn events_between(
                     end_ts: r.get(3)?,
                     lat: r.get(4)?,
                     lon: r.get(5)?,
-                    detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
+                    detail: serde_json::Value::String(detail),
                 },
             ))
         })
@@ -207,10 +207,27 @@ pub fn events_between(
     let mut out = Vec::new();
     for row in rows {
         let (kind, mut e) = row.map_err(db_err)?;
-        let Some(kind) = EventKind::parse(&kind) else {
-            continue;
-        };
+        // What detection wrote must read back: anything else is a damaged database,
+        // said so, never skipped or read as empty.
+        let kind = EventKind::parse(&kind).ok_or_else(|| {
+            Error::new(
+                ErrorCode::DbSchema,
+                format!("the events table holds an unknown kind {kind:?}"),
+            )
+            .with_hint("run `fleetctl analyze` to rebuild the detected events")
+        })?;
         if kinds.is_empty() || kinds.contains(&kind) {
+            let text = e.detail.as_str().unwrap_or_default().to_owned();
+            e.detail = serde_json::from_str(&text).map_err(|err| {
+                Error::new(
+                    ErrorCode::DbSchema,
+                    format!(
+                        "a {} event's detail is not JSON ({err}): {text:?}",
+                        kind.as_str()
+                    ),
+                )
+                .with_hint("run `fleetctl analyze` to rebuild the detected events")
+            })?;
             e.kind = kind;
             out.push(e);
         }

@@ -344,3 +344,54 @@ fn regression_a_plate_with_a_path_in_it_never_writes_outside_the_folder() {
         .collect();
     assert_eq!(names.len(), 1, "no temporary file left: {names:?}");
 }
+
+#[test]
+fn regression_a_damaged_database_is_said_to_be_damaged_never_read_as_empty() {
+    let dir = TempDir::new("damaged");
+    let cases = [
+        (
+            "UPDATE events SET detail = '{not json' WHERE kind = 'speeding'",
+            "detail is not JSON",
+        ),
+        (
+            "UPDATE events SET kind = 'teleport' WHERE kind = 'speeding'",
+            "unknown kind \"teleport\"",
+        ),
+        (
+            "UPDATE meta SET value = 'fast' WHERE key = 'speed_limit_kmh'",
+            "meta.speed_limit_kmh is \"fast\", not a number",
+        ),
+    ];
+    // A vehicle-day with a speeding event: its trip report reads every event of the day.
+    let (plate, date): (String, String) = Connection::open(fixture_db())
+        .unwrap()
+        .query_row(
+            "SELECT v.plate, date(e.start_ts - 6 * 3600, 'unixepoch') FROM events e JOIN vehicles v ON v.id = e.vehicle_id WHERE e.kind = 'speeding' LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    for (i, (damage, said)) in cases.into_iter().enumerate() {
+        let db = copy_of_fixture(&dir, &format!("damaged-{i}.db"));
+        Connection::open(&db)
+            .unwrap()
+            .execute_batch(damage)
+            .unwrap();
+        let r = run(fleetctl(&[
+            "--db",
+            db.to_str().unwrap(),
+            "query",
+            "trip",
+            &plate,
+            "--date",
+            &date,
+        ]))
+        .fails(4);
+        assert!(
+            r.stderr.starts_with("fleetctl: db_schema: ") && r.stderr.contains(said),
+            "{damage}: {}",
+            r.stderr
+        );
+        assert!(r.stderr.contains("fleetctl analyze"), "{}", r.stderr);
+    }
+}
