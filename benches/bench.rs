@@ -2,7 +2,7 @@
 //! on this machine and printed. Generation and analysis run in a fresh child process
 //! (this same binary, re-executed) so that each peak memory figure is its own.
 
-use fleetctl::analyze::{self, Thresholds};
+use fleetctl::analyze::Thresholds;
 use fleetctl::clock::FleetZone;
 use fleetctl::report::{self, Args, Db};
 use fleetctl::store;
@@ -338,7 +338,7 @@ fn child_generate(args: &[String]) {
 fn child_analyze(path: &str) {
     let started = Instant::now();
     let summary = store::with_write_transaction(Path::new(path), |conn| {
-        analyze::analyze_store(conn, Thresholds::default(), &mut |_| {})
+        fleetctl::pipeline::detect_into(conn, Thresholds::default(), &mut |_| {})
     })
     .expect("analyze");
     println!(
@@ -391,7 +391,7 @@ fn bench_reports(path: &Path, label: &str, target_ms: f64) {
         let mut times: Vec<f64> = (0..50)
             .map(|_| {
                 let t = Instant::now();
-                report::call(&db, spec, &args).expect("report runs");
+                fleetctl::render::call(&db, spec, &args).expect("report runs");
                 t.elapsed().as_secs_f64() * 1000.0
             })
             .collect();
@@ -432,7 +432,7 @@ fn bench_map(path: &Path) {
     let mut times: Vec<f64> = (0..20)
         .map(|_| {
             let t = Instant::now();
-            let answer = report::call(&db, spec, &args).expect("map renders");
+            let answer = fleetctl::render::call(&db, spec, &args).expect("map renders");
             bytes = answer.png.map_or(0, |p| p.len());
             t.elapsed().as_secs_f64() * 1000.0
         })

@@ -13,6 +13,7 @@ pub mod geo;
 pub mod logging;
 pub mod mcp;
 pub mod model;
+pub mod pipeline;
 pub mod render;
 pub mod report;
 pub mod store;

@@ -275,3 +275,20 @@ pub struct DailyRollup {
     /// Signal losses that began this day.
     pub signal_losses: i64,
 }
+
+/// Everything detection found for one vehicle.
+#[derive(Debug, Default)]
+pub struct VehicleAnalysis {
+    /// Stops, in time order.
+    pub stops: Vec<Stop>,
+    /// Trips, in time order.
+    pub trips: Vec<Trip>,
+    /// Events, in time order.
+    pub events: Vec<Event>,
+    /// Geofence visits.
+    pub visits: Vec<Visit>,
+    /// Daily rollups.
+    pub daily: Vec<DailyRollup>,
+    /// The newest fix.
+    pub latest: Option<Fix>,
+}

@@ -1,9 +1,9 @@
 //! The daily rollup: one row per vehicle and local day, so that day and range
 //! reports read a handful of rows instead of thousands of fixes.
 
-use super::{Context, Segments, VehicleAnalysis, motion};
+use super::{Context, Segments, motion};
 use crate::clock::Date;
-use crate::model::{DailyRollup, EventKind, Fix};
+use crate::model::{DailyRollup, EventKind, Fix, VehicleAnalysis};
 use std::collections::BTreeMap;
 
 #[derive(Default)]

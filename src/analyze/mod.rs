@@ -10,9 +10,7 @@ pub mod motion;
 use crate::clock::FleetZone;
 use crate::error::{Error, Result};
 use crate::geo::{Shape, places::Namer};
-use crate::model::{DailyRollup, Event, Fix, Stop, Trip, Visit};
-use crate::store;
-use rusqlite::Connection;
+use crate::model::{Fix, VehicleAnalysis};
 
 /// Every threshold detection uses; each is stored in `meta` under its field name.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,23 +123,6 @@ impl Thresholds {
     }
 }
 
-/// Everything detection found for one vehicle.
-#[derive(Debug, Default)]
-pub struct VehicleAnalysis {
-    /// Stops, in time order.
-    pub stops: Vec<Stop>,
-    /// Trips, in time order.
-    pub trips: Vec<Trip>,
-    /// Events, in time order.
-    pub events: Vec<Event>,
-    /// Geofence visits.
-    pub visits: Vec<Visit>,
-    /// Daily rollups.
-    pub daily: Vec<DailyRollup>,
-    /// The newest fix.
-    pub latest: Option<Fix>,
-}
-
 /// How a vehicle's fixes divide: stops (inclusive index ranges with their centre)
 /// and the movement between them.
 pub struct Segments {
@@ -222,59 +203,6 @@ pub fn analyze_vehicle(fixes: &[Fix], ctx: &Context) -> VehicleAnalysis {
 }
 
 /// What one analysis run found, in total.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AnalyzeSummary {
-    /// Vehicles analysed.
-    pub vehicles: usize,
-    /// Fixes read.
-    pub fixes: usize,
-    /// Stops found.
-    pub stops: usize,
-    /// Trips found.
-    pub trips: usize,
-    /// Events found, by kind name.
-    pub events: Vec<(&'static str, usize)>,
-    /// Wall time, seconds.
-    pub seconds: f64,
-}
-
-/// Re-runs detection over a whole store inside the connection's current state,
-/// replacing the derived tables and the thresholds in `meta`. The caller decides
-/// the transaction (so a failure leaves the previous results). `progress` receives
-/// the fraction of vehicles done.
-pub fn analyze_store(
-    conn: &Connection,
-    thresholds: Thresholds,
-    progress: &mut dyn FnMut(f64),
-) -> Result<AnalyzeSummary> {
-    let started = std::time::Instant::now();
-    thresholds.validate()?;
-    let zone = store::read_zone(conn)?;
-    let ctx = Context::new(thresholds, zone, store::read_geofence_shapes(conn)?);
-    let mut out = store::DerivedWriter::start(conn)?;
-    for (k, v) in ctx.thresholds.to_meta() {
-        out.set_meta(k, &v)?;
-    }
-    let mut summary = AnalyzeSummary::default();
-    let mut counts = std::collections::BTreeMap::new();
-    let vehicles = store::read::vehicles(conn)?.len().max(1);
-    store::for_each_vehicle_fixes(conn, |fixes| {
-        progress(summary.vehicles as f64 / vehicles as f64);
-        let a = analyze_vehicle(fixes, &ctx);
-        summary.vehicles += 1;
-        summary.fixes += fixes.len();
-        summary.stops += a.stops.len();
-        summary.trips += a.trips.len();
-        for e in &a.events {
-            *counts.entry(e.kind).or_insert(0usize) += 1;
-        }
-        out.write(&a)
-    })?;
-    summary.events = counts.into_iter().map(|(k, n)| (k.as_str(), n)).collect();
-    summary.seconds = started.elapsed().as_secs_f64();
-    Ok(summary)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -217,9 +217,7 @@ fn analyze(path: PathBuf, args: AnalyzeArgs) -> Result<()> {
     };
     thresholds.validate()?;
     let mut bar = ProgressBar::new("analysing");
-    let summary = store::with_write_transaction(&path, |conn| {
-        crate::analyze::analyze_store(conn, thresholds, &mut |f| bar.set(f))
-    });
+    let summary = crate::pipeline::reanalyze(&path, thresholds, &mut |f| bar.set(f));
     bar.finish();
     let summary = summary?;
     print_stdout(&render::analyze_summary(&path, &summary))
@@ -286,7 +284,7 @@ fn draw_map_to_file(path: PathBuf, m: query::MapArgs) -> Result<()> {
         .transpose()?;
     let mut db = report::Db::open(&path)?;
     db.tiles = tiles;
-    let answer = report::call(&db, spec, &m.args)?;
+    let answer = render::call(&db, spec, &m.args)?;
     let png = answer
         .png
         .ok_or_else(|| Error::internal("the map report drew nothing"))?;
@@ -312,7 +310,7 @@ fn run_query(path: PathBuf, q: query::QueryArgs) -> Result<()> {
     } else {
         query::Format::Json
     });
-    let answer = match report::Db::open(&path).and_then(|db| report::call(&db, spec, &q.args)) {
+    let answer = match report::Db::open(&path).and_then(|db| render::call(&db, spec, &q.args)) {
         Ok(answer) => answer,
         Err(e) => {
             if format == query::Format::Json {

@@ -92,7 +92,7 @@ pub fn run(
 ) -> Option<crate::error::Result<Answer>> {
     let spec = report::find(name)?;
     Some(match db {
-        Ok(db) => report::call(db, spec, arguments),
+        Ok(db) => crate::render::call(db, spec, arguments),
         // Arguments are still checked first, so the model learns of both problems.
         Err(db_error) => report::validate(spec, arguments).and_then(|()| Err(db_error.clone())),
     })
@@ -116,6 +116,7 @@ mod tests {
         let answer = || Answer {
             value: json!({"rows": "x".repeat(1000)}),
             png: None,
+            drawing: None,
         };
         assert_eq!(capped("alerts", success(answer()), 4096)["isError"], false);
         let refused = capped("alerts", success(answer()), 500);

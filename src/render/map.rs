@@ -6,13 +6,10 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::geo::{self, LatLon, Shape, atlas};
-use crate::model::Fix;
+use crate::report::route_map::MapInput;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::sync::Once;
-
-/// Accepted widths and heights, pixels.
-pub const SIZE_RANGE: std::ops::RangeInclusive<u32> = 320..=2048;
 
 /// Speed classes of the track: upper bound (km/h, exclusive) and colour. The fourth
 /// class ends at the speed limit that applied (80 by default) and the last is above
@@ -86,58 +83,9 @@ fn speed_legend(limit_kmh: f64) -> Vec<(RGBColor, String)> {
     legend
 }
 
-/// A stop to draw.
-#[derive(Debug, Clone)]
-pub struct MapStop {
-    /// Where.
-    pub at: LatLon,
-    /// How long, minutes.
-    pub minutes: f64,
-}
-
 /// The radius a stop (or stops at one spot) is drawn with, pixels, for `minutes`.
 pub fn stop_radius_px(minutes: f64) -> i32 {
     (5.0 + 2.2 * minutes.sqrt()).min(26.0) as i32
-}
-
-/// A speeding episode to mark.
-#[derive(Debug, Clone)]
-pub struct MapSpeeding {
-    /// Where the highest speed was.
-    pub at: LatLon,
-    /// That speed, km/h.
-    pub max_speed_kmh: f64,
-    /// The episode detection found, UTC epoch seconds: the track between is haloed.
-    pub start_ts: i64,
-    /// Its end.
-    pub end_ts: i64,
-}
-
-/// Everything a map shows, gathered by the caller.
-pub struct MapInput<'a> {
-    /// First title line (plate, driver).
-    pub title: String,
-    /// Second title line (date, km, stops).
-    pub subtitle: String,
-    /// The fixes to draw, in time order.
-    pub fixes: &'a [Fix],
-    /// Gaps between fixes longer than this many seconds break the track.
-    pub gap_s: i64,
-    /// The signal losses detection found (the fix before the gap, the fix after):
-    /// only these gaps are dashed "signal lost"; other gaps (engine off) stay blank.
-    pub signal_losses: Vec<(i64, i64)>,
-    /// The speed limit that applied, km/h: the legend's top class starts there.
-    pub speed_limit_kmh: f64,
-    /// Stops.
-    pub stops: Vec<MapStop>,
-    /// Speeding episodes.
-    pub speeding: Vec<MapSpeeding>,
-    /// Geofences (name, kind, shape).
-    pub geofences: Vec<(String, String, Shape)>,
-    /// Local time of the first fix, e.g. `07:39`.
-    pub first_label: String,
-    /// Local time of the last fix.
-    pub last_label: String,
 }
 
 /// Where raster tiles come from: `(z, x, y)` → encoded image bytes, `None` for a
@@ -579,7 +527,7 @@ fn dashes(a: (f64, f64), b: (f64, f64)) -> Vec<[(i32, i32); 2]> {
 }
 
 fn draw_track(area: &Area, frame: &Frame, input: &MapInput) -> Result<()> {
-    let fixes = input.fixes;
+    let fixes = &input.fixes;
     // A soft red halo under the speeding episodes detection found (the same rule as
     // the alerts, never a second opinion), so they read at a glance.
     let speeding = |ts: i64| {

@@ -1,12 +1,54 @@
-//! Presentation for people: text summaries and tables. Never touches the store.
+//! Presentation for people: text summaries and tables, and the pictures reports ask
+//! for. Never touches the store: it turns what the domain answered into what people
+//! see.
 
 pub mod map;
 
-use crate::analyze::AnalyzeSummary;
+use crate::error::{Error, Result};
+use crate::report::{self, Answer, Args, Db, ReportSpec};
+
+use crate::pipeline::AnalyzeSummary;
 use crate::synth::GenerateSummary;
 use serde_json::{Map, Value};
 use std::fmt::Write;
 use std::path::Path;
+
+/// Runs a report and, when its answer asks for a picture, draws it: the PNG, and
+/// the picture's own figures in the answer (`png_bytes`, `zoom`, `bounds`). Both
+/// front ends call this, so a tool and its CLI twin answer alike.
+pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Answer> {
+    let mut answer = report::call(db, spec, args)?;
+    let Some(input) = answer.drawing.take() else {
+        return Ok(answer);
+    };
+    // The tiles' deadline starts with the first tile, not while the map waits its turn.
+    let deadline = std::cell::OnceCell::new();
+    let fetch = |z, x, y| {
+        let deadline =
+            *deadline.get_or_init(|| std::time::Instant::now() + report::route_map::TILES_DEADLINE);
+        db.tiles
+            .as_ref()
+            .map_or(Ok(None), |t| t.fetch(z, x, y, deadline))
+    };
+    let tiles = db.tiles.as_ref().map(|t| map::Tiles {
+        fetch: &fetch,
+        attribution: t.attribution(),
+    });
+    let drawn = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        map::render(&input, input.width, input.height, tiles.as_ref())
+    }))
+    .map_err(|_| Error::internal(format!("{} failed while drawing", spec.tool)))?;
+    let (png, frame) = drawn?;
+    let (nw, se) = frame.bounds();
+    let round5 = |x: f64| (x * 1e5).round() / 1e5;
+    answer.value["png_bytes"] = png.len().into();
+    answer.value["zoom"] = ((frame.zoom * 1e6).round() / 1e6).into();
+    answer.value["bounds"] = serde_json::json!({
+        "north": round5(nw.lat), "south": round5(se.lat), "west": round5(nw.lon), "east": round5(se.lon)
+    });
+    answer.png = Some(png);
+    Ok(answer)
+}
 
 /// Groups digits by thousands: `214332` → `214,332`.
 pub fn thousands(n: u64) -> String {

@@ -527,8 +527,10 @@ pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Answer> {
 pub struct Answer {
     /// The report object (the CLI's JSON, the MCP `structuredContent`).
     pub value: Value,
-    /// A PNG image, for reports that draw one.
+    /// A PNG image, for reports that draw one (made by `render::call`).
     pub png: Option<Vec<u8>>,
+    /// What to draw, for reports that draw: `render::call` turns it into `png`.
+    pub drawing: Option<route_map::MapInput>,
 }
 
 /// Adapts a typed report function to the registry's JSON signature.
@@ -542,5 +544,9 @@ pub fn invoke<R: DeserializeOwned, O: Serialize>(
     let report = run(db, &request)?;
     let value = serde_json::to_value(report)
         .map_err(|e| Error::internal(format!("report did not serialise: {e}")))?;
-    Ok(Answer { value, png: None })
+    Ok(Answer {
+        value,
+        png: None,
+        drawing: None,
+    })
 }

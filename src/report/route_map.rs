@@ -7,8 +7,9 @@ use super::{Answer, Args, Db, Param, ParamKind, ReportSpec, round1, round2};
 use crate::analyze::motion;
 use crate::error::{Error, ErrorCode, Result};
 use crate::geo::LatLon;
+use crate::geo::Shape;
 use crate::model::EventKind;
-use crate::render::map::{self, MapInput, MapSpeeding, MapStop, Tiles};
+use crate::model::Fix;
 use crate::store::{
     mbtiles::{MAX_TILE_BYTES, MbTiles},
     read,
@@ -16,6 +17,9 @@ use crate::store::{
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// Accepted widths and heights, pixels.
+pub const SIZE_RANGE: std::ops::RangeInclusive<u32> = 320..=2048;
 
 /// How long all the tiles of one map may take to load.
 pub const TILES_DEADLINE: Duration = Duration::from_secs(5);
@@ -50,7 +54,7 @@ impl TileSource {
     }
 
     /// One tile, read before `deadline` (the whole map's tiles share one).
-    fn fetch(&self, z: u32, x: u32, y: u32, deadline: Instant) -> Result<Option<Vec<u8>>> {
+    pub fn fetch(&self, z: u32, x: u32, y: u32, deadline: Instant) -> Result<Option<Vec<u8>>> {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(Error::new(
@@ -85,7 +89,8 @@ impl TileSource {
         }
     }
 
-    fn attribution(&self) -> String {
+    /// The line that credits the tiles.
+    pub fn attribution(&self) -> String {
         match self {
             TileSource::Folder(dir) => format!("Tiles: {}", dir.display()),
             TileSource::MbTiles(path, tiles) => tiles
@@ -99,6 +104,60 @@ impl TileSource {
             TileSource::Folder(p) | TileSource::MbTiles(p, _) => p.display().to_string(),
         }
     }
+}
+
+/// A stop to draw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MapStop {
+    /// Where.
+    pub at: LatLon,
+    /// How long, minutes.
+    pub minutes: f64,
+}
+
+/// A speeding episode to mark.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MapSpeeding {
+    /// Where the highest speed was.
+    pub at: LatLon,
+    /// That speed, km/h.
+    pub max_speed_kmh: f64,
+    /// The episode detection found, UTC epoch seconds: the track between is haloed.
+    pub start_ts: i64,
+    /// Its end.
+    pub end_ts: i64,
+}
+
+/// Everything a map shows: the data `render::map` draws (the domain does not draw).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MapInput {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// First title line (plate, driver).
+    pub title: String,
+    /// Second title line (date, km, stops).
+    pub subtitle: String,
+    /// The fixes to draw, in time order.
+    pub fixes: Vec<Fix>,
+    /// Gaps between fixes longer than this many seconds break the track.
+    pub gap_s: i64,
+    /// The signal losses detection found (the fix before the gap, the fix after):
+    /// only these gaps are dashed "signal lost"; other gaps (engine off) stay blank.
+    pub signal_losses: Vec<(i64, i64)>,
+    /// The speed limit that applied, km/h: the legend's top class starts there.
+    pub speed_limit_kmh: f64,
+    /// Stops.
+    pub stops: Vec<MapStop>,
+    /// Speeding episodes.
+    pub speeding: Vec<MapSpeeding>,
+    /// Geofences (name, kind, shape).
+    pub geofences: Vec<(String, String, Shape)>,
+    /// Local time of the first fix, e.g. `07:39`.
+    pub first_label: String,
+    /// Local time of the last fix.
+    pub last_label: String,
 }
 
 /// Which vehicle, day and window, and how big.
@@ -291,7 +350,9 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
             db.zone.hhmm(first.ts),
             db.zone.hhmm(last.ts)
         ),
-        fixes: &fixes,
+        fixes: fixes.clone(),
+        width,
+        height,
         gap_s: (db.thresholds.signal_loss_min * 60.0) as i64,
         signal_losses: events
             .iter()
@@ -315,21 +376,8 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
         first_label: db.zone.hhmm(first.ts),
         last_label: db.zone.hhmm(last.ts),
     };
-    // The deadline starts with the first tile, not while the map waits its turn.
-    let deadline = std::cell::OnceCell::new();
-    let fetch = |z, x, y| {
-        let deadline = *deadline.get_or_init(|| Instant::now() + TILES_DEADLINE);
-        db.tiles
-            .as_ref()
-            .map_or(Ok(None), |t| t.fetch(z, x, y, deadline))
-    };
-    let tiles = db.tiles.as_ref().map(|t| Tiles {
-        fetch: &fetch,
-        attribution: t.attribution(),
-    });
-    let (png, frame) = map::render(&input, width, height, tiles.as_ref())?;
-    let (nw, se) = frame.bounds();
-    let round5 = |x: f64| (x * 1e5).round() / 1e5;
+    // The picture's own figures (its size, zoom and bounds) are filled in when
+    // `render::call` draws it.
     let report = RouteMapReport {
         plate: v.plate.clone(),
         driver: v.driver.clone(),
@@ -348,20 +396,21 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
         max_speed_kmh: round1(max_speed),
         width,
         height,
-        png_bytes: png.len(),
-        zoom: (frame.zoom * 1e6).round() / 1e6,
+        png_bytes: 0,
+        zoom: 0.0,
         bounds: Bounds {
-            north: round5(nw.lat),
-            south: round5(se.lat),
-            west: round5(nw.lon),
-            east: round5(se.lon),
+            north: 0.0,
+            south: 0.0,
+            west: 0.0,
+            east: 0.0,
         },
         tiles: db.tiles.as_ref().map(TileSource::name),
     };
     let value = serde_json::to_value(report).map_err(|e| Error::internal(e.to_string()))?;
     Ok(Answer {
         value,
-        png: Some(png),
+        png: None,
+        drawing: Some(input),
     })
 }
 
@@ -408,8 +457,8 @@ pub fn output_schema() -> serde_json::Value {
 }
 
 const SIZE: ParamKind = ParamKind::Integer {
-    min: *map::SIZE_RANGE.start() as i64,
-    max: *map::SIZE_RANGE.end() as i64,
+    min: *SIZE_RANGE.start() as i64,
+    max: *SIZE_RANGE.end() as i64,
 };
 
 /// The registry entry.

@@ -4,11 +4,10 @@
 //! This module creates it, recognises it (and refuses files that are not ours),
 //! checks its schema version, and offers typed batched writes to the generator.
 
-use crate::analyze::VehicleAnalysis;
 use crate::clock::FleetZone;
 use crate::error::{Error, ErrorCode, Result};
 use crate::geo::Shape;
-use crate::model::{Fix, Geofence, InjectedEvent, Vehicle};
+use crate::model::{Fix, Geofence, InjectedEvent, Vehicle, VehicleAnalysis};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 

@@ -203,7 +203,7 @@ pub fn generate(opts: &GenerateOptions, progress: &mut dyn FnMut(f64)) -> Result
         writer.insert_injected(e)?;
     }
     writer.build_indexes()?;
-    analyze::analyze_store(
+    crate::pipeline::detect_into(
         writer.connection(),
         analyze::Thresholds::default(),
         &mut |f| progress(SIMULATION_SHARE + (1.0 - SIMULATION_SHARE) * f),

@@ -1,0 +1,76 @@
+//! The read–detect–write pipeline: a store's fixes, one vehicle at a time, through
+//! detection (`analyze`, which knows nothing of SQLite), into the derived tables.
+//! `generate` runs it inside its own bulk load; `fleetctl analyze` runs it over an
+//! existing database in one transaction, so a failure or a kill leaves the previous
+//! results.
+
+use crate::analyze::{self, Thresholds};
+use crate::error::Result;
+use crate::store;
+use rusqlite::Connection;
+use std::path::Path;
+
+/// What a detection run found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AnalyzeSummary {
+    /// Vehicles analysed.
+    pub vehicles: usize,
+    /// Fixes read.
+    pub fixes: usize,
+    /// Stops found.
+    pub stops: usize,
+    /// Trips found.
+    pub trips: usize,
+    /// Events found, by kind name.
+    pub events: Vec<(&'static str, usize)>,
+    /// Wall time, seconds.
+    pub seconds: f64,
+}
+
+/// Runs detection over a whole store inside the connection's current state,
+/// replacing the derived tables and the thresholds in `meta`. The caller decides
+/// the transaction (so a failure leaves the previous results). `progress` receives
+/// the fraction of vehicles done.
+pub fn detect_into(
+    conn: &Connection,
+    thresholds: Thresholds,
+    progress: &mut dyn FnMut(f64),
+) -> Result<AnalyzeSummary> {
+    let started = std::time::Instant::now();
+    thresholds.validate()?;
+    let zone = store::read_zone(conn)?;
+    let ctx = analyze::Context::new(thresholds, zone, store::read_geofence_shapes(conn)?);
+    let mut out = store::DerivedWriter::start(conn)?;
+    for (k, v) in ctx.thresholds.to_meta() {
+        out.set_meta(k, &v)?;
+    }
+    let mut summary = AnalyzeSummary::default();
+    let mut counts = std::collections::BTreeMap::new();
+    let vehicles = store::read::vehicles(conn)?.len().max(1);
+    store::for_each_vehicle_fixes(conn, |fixes| {
+        progress(summary.vehicles as f64 / vehicles as f64);
+        let a = analyze::analyze_vehicle(fixes, &ctx);
+        summary.vehicles += 1;
+        summary.fixes += fixes.len();
+        summary.stops += a.stops.len();
+        summary.trips += a.trips.len();
+        for e in &a.events {
+            *counts.entry(e.kind).or_insert(0usize) += 1;
+        }
+        out.write(&a)
+    })?;
+    summary.events = counts.into_iter().map(|(k, n)| (k.as_str(), n)).collect();
+    summary.seconds = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+/// Re-runs detection over the database at `path` with `thresholds`, in one write
+/// transaction: committed when complete, rolled back on any failure.
+pub fn reanalyze(
+    path: &Path,
+    thresholds: Thresholds,
+    progress: &mut dyn FnMut(f64),
+) -> Result<AnalyzeSummary> {
+    thresholds.validate()?;
+    store::with_write_transaction(path, |conn| detect_into(conn, thresholds, progress))
+}
