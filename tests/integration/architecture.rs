@@ -1,15 +1,16 @@
 //! The layering rules of docs/architecture.md, checked on the source text: every
 //! module uses only the layers below it (grouped imports and paths in code included),
 //! the domain never prints, only the store speaks SQL, and the two front ends do not
-//! reach into each other (the CLI only starts the servers). Once the crate is split
-//! into a workspace along these layers, the compiler will enforce the arrow.
+//! reach into each other (the CLI only starts the servers). Between crates the
+//! compiler enforces the arrow (crates/core cannot name crates/render or the binary);
+//! inside a crate, this test does.
 
 use std::path::Path;
 
-fn sources(dir: &str) -> Vec<(String, String)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(dir);
+/// Every `.rs` file under `dir`, with its text.
+fn files_under(dir: &Path) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let mut stack = vec![root];
+    let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for entry in std::fs::read_dir(&d).unwrap() {
             let path = entry.unwrap().path();
@@ -23,8 +24,48 @@ fn sources(dir: &str) -> Vec<(String, String)> {
             }
         }
     }
-    assert!(!out.is_empty(), "no sources under src/{dir}");
     out
+}
+
+/// The modules of the workspace by name, with their files: those of the domain crate
+/// (crates/core/src), the rendering crate as one module `render`, and the binary's
+/// front ends (src/).
+fn modules() -> Vec<(String, Vec<(String, String)>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = vec![(
+        "render".to_string(),
+        files_under(&root.join("crates/render/src")),
+    )];
+    for crate_src in ["crates/core/src", "src"] {
+        for entry in std::fs::read_dir(root.join(crate_src)).unwrap() {
+            let path = entry.unwrap().path();
+            let module = path.file_stem().unwrap().to_string_lossy().to_string();
+            if matches!(module.as_str(), "lib" | "main") {
+                continue;
+            }
+            let files = if path.is_dir() {
+                files_under(&path)
+            } else {
+                vec![(
+                    path.display().to_string(),
+                    std::fs::read_to_string(&path).unwrap(),
+                )]
+            };
+            out.push((module, files));
+        }
+    }
+    out
+}
+
+/// The files of one module.
+fn sources(module: &str) -> Vec<(String, String)> {
+    let files = modules()
+        .into_iter()
+        .find(|(m, _)| m == module)
+        .map(|(_, files)| files)
+        .unwrap_or_default();
+    assert!(!files.is_empty(), "no sources for module {module}");
+    files
 }
 
 #[test]
@@ -209,22 +250,8 @@ fn a_use_against_the_layers_is_seen() {
 
 #[test]
 fn every_module_uses_only_the_layers_below_it() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut checked = 0;
-    for entry in std::fs::read_dir(&src).unwrap() {
-        let path = entry.unwrap().path();
-        let module = path.file_stem().unwrap().to_string_lossy().to_string();
-        if matches!(module.as_str(), "lib" | "main") {
-            continue;
-        }
-        let files = if path.is_dir() {
-            sources(&module)
-        } else {
-            vec![(
-                path.display().to_string(),
-                std::fs::read_to_string(&path).unwrap(),
-            )]
-        };
+    for (module, files) in modules() {
         for (file, text) in files {
             let wrong = violations(&module, &text);
             assert!(

@@ -1,11 +1,17 @@
-//! Presentation for people: text summaries and tables, and the pictures reports ask
-//! for. Never touches the store: it turns what the domain answered into what people
-//! see.
+//! fleetctl-render: presentation for people — text summaries and tables, and the
+//! pictures reports ask for. It depends on the domain (`fleetctl-core`) and never on a
+//! front end; it never touches the store: it turns what the domain answered into
+//! what people see.
+
+#![warn(missing_docs)]
 
 pub mod map;
 
+// The domain's modules, under the paths the code here names them by.
+use fleetctl_core::{error, geo, pipeline, report, synth};
+
 use crate::error::{Error, Result};
-use crate::report::{self, Answer, Args, Db, ReportSpec};
+use crate::report::{Answer, Args, Db, ReportSpec};
 
 use crate::pipeline::AnalyzeSummary;
 use crate::synth::GenerateSummary;

@@ -63,16 +63,16 @@ pub struct Place {
 }
 
 const ROUTE_FILES: &[&str] = &[
-    include_str!("../../routes/mixco-san-cristobal.json"),
-    include_str!("../../routes/mixco-zona1.json"),
-    include_str!("../../routes/pinula-fraijanes.json"),
-    include_str!("../../routes/pinula-zona10-americas.json"),
-    include_str!("../../routes/zona12-villa-nueva.json"),
-    include_str!("../../routes/zona12-zona9-zona5.json"),
-    include_str!("../../routes/zona18-atlantida-paraiso.json"),
-    include_str!("../../routes/zona18-zona1-calle-marti.json"),
-    include_str!("../../routes/zona7-calzada-san-juan-mixco.json"),
-    include_str!("../../routes/zona7-trebol-avenida-elena.json"),
+    include_str!("../../../../routes/mixco-san-cristobal.json"),
+    include_str!("../../../../routes/mixco-zona1.json"),
+    include_str!("../../../../routes/pinula-fraijanes.json"),
+    include_str!("../../../../routes/pinula-zona10-americas.json"),
+    include_str!("../../../../routes/zona12-villa-nueva.json"),
+    include_str!("../../../../routes/zona12-zona9-zona5.json"),
+    include_str!("../../../../routes/zona18-atlantida-paraiso.json"),
+    include_str!("../../../../routes/zona18-zona1-calle-marti.json"),
+    include_str!("../../../../routes/zona7-calzada-san-juan-mixco.json"),
+    include_str!("../../../../routes/zona7-trebol-avenida-elena.json"),
 ];
 
 /// The embedded routes, in a fixed order.
@@ -92,7 +92,7 @@ pub fn routes() -> &'static [Route] {
 pub fn geofences() -> &'static [GeofenceDef] {
     static GEOFENCES: OnceLock<Vec<GeofenceDef>> = OnceLock::new();
     GEOFENCES.get_or_init(|| {
-        serde_json::from_str(include_str!("../../routes/geofences.json"))
+        serde_json::from_str(include_str!("../../../../routes/geofences.json"))
             .expect("embedded geofences are checked by tests")
     })
 }
@@ -101,7 +101,7 @@ pub fn geofences() -> &'static [GeofenceDef] {
 pub fn places() -> &'static [Place] {
     static PLACES: OnceLock<Vec<Place>> = OnceLock::new();
     PLACES.get_or_init(|| {
-        serde_json::from_str(include_str!("../../routes/places.json"))
+        serde_json::from_str(include_str!("../../../../routes/places.json"))
             .expect("embedded places are checked by tests")
     })
 }

@@ -21,7 +21,7 @@ pub use file::{APPLICATION_ID, Probe, probe};
 pub const SCHEMA_VERSION: i64 = 2;
 
 /// The whole schema, tables then indexes, split at the `-- @indexes` line.
-pub const SCHEMA_SQL: &str = include_str!("../../schema.sql");
+pub const SCHEMA_SQL: &str = include_str!("../../../../schema.sql");
 
 fn schema_parts() -> (&'static str, &'static str) {
     SCHEMA_SQL
