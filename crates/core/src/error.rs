@@ -90,9 +90,10 @@ impl fmt::Display for ErrorCode {
 }
 
 /// An error with a stable code, a message naming the offending value, and an
-/// optional hint saying what would be accepted or what to do next.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{code}: {message}")]
+/// optional hint saying what would be accepted or what to do next. When another
+/// error caused it, that error is kept as its `source` (not only quoted in the
+/// message), so a caller can walk the chain.
+#[derive(Debug, Clone)]
 pub struct Error {
     /// Which kind of failure this is.
     pub code: ErrorCode,
@@ -100,6 +101,43 @@ pub struct Error {
     pub message: String,
     /// What would work instead, when we know.
     pub hint: Option<String>,
+    /// The error that caused this one, if any.
+    pub source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for Error {
+    /// The cause itself (not the shared pointer around it), so it can be downcast.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Two errors are the same when they say the same (their causes are not compared).
+impl PartialEq for Error {
+    fn eq(&self, other: &Self) -> bool {
+        (self.code, &self.message, &self.hint) == (other.code, &other.message, &other.hint)
+    }
+}
+
+/// Turns another error into ours in one call, keeping it as the cause: the message
+/// says what was being done, then the cause's own words.
+pub trait Context<T> {
+    /// `code`, and `doing` (e.g. the path) before the cause's text.
+    fn context(self, code: ErrorCode, doing: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T, E: std::error::Error + Send + Sync + 'static> Context<T> for std::result::Result<T, E> {
+    fn context(self, code: ErrorCode, doing: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|e| Error::new(code, format!("{}: {e}", doing())).with_source(e))
+    }
 }
 
 /// The crate's result type.
@@ -112,6 +150,7 @@ impl Error {
             code,
             message: message.into(),
             hint: None,
+            source: None,
         }
     }
 
@@ -126,9 +165,15 @@ impl Error {
         Error::new(ErrorCode::InvalidArgument, message)
     }
 
-    /// Shorthand for an `io` error about `path`.
-    pub fn io(path: &std::path::Path, err: impl fmt::Display) -> Self {
-        Error::new(ErrorCode::Io, format!("{}: {err}", path.display()))
+    /// Keeps `cause` as this error's source.
+    pub fn with_source(mut self, cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(std::sync::Arc::new(cause));
+        self
+    }
+
+    /// Shorthand for an `io` error about `path`, caused by `err`.
+    pub fn io(path: &std::path::Path, err: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Error::new(ErrorCode::Io, format!("{}: {err}", path.display())).with_source(err)
     }
 
     /// Shorthand for an `internal` error.
@@ -176,6 +221,26 @@ mod tests {
             assert_eq!(code.as_str(), name);
             assert_eq!(code.exit_code(), exit, "{name}");
         }
+    }
+
+    #[test]
+    fn the_cause_is_kept_not_only_quoted() {
+        use std::error::Error as _;
+        let read = std::fs::read("/no/such/file").context(ErrorCode::Io, || "/no/such/file".into());
+        let e = read.unwrap_err();
+        assert!(e.message.starts_with("/no/such/file: "), "{}", e.message);
+        let cause = e.source().expect("a source");
+        assert_eq!(
+            cause
+                .downcast_ref::<std::io::Error>()
+                .map(std::io::Error::kind),
+            Some(std::io::ErrorKind::NotFound)
+        );
+        assert_eq!(
+            e,
+            Error::new(ErrorCode::Io, e.message.clone()),
+            "causes are not compared"
+        );
     }
 
     #[test]

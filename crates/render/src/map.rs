@@ -4,7 +4,7 @@
 //! signal losses marked, geofences named, with title, legend, scale bar and north
 //! arrow. Presentation only: the caller gathers the data.
 
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Context, Error, ErrorCode, Result};
 use crate::geo::{self, LatLon, Shape, atlas};
 use crate::report::route_map::MapInput;
 use plotters::prelude::*;
@@ -972,7 +972,7 @@ fn encode_png(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     PngEncoder::new_with_quality(&mut out, CompressionType::Fast, FilterType::Adaptive)
         .write_image(rgb, width, height, image::ExtendedColorType::Rgb8)
-        .map_err(|e| Error::new(ErrorCode::Render, format!("PNG encoding failed: {e}")))?;
+        .context(ErrorCode::Render, || "PNG encoding failed".into())?;
     Ok(out)
 }
 

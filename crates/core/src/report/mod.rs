@@ -19,7 +19,7 @@ pub mod vehicle_position;
 
 use crate::analyze::Thresholds;
 use crate::clock::{Date, FleetZone};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Context, Error, ErrorCode, Result};
 use crate::geo::{LatLon, Shape, places::Namer};
 use crate::model::Vehicle;
 use crate::store;
@@ -543,7 +543,7 @@ pub fn invoke<R: DeserializeOwned, O: Serialize>(
         .map_err(|e| Error::invalid(e.to_string()))?;
     let report = run(db, &request)?;
     let value = serde_json::to_value(report)
-        .map_err(|e| Error::internal(format!("report did not serialise: {e}")))?;
+        .context(ErrorCode::Internal, || "report did not serialise".into())?;
     Ok(Answer {
         value,
         png: None,

@@ -5,7 +5,7 @@
 use super::resolve::parse_hhmm;
 use super::{Answer, Args, Db, Param, ParamKind, ReportSpec, round1, round2};
 use crate::analyze::motion;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Context, Error, ErrorCode, Result};
 use crate::geo::LatLon;
 use crate::geo::Shape;
 use crate::model::EventKind;
@@ -406,7 +406,9 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
         },
         tiles: db.tiles.as_ref().map(TileSource::name),
     };
-    let value = serde_json::to_value(report).map_err(|e| Error::internal(e.to_string()))?;
+    let value = serde_json::to_value(report).context(ErrorCode::Internal, || {
+        "the route map summary did not serialise".into()
+    })?;
     Ok(Answer {
         value,
         png: None,

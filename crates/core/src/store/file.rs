@@ -223,6 +223,7 @@ fn unreadable(path: &Path, e: rusqlite::Error) -> Error {
         ErrorCode::DbUnavailable,
         format!("{}: cannot be read: {e}", path.display()),
     )
+    .with_source(e)
 }
 
 fn side_file(path: &Path, suffix: &str) -> PathBuf {

@@ -253,12 +253,14 @@ fn db_err(e: rusqlite::Error) -> Error {
         ErrorCode::DbUnavailable,
         format!("database read failed: {e}"),
     )
+    .with_source(e)
 }
 
 /// A failed write (a full disk, a read-only file), said as a write.
 fn db_write_err(e: rusqlite::Error) -> Error {
     Error::new(ErrorCode::Io, format!("database write failed: {e}"))
         .with_hint("check the disk has room and the database and its folder are writable")
+        .with_source(e)
 }
 
 /// Reads a `meta` value.
