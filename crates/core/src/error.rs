@@ -67,6 +67,23 @@ impl ErrorCode {
         }
     }
 
+    /// The HTTP status `serve --http` answers with for this code.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorCode::InvalidArgument => 400,
+            ErrorCode::Unauthorized => 401,
+            ErrorCode::Forbidden => 403,
+            ErrorCode::NotFound | ErrorCode::NoData => 404,
+            ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::Timeout => 408,
+            ErrorCode::Ambiguous => 409,
+            ErrorCode::TooLarge => 413,
+            ErrorCode::RateLimited => 429,
+            ErrorCode::Io | ErrorCode::Render | ErrorCode::Internal => 500,
+            ErrorCode::Busy | ErrorCode::DbUnavailable | ErrorCode::DbSchema => 503,
+        }
+    }
+
     /// The process exit status the CLI uses for this code.
     pub fn exit_code(self) -> i32 {
         match self {
@@ -197,29 +214,31 @@ impl Error {
 mod tests {
     use super::*;
 
+    /// The README's table, row by row: code, exit status, HTTP status.
     #[test]
-    fn every_code_has_its_documented_exit_status() {
+    fn every_code_has_its_documented_exit_and_http_status() {
         let table = [
-            (ErrorCode::InvalidArgument, "invalid_argument", 2),
-            (ErrorCode::NotFound, "not_found", 3),
-            (ErrorCode::Ambiguous, "ambiguous", 3),
-            (ErrorCode::NoData, "no_data", 3),
-            (ErrorCode::DbUnavailable, "db_unavailable", 4),
-            (ErrorCode::DbSchema, "db_schema", 4),
-            (ErrorCode::Io, "io", 5),
-            (ErrorCode::Render, "render", 5),
-            (ErrorCode::Internal, "internal", 70),
-            (ErrorCode::Unauthorized, "unauthorized", 77),
-            (ErrorCode::Forbidden, "forbidden", 77),
-            (ErrorCode::MethodNotAllowed, "method_not_allowed", 2),
-            (ErrorCode::Timeout, "timeout", 75),
-            (ErrorCode::TooLarge, "too_large", 2),
-            (ErrorCode::RateLimited, "rate_limited", 75),
-            (ErrorCode::Busy, "busy", 75),
+            (ErrorCode::InvalidArgument, "invalid_argument", 2, 400),
+            (ErrorCode::NotFound, "not_found", 3, 404),
+            (ErrorCode::Ambiguous, "ambiguous", 3, 409),
+            (ErrorCode::NoData, "no_data", 3, 404),
+            (ErrorCode::DbUnavailable, "db_unavailable", 4, 503),
+            (ErrorCode::DbSchema, "db_schema", 4, 503),
+            (ErrorCode::Io, "io", 5, 500),
+            (ErrorCode::Render, "render", 5, 500),
+            (ErrorCode::Internal, "internal", 70, 500),
+            (ErrorCode::Unauthorized, "unauthorized", 77, 401),
+            (ErrorCode::Forbidden, "forbidden", 77, 403),
+            (ErrorCode::MethodNotAllowed, "method_not_allowed", 2, 405),
+            (ErrorCode::Timeout, "timeout", 75, 408),
+            (ErrorCode::TooLarge, "too_large", 2, 413),
+            (ErrorCode::RateLimited, "rate_limited", 75, 429),
+            (ErrorCode::Busy, "busy", 75, 503),
         ];
-        for (code, name, exit) in table {
+        for (code, name, exit, http) in table {
             assert_eq!(code.as_str(), name);
             assert_eq!(code.exit_code(), exit, "{name}");
+            assert_eq!(code.http_status(), http, "{name}");
         }
     }
 

@@ -141,7 +141,7 @@ fn error_answer(
 
 fn refuse(e: &Error, headers: &[(&str, String)], close: bool) -> Answer {
     respond(
-        policy::status_for(e.code),
+        e.code.http_status(),
         Some(e.to_json().to_string().into_bytes()),
         headers,
         close,

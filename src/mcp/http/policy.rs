@@ -3,7 +3,6 @@
 //! header against DNS rebinding), how much (body size), and how an error becomes a
 //! status. Framing is hyper's; these decide what to answer.
 
-use crate::error::ErrorCode;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -188,23 +187,6 @@ impl FailureLog {
     }
 }
 
-/// The HTTP status for an error code.
-pub fn status_for(code: ErrorCode) -> u16 {
-    match code {
-        ErrorCode::InvalidArgument => 400,
-        ErrorCode::Unauthorized => 401,
-        ErrorCode::Forbidden => 403,
-        ErrorCode::NotFound | ErrorCode::NoData => 404,
-        ErrorCode::MethodNotAllowed => 405,
-        ErrorCode::Timeout => 408,
-        ErrorCode::Ambiguous => 409,
-        ErrorCode::TooLarge => 413,
-        ErrorCode::RateLimited => 429,
-        ErrorCode::Busy | ErrorCode::DbUnavailable | ErrorCode::DbSchema => 503,
-        ErrorCode::Io | ErrorCode::Render | ErrorCode::Internal => 500,
-    }
-}
-
 /// A header value as sent, or decoded from the `=?base64?…?=` form the 2026-07-28
 /// revision uses for values that are not header-safe.
 pub fn header_value(raw: &str) -> Option<String> {
@@ -372,14 +354,6 @@ mod tests {
         let v4: IpAddr = "10.0.0.1".parse().unwrap();
         assert_eq!(client_key(v4), v4);
         assert_eq!(client_key("::ffff:10.0.0.1".parse().unwrap()), v4);
-    }
-
-    #[test]
-    fn every_error_code_has_a_status() {
-        assert_eq!(status_for(ErrorCode::Unauthorized), 401);
-        assert_eq!(status_for(ErrorCode::TooLarge), 413);
-        assert_eq!(status_for(ErrorCode::Busy), 503);
-        assert_eq!(status_for(ErrorCode::Ambiguous), 409);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! `/mcp` (the same session code stdio uses) or one tool call on `/api/v1/tools/{name}`.
 //! Workers are plain threads, each with its own read-only database connection.
 
-use super::policy::{header_value, status_for};
+use super::policy::header_value;
 use crate::error::{Error, ErrorCode};
 use crate::mcp::jsonrpc::{self, Incoming};
 use crate::mcp::session::{self, Server};
@@ -46,7 +46,7 @@ impl Reply {
 
     /// The reply for an error.
     pub fn error(e: &Error) -> Reply {
-        Reply::json(status_for(e.code), e.to_json())
+        Reply::json(e.code.http_status(), e.to_json())
     }
 }
 
