@@ -150,9 +150,9 @@ impl Db {
         Ok(from.zip(to))
     }
 
-    /// The connection, for the store's typed reads (reports only; front ends ask
-    /// the domain functions).
-    pub fn conn(&self) -> &Connection {
+    /// The connection, for the store's typed reads: the reports' alone (front ends,
+    /// outside this crate, ask the domain functions).
+    pub(crate) fn conn(&self) -> &Connection {
         &self.conn
     }
 
