@@ -215,7 +215,6 @@ fn analyze(path: PathBuf, args: AnalyzeArgs) -> Result<()> {
         signal_loss_min: args.signal_loss_min,
         ..Default::default()
     };
-    thresholds.validate()?;
     let mut bar = ProgressBar::new("analysing");
     let summary = crate::pipeline::reanalyze(&path, thresholds, &mut |f| bar.set(f));
     bar.finish();
@@ -473,8 +472,8 @@ impl ProgressBar {
     }
 }
 
-/// Turns a clap parse failure into our `invalid_argument`, keeping clap's wording
-/// and its suggestions as the hint.
+/// Turns a clap parse failure into our `invalid_argument`: a message of our own from
+/// the error's kind and context, clap's suggestions and accepted values as the hint.
 pub fn usage_error(e: &clap::Error) -> Error {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     // From the error's kind and context, never from its rendered text (which clap may
@@ -497,7 +496,8 @@ pub fn usage_error(e: &clap::Error) -> Error {
     let suggested = context(ContextKind::SuggestedArg)
         .or_else(|| context(ContextKind::SuggestedSubcommand))
         .or_else(|| context(ContextKind::SuggestedValue))
-        .map(|s| format!("did you mean {s}?"));
+        .map(|s| format!("did you mean {s}?"))
+        .or_else(|| context(ContextKind::Suggested));
     let valid = context(ContextKind::ValidValue)
         .filter(|v| !v.is_empty())
         .map(|v| format!("accepted: {v}"));
@@ -528,7 +528,7 @@ pub fn usage_error(e: &clap::Error) -> Error {
         }
         _ => None,
     };
-    // Kinds without the context above keep clap's own first line.
+    // Kinds without the context above fall back to clap's first line.
     let message = message.unwrap_or_else(|| {
         e.render()
             .to_string()

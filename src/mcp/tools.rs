@@ -1,5 +1,5 @@
 //! The report registry as MCP tools: each report is listed with its schemas and
-//! called through the same `report::call` the CLI uses. One helper turns a report's
+//! called through the same `render::call` the CLI uses. One helper turns a report's
 //! answer or error into a tool result.
 
 use crate::error::{Error, ErrorCode};

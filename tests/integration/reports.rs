@@ -482,3 +482,27 @@ fn names_with_numbers_never_pick_another_zone() {
         "Zona 1 (Centro Histórico)"
     );
 }
+
+#[test]
+fn the_readme_error_table_is_the_code_s() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let rows: Vec<(String, i32, u16)> = readme
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let code = cells.get(1)?.trim_matches('`').to_string();
+            Some((
+                code,
+                cells.get(2)?.parse().ok()?,
+                cells.get(3)?.parse().ok()?,
+            ))
+        })
+        .collect();
+    let expected: Vec<(String, i32, u16)> = fleetctl::error::ErrorCode::ALL
+        .iter()
+        .map(|c| (c.as_str().to_string(), c.exit_code(), c.http_status()))
+        .collect();
+    assert_eq!(rows, expected, "README's error table against ErrorCode");
+}

@@ -45,6 +45,26 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code, in the order of the README's table.
+    pub const ALL: [ErrorCode; 16] = [
+        ErrorCode::InvalidArgument,
+        ErrorCode::NotFound,
+        ErrorCode::Ambiguous,
+        ErrorCode::NoData,
+        ErrorCode::DbUnavailable,
+        ErrorCode::DbSchema,
+        ErrorCode::Io,
+        ErrorCode::Render,
+        ErrorCode::Internal,
+        ErrorCode::Unauthorized,
+        ErrorCode::Forbidden,
+        ErrorCode::MethodNotAllowed,
+        ErrorCode::Timeout,
+        ErrorCode::TooLarge,
+        ErrorCode::RateLimited,
+        ErrorCode::Busy,
+    ];
+
     /// The code as it appears in messages and JSON.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -214,7 +234,8 @@ impl Error {
 mod tests {
     use super::*;
 
-    /// The README's table, row by row: code, exit status, HTTP status.
+    /// The contract, row by row: code, exit status, HTTP status (the README's table
+    /// is checked against the code by an integration test).
     #[test]
     fn every_code_has_its_documented_exit_and_http_status() {
         let table = [

@@ -71,6 +71,7 @@ pub fn reanalyze(
     thresholds: Thresholds,
     progress: &mut dyn FnMut(f64),
 ) -> Result<AnalyzeSummary> {
+    // A bad threshold is refused before the database is even opened.
     thresholds.validate()?;
     store::with_write_transaction(path, |conn| detect_into(conn, thresholds, progress))
 }

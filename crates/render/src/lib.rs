@@ -10,7 +10,7 @@ pub mod map;
 // The domain's modules, under the paths the code here names them by.
 use fleetctl_core::{error, geo, pipeline, report, synth};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::report::{Answer, Args, Db, ReportSpec};
 
 use crate::pipeline::AnalyzeSummary;
@@ -40,11 +40,7 @@ pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Answer> {
         fetch: &fetch,
         attribution: t.attribution(),
     });
-    let drawn = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        map::render(&input, input.width, input.height, tiles.as_ref())
-    }))
-    .map_err(|_| Error::internal(format!("{} failed while drawing", spec.tool)))?;
-    let (png, frame) = drawn?;
+    let (png, frame) = report::catch_panic(spec.tool, || map::render(&input, tiles.as_ref()))?;
     let (nw, se) = frame.bounds();
     let round5 = |x: f64| (x * 1e5).round() / 1e5;
     answer.value["png_bytes"] = png.len().into();

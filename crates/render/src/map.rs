@@ -265,12 +265,8 @@ fn scale_bar_m(m_per_px: f64) -> f64 {
 static CANVAS: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
 
 /// Draws the map and encodes it as PNG. Returns the bytes and the frame used.
-pub fn render(
-    input: &MapInput,
-    width: u32,
-    height: u32,
-    tiles: Option<&Tiles>,
-) -> Result<(Vec<u8>, Frame)> {
+pub fn render(input: &MapInput, tiles: Option<&Tiles>) -> Result<(Vec<u8>, Frame)> {
+    let (width, height) = (input.width, input.height);
     let mut canvas = CANVAS.lock().unwrap_or_else(|e| e.into_inner());
     register_fonts();
     let mut points: Vec<LatLon> = input

@@ -1,7 +1,8 @@
 //! The HTTP server's rules, as small pure functions: who may call (bearer token,
 //! failures per address), from where (Origin with scheme, host and port; the Host
-//! header against DNS rebinding), how much (body size), and how an error becomes a
-//! status. Framing is hyper's; these decide what to answer.
+//! header against DNS rebinding), how much (body size), CORS and the protocol headers'
+//! encoding. Framing is hyper's; these decide what to answer (the status of each error
+//! code is `ErrorCode::http_status`).
 
 use std::collections::HashMap;
 use std::net::IpAddr;

@@ -202,7 +202,6 @@ pub fn analyze_vehicle(fixes: &[Fix], ctx: &Context) -> VehicleAnalysis {
     found
 }
 
-/// What one analysis run found, in total.
 #[cfg(test)]
 mod tests {
     use super::*;

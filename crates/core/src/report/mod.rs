@@ -101,8 +101,15 @@ impl Db {
     pub fn open(path: &Path) -> Result<Db> {
         let conn = store::open_read_only(path)?;
         let zone = store::read_zone(&conn)?;
-        let now_ts = match store::read_meta(&conn, "data_now")?.and_then(|v| v.parse().ok()) {
-            Some(ts) => ts,
+        // The data clock: meta.data_now, or (a database without one) the newest fix.
+        let now_ts = match store::read_meta(&conn, "data_now")? {
+            Some(v) => v.trim().parse().map_err(|_| {
+                Error::new(
+                    ErrorCode::DbSchema,
+                    format!("meta.data_now is {v:?}, not UTC epoch seconds"),
+                )
+                .with_hint("regenerate the database, or set data_now to epoch seconds")
+            })?,
             None => store::read::newest_fix_ts(&conn)?.unwrap_or(0),
         };
         let vehicles = store::read::vehicles(&conn)?;
@@ -481,7 +488,9 @@ pub fn validate(spec: &ReportSpec, args: &Args) -> Result<()> {
 }
 
 /// Validates the arguments and runs the report; a panic inside a report becomes an
-/// `internal` error rather than taking the caller down.
+/// `internal` error rather than taking the caller down. An answer whose `drawing` is
+/// set is not finished: `render::call` draws it and fills in the picture's own
+/// figures (`png_bytes`, `zoom`, `bounds`), which are zeros until then.
 pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Answer> {
     validate(spec, args)?;
     let run = || {
@@ -506,7 +515,13 @@ pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Answer> {
         }
         (spec.run)(db, args)
     };
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+    catch_panic(spec.tool, run)
+}
+
+/// Runs `f`; a panic inside becomes an `internal` error naming `tool` and the panic's
+/// words, rather than taking the caller down.
+pub fn catch_panic<T>(tool: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(result) => result,
         Err(panic) => {
             let what = panic
@@ -515,7 +530,7 @@ pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Answer> {
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
             Err(
-                Error::new(ErrorCode::Internal, format!("{} failed: {what}", spec.tool))
+                Error::new(ErrorCode::Internal, format!("{tool} failed: {what}"))
                     .with_hint("this is a bug in fleetctl; other tools still work"),
             )
         }

@@ -265,7 +265,7 @@ fn window(req: &RouteMapRequest, day: (i64, i64)) -> Result<(i64, i64)> {
     ))
 }
 
-/// Draws the map; the answer carries the summary and the PNG.
+/// The map's summary and the data to draw it from (`render::call` draws the PNG).
 pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
     let v = db.resolve_plate(&req.plate)?;
     let date = db.resolve_date(req.date.as_deref())?;
@@ -332,6 +332,7 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
         motion::moving_distance_m(&fixes, 0, fixes.len() - 1, &db.thresholds, |_, _| {}) / 1000.0
     };
     let max_speed = fixes.iter().map(|f| f.speed_kmh).fold(0.0, f64::max);
+    let fix_count = fixes.len();
     let window_text = match (&req.from, &req.to) {
         (None, None) => String::new(),
         (a, b) => format!(
@@ -350,7 +351,7 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
             db.zone.hhmm(first.ts),
             db.zone.hhmm(last.ts)
         ),
-        fixes: fixes.clone(),
+        fixes,
         width,
         height,
         gap_s: (db.thresholds.signal_loss_min * 60.0) as i64,
@@ -387,7 +388,7 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
         data_now: db.time(db.now_ts),
         first_fix_at: db.time(first.ts),
         last_fix_at: db.time(last.ts),
-        fixes: fixes.len(),
+        fixes: fix_count,
         distance_km: round2(distance_km),
         distance_source: if odometer { "odometer" } else { "gps" },
         stops: stops.len(),

@@ -80,13 +80,17 @@ impl MbTiles {
             tiles
                 .conn
                 .query_row(
-                    "SELECT substr(value, 1, 200) FROM metadata WHERE name = ?1",
+                    // Text or NULL whatever the file stored there (a NULL or a blob is no
+                    // attribution, not a refusal).
+                    "SELECT substr(CAST(value AS TEXT), 1, 200) FROM metadata WHERE name = ?1",
                     [name],
-                    |r| r.get(0),
+                    |r| r.get::<_, Option<String>>(0),
                 )
                 .optional()
+                .map(Option::flatten)
                 .or_else(|e| {
-                    if e.to_string().contains("no such table") {
+                    let text = e.to_string();
+                    if text.contains("no such table") || text.contains("no such column") {
                         Ok(None)
                     } else {
                         Err(bad(format!(

@@ -240,9 +240,21 @@ pub fn with_write_transaction<T>(
     f: impl FnOnce(&Connection) -> Result<T>,
 ) -> Result<T> {
     let mut conn = open_read_write(path)?;
+    // Another writer (a second `analyze`) holds the file for as long as it runs.
+    let _ = conn.busy_timeout(std::time::Duration::from_secs(5));
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-        .map_err(db_write_err)?;
+        .map_err(|e| match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                Error::new(
+                    ErrorCode::DbUnavailable,
+                    format!("{} is being written by another program", path.display()),
+                )
+                .with_hint("wait for the other fleetctl (analyze, generate) to finish, then run this again")
+                .with_source(e)
+            }
+            _ => db_write_err(e),
+        })?;
     let out = f(&tx)?;
     tx.commit().map_err(|e| Error::io(path, e))?;
     Ok(out)

@@ -222,12 +222,27 @@ pub fn events_between(
                 Error::new(
                     ErrorCode::DbSchema,
                     format!(
-                        "a {} event's detail is not JSON ({err}): {text:?}",
-                        kind.as_str()
+                        "a {} event's detail is not JSON ({err}): {:?}",
+                        kind.as_str(),
+                        text.chars().take(200).collect::<String>()
                     ),
                 )
                 .with_hint("run `fleetctl analyze` to rebuild the detected events")
             })?;
+            // The figure each kind's reports read must be there and be a number.
+            let figure = match kind {
+                EventKind::Speeding => Some("over_limit_kmh"),
+                EventKind::LongStop => Some("duration_min"),
+                EventKind::SignalLoss => Some("minutes_lost"),
+                _ => None,
+            };
+            if let Some(field) = figure.filter(|f| !e.detail[*f].is_number()) {
+                return Err(Error::new(
+                    ErrorCode::DbSchema,
+                    format!("a {} event's detail has no number {field}", kind.as_str()),
+                )
+                .with_hint("run `fleetctl analyze` to rebuild the detected events"));
+            }
             e.kind = kind;
             out.push(e);
         }
