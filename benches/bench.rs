@@ -80,6 +80,36 @@ fn main() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Starts the release binary's `serve --http` on a free loopback port; returns the
+/// process and its address once it says it listens.
+fn start_http_server(db: &Path, token: &str) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetctl"))
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .env("FLEETCTL_TOKEN", token)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve --http starts");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let addr = loop {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "server exited");
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    (child, addr)
+}
+
 /// Peak resident memory of another process, MiB (Linux; 0 elsewhere).
 fn peak_rss_of(pid: u32) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -176,29 +206,7 @@ fn bench_hostile(db: &Path) {
 
     // HTTP: the same bodies, 8 clients at once, plus idle and non-reading connections.
     let token = "bench-token-0123456789abcdef";
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetctl"))
-        .args([
-            "--db",
-            db.to_str().unwrap(),
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-        ])
-        .env("FLEETCTL_TOKEN", token)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("serve --http starts");
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let addr = loop {
-        line.clear();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "server exited");
-        if let Some(rest) = line.split("listening on http://").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let (mut child, addr) = start_http_server(db, token);
     let mut held: Vec<std::net::TcpStream> = (0..200)
         .filter_map(|_| std::net::TcpStream::connect(&addr).ok())
         .collect();
@@ -589,31 +597,8 @@ fn http_post(stream: &mut std::net::TcpStream, buf: &mut Vec<u8>, request: &[u8]
 }
 
 fn bench_http(db: &Path) {
-    use std::io::BufRead;
     let token = "bench-token-0123456789abcdef";
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetctl"))
-        .args([
-            "--db",
-            db.to_str().unwrap(),
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-        ])
-        .env("FLEETCTL_TOKEN", token)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("serve --http starts");
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let addr = loop {
-        line.clear();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "server exited");
-        if let Some(rest) = line.split("listening on http://").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let (mut child, addr) = start_http_server(db, token);
     let plate = Db::open(db).expect("open").vehicles[0].0.plate.clone();
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "vehicle_position", "arguments": {"plate": plate},
