@@ -17,6 +17,30 @@ pub const ALERT_KINDS: [EventKind; 3] = [
     EventKind::SignalLoss,
 ];
 const ALERT_NAMES: &[&str] = &["speeding", "long_stop", "signal_loss"];
+
+/// The kinds of alert (the `type` filter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertType {
+    /// Above the speed limit.
+    Speeding,
+    /// A long stop.
+    LongStop,
+    /// A signal loss on shift.
+    SignalLoss,
+}
+
+impl AlertType {
+    /// The type a filter names (one of `ALERT_NAMES`).
+    pub fn parse(name: &str) -> Option<AlertType> {
+        match name {
+            "speeding" => Some(AlertType::Speeding),
+            "long_stop" => Some(AlertType::LongStop),
+            "signal_loss" => Some(AlertType::SignalLoss),
+            _ => None,
+        }
+    }
+}
 /// How many of the most severe alerts are listed per kind.
 pub const MOST_SEVERE: usize = 5;
 
@@ -36,7 +60,7 @@ pub struct AlertsRequest {
 }
 
 /// The thresholds behind the alerts.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Thresholds {
     /// Speeding is above this speed, km/h.
     pub speed_limit_kmh: f64,
@@ -49,7 +73,7 @@ pub struct Thresholds {
 }
 
 /// Alerts of one kind.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct KindCount {
     /// Kind.
     pub kind: &'static str,
@@ -60,7 +84,7 @@ pub struct KindCount {
 }
 
 /// Alerts of one vehicle.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct VehicleCount {
     /// Plate.
     pub plate: String,
@@ -77,7 +101,7 @@ pub struct VehicleCount {
 }
 
 /// One alert.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct AlertRow {
     /// Plate.
     pub plate: String,
@@ -94,11 +118,12 @@ pub struct AlertRow {
     /// Where, for people.
     pub place: String,
     /// Kind-specific figures.
+    #[schemars(with = "serde_json::Map<String, Value>")]
     pub detail: Value,
 }
 
 /// The alerts over a range.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct AlertsReport {
     /// First local date.
     pub from: String,
@@ -108,7 +133,7 @@ pub struct AlertsReport {
     pub data_now: String,
     /// The kind filter, if any.
     #[serde(rename = "type")]
-    pub kind: Option<String>,
+    pub kind: Option<AlertType>,
     /// The vehicle filter (resolved plate), if any.
     pub plate: Option<String>,
     /// The thresholds detection used for this data.
@@ -218,7 +243,7 @@ pub fn run(db: &Db, req: &AlertsRequest) -> Result<AlertsReport> {
         from: from.to_string(),
         to: to.to_string(),
         data_now: db.time(db.now_ts),
-        kind: req.kind.clone(),
+        kind: req.kind.as_deref().and_then(AlertType::parse),
         plate: vehicle.map(|v| v.plate.clone()),
         thresholds: Thresholds {
             speed_limit_kmh: db.thresholds.speed_limit_kmh,
@@ -239,60 +264,6 @@ fn severity_unit(k: EventKind) -> &'static str {
         EventKind::LongStop => "minutes stopped",
         _ => "minutes without fixes",
     }
-}
-
-/// The JSON Schema of the report (the MCP tool's `outputSchema`).
-pub fn output_schema() -> serde_json::Value {
-    use super::schema::*;
-    object(&[
-        ("from", string()),
-        ("to", string()),
-        ("data_now", string()),
-        ("type", nullable(one_of(ALERT_NAMES))),
-        ("plate", nullable(string())),
-        (
-            "thresholds",
-            object(&[
-                ("speed_limit_kmh", number()),
-                ("speeding_min_s", integer()),
-                ("long_stop_min", number()),
-                ("signal_loss_min", number()),
-            ]),
-        ),
-        ("total", integer()),
-        (
-            "by_kind",
-            array(object(&[
-                ("kind", string()),
-                ("count", integer()),
-                ("severity_unit", string()),
-            ])),
-        ),
-        (
-            "by_vehicle",
-            list(object(&[
-                ("plate", string()),
-                ("driver", string()),
-                ("total", integer()),
-                ("speeding", integer()),
-                ("long_stop", integer()),
-                ("signal_loss", integer()),
-            ])),
-        ),
-        (
-            "most_severe",
-            list(object(&[
-                ("plate", string()),
-                ("kind", string()),
-                ("severity", number()),
-                ("severity_unit", string()),
-                ("at", string()),
-                ("until", string()),
-                ("place", string()),
-                ("detail", any_object()),
-            ])),
-        ),
-    ])
 }
 
 /// The registry entry.
@@ -323,6 +294,6 @@ week?' or 'which driver has the most alerts?'.",
     ],
     rows: "most_severe",
     run: |db, args| super::invoke(db, args, run),
-    output_schema,
+    output_schema: super::schema::derived::<AlertsReport>,
     draws: false,
 };

@@ -19,7 +19,7 @@ pub struct GeofenceVisitsRequest {
 }
 
 /// One stay inside the geofence.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct VisitRow {
     /// First fix inside (the first fix of the data if it started inside).
     pub entered_at: String,
@@ -32,7 +32,7 @@ pub struct VisitRow {
 }
 
 /// The visits of one day.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct GeofenceVisitsReport {
     /// Plate.
     pub plate: String,
@@ -99,30 +99,6 @@ pub fn run(db: &Db, req: &GeofenceVisitsRequest) -> Result<GeofenceVisitsReport>
     })
 }
 
-/// The JSON Schema of the report (the MCP tool's `outputSchema`).
-pub fn output_schema() -> serde_json::Value {
-    use super::schema::*;
-    object(&[
-        ("plate", string()),
-        ("geofence", string()),
-        ("geofence_kind", string()),
-        ("date", string()),
-        ("data_now", string()),
-        ("entered", boolean()),
-        ("note", nullable(string())),
-        ("minutes_inside_total", number()),
-        (
-            "visits",
-            list(object(&[
-                ("entered_at", string()),
-                ("exited_at", nullable(string())),
-                ("minutes_inside", number()),
-                ("still_inside", boolean()),
-            ])),
-        ),
-    ])
-}
-
 /// The registry entry.
 pub const SPEC: ReportSpec = ReportSpec {
     tool: "geofence_visits",
@@ -148,6 +124,6 @@ today or yesterday.",
     ],
     rows: "visits",
     run: |db, args| super::invoke(db, args, run),
-    output_schema,
+    output_schema: super::schema::derived::<GeofenceVisitsReport>,
     draws: false,
 };

@@ -11,15 +11,25 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct ListGeofencesRequest {}
 
+/// A geofence's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GeofenceShape {
+    /// A polygon.
+    Polygon,
+    /// A circle (with `radius_m`).
+    Circle,
+}
+
 /// One geofence.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct GeofenceRow {
     /// Name.
     pub name: String,
     /// `depot`, `distribution_center`, `zone` or `customer_zone`.
     pub kind: String,
     /// `polygon` or `circle`.
-    pub shape: &'static str,
+    pub shape: GeofenceShape,
     /// Centre latitude.
     pub lat: f64,
     /// Centre longitude.
@@ -31,7 +41,7 @@ pub struct GeofenceRow {
 }
 
 /// The geofences.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ListGeofencesReport {
     /// Geofences, by name.
     pub geofences: List<GeofenceRow>,
@@ -46,8 +56,8 @@ pub fn run(db: &Db, _req: &ListGeofencesRequest) -> Result<ListGeofencesReport> 
             let c = g.shape.center();
             let near = db.namer.relative(c);
             let (shape, radius_m) = match &g.shape {
-                Shape::Polygon(_) => ("polygon", None),
-                Shape::Circle { radius_m, .. } => ("circle", Some(*radius_m)),
+                Shape::Polygon(_) => (GeofenceShape::Polygon, None),
+                Shape::Circle { radius_m, .. } => (GeofenceShape::Circle, Some(*radius_m)),
             };
             GeofenceRow {
                 name: g.name.clone(),
@@ -70,23 +80,6 @@ fn round5(x: f64) -> f64 {
     (x * 1e5).round() / 1e5
 }
 
-/// The JSON Schema of the report (the MCP tool's `outputSchema`).
-pub fn output_schema() -> serde_json::Value {
-    use super::schema::*;
-    object(&[(
-        "geofences",
-        list(object(&[
-            ("name", string()),
-            ("kind", string()),
-            ("shape", one_of(&["polygon", "circle"])),
-            ("lat", number()),
-            ("lon", number()),
-            ("radius_m", nullable(number())),
-            ("near", string()),
-        ])),
-    )])
-}
-
 /// The registry entry.
 pub const SPEC: ReportSpec = ReportSpec {
     tool: "list_geofences",
@@ -98,6 +91,6 @@ it is. Call it to learn names for geofence_visits or nearest_vehicles.",
     params: &[],
     rows: "geofences",
     run: |db, args| super::invoke(db, args, run),
-    output_schema,
+    output_schema: super::schema::derived::<ListGeofencesReport>,
     draws: false,
 };

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 pub struct ListVehiclesRequest {}
 
 /// One vehicle.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct VehicleRow {
     /// Plate.
     pub plate: String,
@@ -31,7 +31,7 @@ pub struct VehicleRow {
 }
 
 /// The fleet.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ListVehiclesReport {
     /// The data clock.
     pub data_now: String,
@@ -69,27 +69,6 @@ pub fn run(db: &Db, _req: &ListVehiclesRequest) -> Result<ListVehiclesReport> {
     })
 }
 
-/// The JSON Schema of the report (the MCP tool's `outputSchema`).
-pub fn output_schema() -> serde_json::Value {
-    use super::schema::*;
-    object(&[
-        ("data_now", string()),
-        ("time_zone", string()),
-        (
-            "vehicles",
-            list(object(&[
-                ("plate", string()),
-                ("kind", string()),
-                ("driver", string()),
-                ("active", boolean()),
-                ("first_date", nullable(string())),
-                ("last_date", nullable(string())),
-                ("days_with_data", integer()),
-            ])),
-        ),
-    ])
-}
-
 /// The registry entry.
 pub const SPEC: ReportSpec = ReportSpec {
     tool: "list_vehicles",
@@ -101,6 +80,6 @@ Also returns the data clock ('now') and the time zone. Call it first to learn va
     params: &[],
     rows: "vehicles",
     run: |db, args| super::invoke(db, args, run),
-    output_schema,
+    output_schema: super::schema::derived::<ListVehiclesReport>,
     draws: false,
 };

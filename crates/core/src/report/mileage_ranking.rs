@@ -17,7 +17,7 @@ pub struct MileageRankingRequest {
 }
 
 /// One vehicle's kilometres.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MileageRow {
     /// 1 for the most kilometres.
     pub rank: usize,
@@ -32,13 +32,13 @@ pub struct MileageRow {
     /// Kilometres per active day.
     pub daily_average_km: f64,
     /// `odometer` when every day had one, else `gps`.
-    pub distance_source: &'static str,
+    pub distance_source: super::DistanceSource,
     /// False for a vehicle out of service.
     pub active: bool,
 }
 
 /// The ranking.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MileageRankingReport {
     /// First local date.
     pub from: String,
@@ -91,7 +91,7 @@ pub fn run(db: &Db, req: &MileageRankingRequest) -> Result<MileageRankingReport>
                 } else {
                     round1(km / mine.len() as f64)
                 },
-                distance_source: if odometer { "odometer" } else { "gps" },
+                distance_source: super::DistanceSource::from_odometer(odometer),
                 active: v.active,
             }
         })
@@ -114,31 +114,6 @@ pub fn run(db: &Db, req: &MileageRankingRequest) -> Result<MileageRankingReport>
     })
 }
 
-/// The JSON Schema of the report (the MCP tool's `outputSchema`).
-pub fn output_schema() -> serde_json::Value {
-    use super::schema::*;
-    object(&[
-        ("from", string()),
-        ("to", string()),
-        ("days", integer()),
-        ("data_now", string()),
-        ("fleet_total_km", number()),
-        (
-            "vehicles",
-            list(object(&[
-                ("rank", integer()),
-                ("plate", string()),
-                ("driver", string()),
-                ("distance_km", number()),
-                ("active_days", integer()),
-                ("daily_average_km", number()),
-                ("distance_source", one_of(&["odometer", "gps"])),
-                ("active", boolean()),
-            ])),
-        ),
-    ])
-}
-
 /// The registry entry.
 pub const SPEC: ReportSpec = ReportSpec {
     tool: "mileage_ranking",
@@ -158,6 +133,6 @@ most this week?' or fleet totals.",
     ],
     rows: "vehicles",
     run: |db, args| super::invoke(db, args, run),
-    output_schema,
+    output_schema: super::schema::derived::<MileageRankingReport>,
     draws: false,
 };

@@ -36,9 +36,31 @@ pub const MAX_RANGE_DAYS: i64 = 92;
 /// No fix for longer than this at the data clock means offline, seconds.
 pub const OFFLINE_AFTER_S: i64 = 10 * 60;
 
+/// Where a distance came from: the vehicle's odometer, or the GPS track (with
+/// jitter filtered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DistanceSource {
+    /// The odometer's readings.
+    Odometer,
+    /// The GPS track.
+    Gps,
+}
+
+impl DistanceSource {
+    /// The odometer when there is one, else GPS.
+    pub fn from_odometer(has_odometer: bool) -> DistanceSource {
+        if has_odometer {
+            DistanceSource::Odometer
+        } else {
+            DistanceSource::Gps
+        }
+    }
+}
+
 /// A capped list: the first rows, how many there are in all, and whether some
 /// were left out.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct List<T> {
     /// Rows in all.
     pub total: usize,

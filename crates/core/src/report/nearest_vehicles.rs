@@ -24,7 +24,7 @@ pub struct NearestVehiclesRequest {
 }
 
 /// One vehicle and how far it is.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct NearestRow {
     /// 1 for the closest.
     pub rank: usize,
@@ -37,7 +37,7 @@ pub struct NearestRow {
     /// Where the vehicle is, seen from the place (compass point).
     pub direction: &'static str,
     /// `moving`, `idle`, `parked` or `offline`.
-    pub state: &'static str,
+    pub state: super::vehicle_position::LiveState,
     /// Where the vehicle is, for people.
     pub vehicle_place: String,
     /// Time of the last fix.
@@ -47,7 +47,7 @@ pub struct NearestRow {
 }
 
 /// The ranking.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct NearestVehiclesReport {
     /// What was asked for.
     pub query: String,
@@ -71,7 +71,7 @@ pub fn run(db: &Db, req: &NearestVehiclesRequest) -> Result<NearestVehiclesRepor
                 ResolvedPlace {
                     name,
                     kind: "point".into(),
-                    source: "coordinates",
+                    source: super::resolve::PlaceSource::Coordinates,
                     lat: p.lat,
                     lon: p.lon,
                 },
@@ -138,39 +138,6 @@ pub fn run(db: &Db, req: &NearestVehiclesRequest) -> Result<NearestVehiclesRepor
     })
 }
 
-/// The JSON Schema of the report (the MCP tool's `outputSchema`).
-pub fn output_schema() -> serde_json::Value {
-    use super::schema::*;
-    object(&[
-        ("query", string()),
-        (
-            "place",
-            object(&[
-                ("name", string()),
-                ("kind", string()),
-                ("source", one_of(&["geofence", "gazetteer", "coordinates"])),
-                ("lat", number()),
-                ("lon", number()),
-            ]),
-        ),
-        ("data_now", string()),
-        (
-            "vehicles",
-            list(object(&[
-                ("rank", integer()),
-                ("plate", string()),
-                ("driver", string()),
-                ("distance_km", number()),
-                ("direction", string()),
-                ("state", one_of(&["moving", "idle", "parked", "offline"])),
-                ("vehicle_place", string()),
-                ("last_fix_at", string()),
-                ("minutes_since_fix", number()),
-            ])),
-        ),
-    ])
-}
-
 /// The registry entry.
 pub const SPEC: ReportSpec = ReportSpec {
     tool: "nearest_vehicles",
@@ -221,6 +188,6 @@ that has no name; never invent coordinates. Use it for dispatch: 'who is closest
     ],
     rows: "vehicles",
     run: |db, args| super::invoke(db, args, run),
-    output_schema,
+    output_schema: super::schema::derived::<NearestVehiclesReport>,
     draws: false,
 };

@@ -157,7 +157,7 @@ pub fn place_candidates(geofences: &[GeofenceInfo]) -> Vec<ResolvedPlace> {
             ResolvedPlace {
                 name: g.name.clone(),
                 kind: g.kind.clone(),
-                source: "geofence",
+                source: PlaceSource::Geofence,
                 lat: round5(c.lat),
                 lon: round5(c.lon),
             }
@@ -172,7 +172,7 @@ pub fn place_candidates(geofences: &[GeofenceInfo]) -> Vec<ResolvedPlace> {
         candidates.push(ResolvedPlace {
             name: p.name.clone(),
             kind: p.kind.clone(),
-            source: "gazetteer",
+            source: PlaceSource::Gazetteer,
             lat: p.lat,
             lon: p.lon,
         });
@@ -180,15 +180,27 @@ pub fn place_candidates(geofences: &[GeofenceInfo]) -> Vec<ResolvedPlace> {
     candidates
 }
 
+/// Where a resolved place came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PlaceSource {
+    /// A geofence of the database.
+    Geofence,
+    /// The offline gazetteer.
+    Gazetteer,
+    /// Coordinates given by the caller.
+    Coordinates,
+}
+
 /// A place a name resolved to.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ResolvedPlace {
     /// The name chosen.
     pub name: String,
     /// Its kind (`depot`, `zone`, `landmark`, …).
     pub kind: String,
     /// Where it came from: `geofence`, `gazetteer` or `coordinates`.
-    pub source: &'static str,
+    pub source: PlaceSource,
     /// Latitude.
     pub lat: f64,
     /// Longitude.

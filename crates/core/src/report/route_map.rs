@@ -179,7 +179,7 @@ pub struct RouteMapRequest {
 }
 
 /// The map's extent.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Bounds {
     /// Northern edge latitude.
     pub north: f64,
@@ -192,7 +192,7 @@ pub struct Bounds {
 }
 
 /// What the map shows.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RouteMapReport {
     /// Plate.
     pub plate: String,
@@ -215,7 +215,7 @@ pub struct RouteMapReport {
     /// Kilometres in the window.
     pub distance_km: f64,
     /// `odometer` or `gps`.
-    pub distance_source: &'static str,
+    pub distance_source: super::DistanceSource,
     /// Stops drawn.
     pub stops: usize,
     /// Speeding episodes marked.
@@ -390,7 +390,7 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
         last_fix_at: db.time(last.ts),
         fixes: fix_count,
         distance_km: round2(distance_km),
-        distance_source: if odometer { "odometer" } else { "gps" },
+        distance_source: super::DistanceSource::from_odometer(odometer),
         stops: stops.len(),
         speeding: input.speeding.len(),
         signal_losses: losses,
@@ -421,42 +421,6 @@ fn run_args(db: &Db, args: &Args) -> Result<Answer> {
     let request: RouteMapRequest = serde_json::from_value(serde_json::Value::Object(args.clone()))
         .map_err(|e| Error::invalid(e.to_string()))?;
     run(db, &request)
-}
-
-/// The JSON Schema of the summary (the MCP tool's `outputSchema`).
-pub fn output_schema() -> serde_json::Value {
-    use super::schema::*;
-    object(&[
-        ("plate", string()),
-        ("driver", string()),
-        ("date", string()),
-        ("from", nullable(string())),
-        ("to", nullable(string())),
-        ("data_now", string()),
-        ("first_fix_at", string()),
-        ("last_fix_at", string()),
-        ("fixes", integer()),
-        ("distance_km", number()),
-        ("distance_source", one_of(&["odometer", "gps"])),
-        ("stops", integer()),
-        ("speeding", integer()),
-        ("signal_losses", integer()),
-        ("max_speed_kmh", number()),
-        ("width", integer()),
-        ("height", integer()),
-        ("png_bytes", integer()),
-        ("zoom", number()),
-        (
-            "bounds",
-            object(&[
-                ("north", number()),
-                ("south", number()),
-                ("west", number()),
-                ("east", number()),
-            ]),
-        ),
-        ("tiles", nullable(string())),
-    ])
 }
 
 const SIZE: ParamKind = ParamKind::Integer {
@@ -504,6 +468,6 @@ A day without fixes is a no_data error that lists the days with data.",
     ],
     rows: "",
     run: run_args,
-    output_schema,
+    output_schema: super::schema::derived::<RouteMapReport>,
     draws: true,
 };

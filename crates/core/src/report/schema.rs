@@ -1,76 +1,89 @@
-//! JSON Schemas for the reports' answers (the MCP tools' `outputSchema`), built from
-//! a few helpers, and a checker for the subset used, so that tests can hold every
-//! answer to its published schema.
+//! JSON Schemas for the reports' answers (the MCP tools' `outputSchema`), derived
+//! from the report types (`derived`), and a checker for the subset used, so that
+//! tests can hold every answer to its published schema.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-/// A string.
-pub fn string() -> Value {
-    json!({"type": "string"})
+/// The output schema of a report type, derived from it: every object closed
+/// (`additionalProperties: false`) with all its fields required (an `Option` field
+/// is present and may be null), subschemas inlined (clients read one document),
+/// doc comments as descriptions, and nothing else (no `$schema`, titles or formats).
+pub fn derived<T: schemars::JsonSchema>() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator();
+    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    tighten(&mut schema);
+    schema
 }
 
-/// A number.
-pub fn number() -> Value {
-    json!({"type": "number"})
-}
-
-/// A whole number.
-pub fn integer() -> Value {
-    json!({"type": "integer"})
-}
-
-/// A boolean.
-pub fn boolean() -> Value {
-    json!({"type": "boolean"})
-}
-
-/// A free-form object (kind-specific details).
-pub fn any_object() -> Value {
-    json!({"type": "object"})
-}
-
-/// One of a closed set of strings.
-pub fn one_of(values: &[&str]) -> Value {
-    json!({"type": "string", "enum": values})
-}
-
-/// The schema, or null.
-pub fn nullable(schema: Value) -> Value {
-    let mut s = schema;
-    if let Some(t) = s.get("type").and_then(Value::as_str).map(str::to_owned) {
-        s["type"] = json!([t, "null"]);
+fn tighten(schema: &mut Value) {
+    let Some(obj) = schema.as_object_mut() else {
+        return;
+    };
+    for value in obj.values_mut() {
+        match value {
+            Value::Object(_) => tighten(value),
+            Value::Array(items) => items.iter_mut().for_each(tighten),
+            _ => {}
+        }
     }
-    if let Some(values) = s.get_mut("enum").and_then(Value::as_array_mut) {
+    for noise in ["$schema", "title", "format"] {
+        obj.remove(noise);
+    }
+    // A free-form object (an event's details) is just an object.
+    if obj.get("additionalProperties") == Some(&Value::Bool(true)) {
+        obj.remove("additionalProperties");
+    }
+    if let Some(properties) = obj.get("properties").and_then(Value::as_object) {
+        let required: Vec<Value> = properties
+            .keys()
+            .map(|k| Value::String(k.clone()))
+            .collect();
+        obj.insert("required".into(), Value::Array(required));
+        obj.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    // An enum of documented unit variants comes as a `oneOf` of constants: a closed
+    // set of strings, said the plain way.
+    let constants: Option<Vec<Value>> =
+        obj.get("oneOf")
+            .and_then(Value::as_array)
+            .and_then(|options| {
+                options
+                    .iter()
+                    .map(|o| o.get("const").filter(|c| c.is_string()).cloned())
+                    .collect()
+            });
+    if let Some(values) = constants {
+        obj.remove("oneOf");
+        obj.insert("type".into(), json!("string"));
+        obj.insert("enum".into(), Value::Array(values));
+    }
+    // An optional one of those: the same set, or null.
+    let nullable_enum = obj
+        .get("anyOf")
+        .and_then(Value::as_array)
+        .and_then(|options| {
+            let [a, b] = options.as_slice() else {
+                return None;
+            };
+            let (set, other) = if b == &json!({"type": "null"}) {
+                (a, b)
+            } else {
+                (b, a)
+            };
+            (other == &json!({"type": "null"}) && set.get("enum").is_some()).then(|| set.clone())
+        });
+    if let Some(set) = nullable_enum {
+        obj.remove("anyOf");
+        let mut values = set["enum"].as_array().cloned().unwrap_or_default();
         values.push(Value::Null);
+        obj.insert("type".into(), json!(["string", "null"]));
+        obj.insert("enum".into(), Value::Array(values));
     }
-    s
 }
 
-/// An object with exactly these fields, all present (possibly null).
-pub fn object(fields: &[(&str, Value)]) -> Value {
-    let properties: Map<String, Value> = fields
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect();
-    let required: Vec<&str> = fields.iter().map(|(k, _)| *k).collect();
-    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
-}
-
-/// An array of items.
-pub fn array(item: Value) -> Value {
-    json!({"type": "array", "items": item})
-}
-
-/// A capped list: `{total, truncated, items}`.
-pub fn list(item: Value) -> Value {
-    object(&[
-        ("total", integer()),
-        ("truncated", boolean()),
-        ("items", array(item)),
-    ])
-}
-
-/// Checks `value` against `schema` (the subset above: type, enum, properties,
+/// Checks `value` against `schema` (the subset used: type, enum, anyOf, properties,
 /// required, additionalProperties false, items). Returns the first mismatch's path.
 pub fn check(schema: &Value, value: &Value) -> Result<(), String> {
     check_at(schema, value, "$")
@@ -90,6 +103,14 @@ fn type_ok(t: &str, v: &Value) -> bool {
 }
 
 fn check_at(schema: &Value, v: &Value, path: &str) -> Result<(), String> {
+    if let Some(options) = schema.get("anyOf").and_then(Value::as_array)
+        && !options.iter().any(|o| check_at(o, v, path).is_ok())
+    {
+        return Err(format!(
+            "{path}: {v} matches none of {} options",
+            options.len()
+        ));
+    }
     match schema.get("type") {
         Some(Value::String(t)) if !type_ok(t, v) => {
             return Err(format!("{path}: expected {t}, got {v}"));
@@ -140,6 +161,113 @@ fn check_at(schema: &Value, v: &Value, path: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use serde_json::Map;
+
+    // Hand-built schemas of the subset the checker reads.
+    /// A string.
+    fn string() -> Value {
+        json!({"type": "string"})
+    }
+
+    /// A number.
+    fn number() -> Value {
+        json!({"type": "number"})
+    }
+
+    /// A whole number.
+    fn integer() -> Value {
+        json!({"type": "integer"})
+    }
+
+    /// A boolean.
+    fn boolean() -> Value {
+        json!({"type": "boolean"})
+    }
+
+    /// One of a closed set of strings.
+    fn one_of(values: &[&str]) -> Value {
+        json!({"type": "string", "enum": values})
+    }
+
+    /// The schema, or null.
+    fn nullable(schema: Value) -> Value {
+        let mut s = schema;
+        if let Some(t) = s.get("type").and_then(Value::as_str).map(str::to_owned) {
+            s["type"] = json!([t, "null"]);
+        }
+        if let Some(values) = s.get_mut("enum").and_then(Value::as_array_mut) {
+            values.push(Value::Null);
+        }
+        s
+    }
+
+    /// An object with exactly these fields, all present (possibly null).
+    fn object(fields: &[(&str, Value)]) -> Value {
+        let properties: Map<String, Value> = fields
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        let required: Vec<&str> = fields.iter().map(|(k, _)| *k).collect();
+        json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
+    }
+
+    /// An array of items.
+    fn array(item: Value) -> Value {
+        json!({"type": "array", "items": item})
+    }
+
+    /// A capped list: `{total, truncated, items}`.
+    fn list(item: Value) -> Value {
+        object(&[
+            ("total", integer()),
+            ("truncated", boolean()),
+            ("items", array(item)),
+        ])
+    }
+
+    /// A small report type, derived as the reports are.
+    #[derive(serde::Serialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Sample {
+        /// A plate.
+        plate: String,
+        /// Maybe a distance.
+        km: Option<f64>,
+        /// A state.
+        state: Option<Mode>,
+    }
+
+    /// Modes.
+    #[derive(serde::Serialize, schemars::JsonSchema)]
+    #[serde(rename_all = "snake_case")]
+    #[allow(dead_code)]
+    enum Mode {
+        /// Driving.
+        Moving,
+        /// Not.
+        Parked,
+    }
+
+    #[test]
+    fn derived_schemas_are_closed_with_every_field_required() {
+        let s = derived::<Sample>();
+        assert_eq!(s["additionalProperties"], false);
+        assert_eq!(s["required"], json!(["plate", "km", "state"]));
+        assert_eq!(s["properties"]["km"]["type"], json!(["number", "null"]));
+        assert_eq!(
+            s["properties"]["state"]["enum"],
+            json!(["moving", "parked", null])
+        );
+        assert_eq!(s["properties"]["plate"]["description"], "A plate.");
+        assert!(s.get("$schema").is_none() && s.get("title").is_none());
+        assert_eq!(
+            check(&s, &json!({"plate": "P", "km": null, "state": "moving"})),
+            Ok(())
+        );
+        assert!(check(&s, &json!({"plate": "P", "km": 1, "state": "flying"})).is_err());
+        assert!(check(&s, &json!({"plate": "P", "km": 1})).is_err());
+    }
 
     #[test]
     fn the_checker_catches_what_a_client_would() {

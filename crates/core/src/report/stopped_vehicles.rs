@@ -15,7 +15,7 @@ pub struct StoppedVehiclesRequest {
 }
 
 /// One stopped vehicle.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StoppedVehicle {
     /// Plate.
     pub plate: String,
@@ -44,7 +44,7 @@ pub struct StoppedVehicle {
 }
 
 /// Vehicles stopped now.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StoppedVehiclesReport {
     /// The data clock ("now").
     pub data_now: String,
@@ -97,31 +97,6 @@ pub fn run(db: &Db, req: &StoppedVehiclesRequest) -> Result<StoppedVehiclesRepor
     })
 }
 
-/// The JSON Schema of the report (the MCP tool's `outputSchema`).
-pub fn output_schema() -> serde_json::Value {
-    use super::schema::*;
-    object(&[
-        ("data_now", string()),
-        ("min_minutes", integer()),
-        (
-            "vehicles",
-            list(object(&[
-                ("plate", string()),
-                ("driver", string()),
-                ("since", string()),
-                ("minutes", number()),
-                ("observed_min", number()),
-                ("engine_on", boolean()),
-                ("place", string()),
-                ("lat", number()),
-                ("lon", number()),
-                ("offline", boolean()),
-                ("last_fix_at", string()),
-            ])),
-        ),
-    ])
-}
-
 /// The registry entry.
 pub const SPEC: ReportSpec = ReportSpec {
     tool: "stopped_vehicles",
@@ -139,6 +114,6 @@ Longest first. Use it for 'who is stopped?' or 'which trucks have been idle for 
     )],
     rows: "vehicles",
     run: |db, args| super::invoke(db, args, run),
-    output_schema,
+    output_schema: super::schema::derived::<StoppedVehiclesReport>,
     draws: false,
 };

@@ -19,7 +19,7 @@ pub struct TripSummaryRequest {
 }
 
 /// One stop of the day.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StopRow {
     /// When it began.
     pub start: String,
@@ -36,7 +36,7 @@ pub struct StopRow {
 }
 
 /// One event of the day.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct EventRow {
     /// Event kind.
     pub kind: &'static str,
@@ -47,11 +47,12 @@ pub struct EventRow {
     /// Where, for people.
     pub place: String,
     /// Kind-specific figures (max_speed_kmh, duration_min, minutes_lost, geofence…).
+    #[schemars(with = "serde_json::Map<String, Value>")]
     pub detail: Value,
 }
 
 /// A signal loss of the day.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SignalLossRow {
     /// The last fix before the gap.
     pub lost_at: String,
@@ -64,7 +65,7 @@ pub struct SignalLossRow {
 }
 
 /// The day, summed up.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TripSummaryReport {
     /// Plate.
     pub plate: String,
@@ -81,7 +82,7 @@ pub struct TripSummaryReport {
     /// Kilometres driven (from `distance_source`).
     pub distance_km: f64,
     /// `odometer` when the data has one, else `gps`.
-    pub distance_source: &'static str,
+    pub distance_source: super::DistanceSource,
     /// Kilometres from the fixes (jitter filtered).
     pub gps_distance_km: f64,
     /// Kilometres from the odometer, when present.
@@ -198,7 +199,7 @@ pub fn run(db: &Db, req: &TripSummaryRequest) -> Result<TripSummaryReport> {
         has_data: day.is_some(),
         note: db.no_data_note(v, day.is_none(), &date.to_string())?,
         distance_km: round2(odo_km.unwrap_or(gps_km)),
-        distance_source: if odo_km.is_some() { "odometer" } else { "gps" },
+        distance_source: super::DistanceSource::from_odometer(odo_km.is_some()),
         gps_distance_km: round2(gps_km),
         odometer_distance_km: odo_km.map(round2),
         departure_at: departure.map(|t| db.time(t)),
@@ -224,71 +225,6 @@ pub fn run(db: &Db, req: &TripSummaryRequest) -> Result<TripSummaryReport> {
     })
 }
 
-/// The JSON Schema of the report (the MCP tool's `outputSchema`).
-pub fn output_schema() -> serde_json::Value {
-    use super::schema::*;
-    object(&[
-        ("plate", string()),
-        ("driver", string()),
-        ("date", string()),
-        ("data_now", string()),
-        ("has_data", boolean()),
-        ("note", nullable(string())),
-        ("distance_km", number()),
-        ("distance_source", one_of(&["odometer", "gps"])),
-        ("gps_distance_km", number()),
-        ("odometer_distance_km", nullable(number())),
-        ("departure_at", nullable(string())),
-        ("return_at", nullable(string())),
-        ("duration_min", nullable(number())),
-        ("first_fix_at", nullable(string())),
-        ("last_fix_at", nullable(string())),
-        ("moving_min", number()),
-        ("idle_min", number()),
-        ("parked_min", number()),
-        ("trips", integer()),
-        ("max_speed_kmh", number()),
-        ("avg_moving_speed_kmh", number()),
-        ("stops_count", integer()),
-        ("stops_total_min", number()),
-        (
-            "stops",
-            list(object(&[
-                ("start", string()),
-                ("end", string()),
-                ("minutes", number()),
-                ("engine_on", boolean()),
-                ("place", string()),
-                ("ongoing", boolean()),
-            ])),
-        ),
-        (
-            "signal_losses",
-            list(object(&[
-                ("lost_at", string()),
-                ("resumed_at", string()),
-                ("minutes_lost", number()),
-                ("place", string()),
-            ])),
-        ),
-        ("events", list(event_row_schema())),
-        ("ignition_on_count", integer()),
-        ("ignition_off_count", integer()),
-    ])
-}
-
-/// The schema of an [`EventRow`].
-pub fn event_row_schema() -> serde_json::Value {
-    use super::schema::*;
-    object(&[
-        ("kind", string()),
-        ("at", string()),
-        ("until", string()),
-        ("place", string()),
-        ("detail", any_object()),
-    ])
-}
-
 /// The registry entry.
 pub const SPEC: ReportSpec = ReportSpec {
     tool: "trip_summary",
@@ -311,6 +247,6 @@ returns has_data=false, not an error.",
     ],
     rows: "stops",
     run: |db, args| super::invoke(db, args, run),
-    output_schema,
+    output_schema: super::schema::derived::<TripSummaryReport>,
     draws: false,
 };

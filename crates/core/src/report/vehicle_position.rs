@@ -17,7 +17,7 @@ pub struct VehiclePositionRequest {
 }
 
 /// The vehicle's last known position and state.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct VehiclePositionReport {
     /// Plate.
     pub plate: String,
@@ -30,9 +30,9 @@ pub struct VehiclePositionReport {
     /// The data clock ("now").
     pub data_now: String,
     /// `moving`, `idle`, `parked`, `offline`, `inactive` or `no_data`.
-    pub state: &'static str,
+    pub state: PositionState,
     /// What it was doing at its last fix (`moving`, `idle`, `parked`), also when offline.
-    pub state_at_last_fix: Option<&'static str>,
+    pub state_at_last_fix: Option<MotionState>,
     /// Time of the last fix.
     pub last_fix_at: Option<String>,
     /// Minutes from the last fix to the data clock.
@@ -63,28 +63,85 @@ pub struct VehiclePositionReport {
 
 /// A vehicle's state by the data clock (`offline` after 10 minutes without a fix),
 /// its state at the last fix, and the stop it is in, if any.
-pub fn state_at(db: &Db, fix: &Fix) -> Result<(&'static str, &'static str, Option<Stop>)> {
+pub fn state_at(db: &Db, fix: &Fix) -> Result<(LiveState, MotionState, Option<Stop>)> {
     let stop = read::ongoing_stop(db.conn(), fix.vehicle_id)?;
     let (state, at_fix) = state_of(db, fix, stop.as_ref());
     Ok((state, at_fix, stop.filter(|s| s.end_ts == fix.ts)))
 }
 
+/// What a vehicle was doing at a fix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MotionState {
+    /// Driving.
+    Moving,
+    /// Stopped, engine on.
+    Idle,
+    /// Stopped, engine off.
+    Parked,
+}
+
+/// What a vehicle is doing by the data clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LiveState {
+    /// Driving.
+    Moving,
+    /// Stopped, engine on.
+    Idle,
+    /// Stopped, engine off.
+    Parked,
+    /// No fix for over 10 minutes.
+    Offline,
+}
+
+/// A vehicle's state in `vehicle_position`: a live state, or why there is none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PositionState {
+    /// Driving.
+    Moving,
+    /// Stopped, engine on.
+    Idle,
+    /// Stopped, engine off.
+    Parked,
+    /// No fix for over 10 minutes.
+    Offline,
+    /// Out of service: no positions.
+    Inactive,
+    /// In service, but no positions in this database.
+    NoData,
+}
+
+impl From<LiveState> for PositionState {
+    fn from(s: LiveState) -> PositionState {
+        match s {
+            LiveState::Moving => PositionState::Moving,
+            LiveState::Idle => PositionState::Idle,
+            LiveState::Parked => PositionState::Parked,
+            LiveState::Offline => PositionState::Offline,
+        }
+    }
+}
+
 /// The state by the data clock and at the last fix, given the vehicle's ongoing
 /// stop (if any).
-pub fn state_of(db: &Db, fix: &Fix, ongoing: Option<&Stop>) -> (&'static str, &'static str) {
+pub fn state_of(db: &Db, fix: &Fix, ongoing: Option<&Stop>) -> (LiveState, MotionState) {
     let at_fix = match ongoing.filter(|s| s.end_ts == fix.ts) {
-        Some(_) if fix.ignition => "idle",
-        Some(_) => "parked",
-        None => "moving",
+        Some(_) if fix.ignition => MotionState::Idle,
+        Some(_) => MotionState::Parked,
+        None => MotionState::Moving,
     };
-    (
-        if db.now_ts - fix.ts > OFFLINE_AFTER_S {
-            "offline"
-        } else {
-            at_fix
-        },
-        at_fix,
-    )
+    let live = if db.now_ts - fix.ts > OFFLINE_AFTER_S {
+        LiveState::Offline
+    } else {
+        match at_fix {
+            MotionState::Moving => LiveState::Moving,
+            MotionState::Idle => LiveState::Idle,
+            MotionState::Parked => LiveState::Parked,
+        }
+    };
+    (live, at_fix)
 }
 
 /// Runs the report.
@@ -96,7 +153,7 @@ pub fn run(db: &Db, req: &VehiclePositionRequest) -> Result<VehiclePositionRepor
         kind: v.kind.clone(),
         active: v.active,
         data_now: db.time(db.now_ts),
-        state: "no_data",
+        state: PositionState::NoData,
         state_at_last_fix: None,
         last_fix_at: None,
         minutes_since_fix: None,
@@ -113,7 +170,11 @@ pub fn run(db: &Db, req: &VehiclePositionRequest) -> Result<VehiclePositionRepor
         note: None,
     };
     let Some(fix) = read::last_fix(db.conn(), v.id)? else {
-        report.state = if v.active { "no_data" } else { "inactive" };
+        report.state = if v.active {
+            PositionState::NoData
+        } else {
+            PositionState::Inactive
+        };
         report.note = Some(if v.active {
             format!("{} has no positions in this database", v.plate)
         } else {
@@ -126,7 +187,7 @@ pub fn run(db: &Db, req: &VehiclePositionRequest) -> Result<VehiclePositionRepor
     };
     let (state, at_fix, stop) = state_at(db, &fix)?;
     let since_s = db.now_ts - fix.ts;
-    report.state = state;
+    report.state = state.into();
     report.state_at_last_fix = Some(at_fix);
     report.last_fix_at = Some(db.time(fix.ts));
     report.minutes_since_fix = Some(round1(since_s as f64 / 60.0));
@@ -147,44 +208,13 @@ pub fn run(db: &Db, req: &VehiclePositionRequest) -> Result<VehiclePositionRepor
         report.stopped_since = Some(db.time(s.start_ts));
         report.stopped_min = Some(round1((db.now_ts - s.start_ts) as f64 / 60.0));
     }
-    if report.state == "offline" {
+    if report.state == PositionState::Offline {
         report.note = Some(format!(
             "no fix for {:.0} min: the position is the last one known",
             since_s as f64 / 60.0
         ));
     }
     Ok(report)
-}
-
-/// The JSON Schema of the report (the MCP tool's `outputSchema`).
-pub fn output_schema() -> serde_json::Value {
-    use super::schema::*;
-    let state = one_of(&["moving", "idle", "parked", "offline", "inactive", "no_data"]);
-    object(&[
-        ("plate", string()),
-        ("driver", string()),
-        ("kind", string()),
-        ("active", boolean()),
-        ("data_now", string()),
-        ("state", state),
-        (
-            "state_at_last_fix",
-            nullable(one_of(&["moving", "idle", "parked"])),
-        ),
-        ("last_fix_at", nullable(string())),
-        ("minutes_since_fix", nullable(number())),
-        ("place", nullable(string())),
-        ("lat", nullable(number())),
-        ("lon", nullable(number())),
-        ("speed_kmh", nullable(number())),
-        ("heading_deg", nullable(number())),
-        ("heading", nullable(string())),
-        ("ignition_on", nullable(boolean())),
-        ("odometer_km", nullable(number())),
-        ("stopped_since", nullable(string())),
-        ("stopped_min", nullable(number())),
-        ("note", nullable(string())),
-    ])
 }
 
 /// The registry entry.
@@ -204,6 +234,6 @@ matched ignoring case, spaces and dashes; call list_vehicles first if unsure of 
     )],
     rows: "",
     run: |db, args| super::invoke(db, args, run),
-    output_schema,
+    output_schema: super::schema::derived::<VehiclePositionReport>,
     draws: false,
 };
