@@ -34,7 +34,7 @@ fn flag_name(param: &str) -> String {
 
 /// The CLI arguments of a report's parameters.
 pub fn spec_args(spec: &'static ReportSpec) -> Vec<Arg> {
-    spec.params
+    spec.params()
         .iter()
         .map(|p| {
             let mut arg = Arg::new(p.name).help(p.help).required(p.required);
@@ -64,7 +64,7 @@ pub fn spec_args(spec: &'static ReportSpec) -> Vec<Arg> {
 /// text for the core to refuse with the same message an MCP client gets.
 pub fn args_from(spec: &ReportSpec, m: &ArgMatches) -> Args {
     let mut args = Args::new();
-    for p in spec.params {
+    for p in spec.params() {
         let Some(text) = m.get_one::<String>(p.name) else {
             continue;
         };

@@ -527,7 +527,7 @@ fn the_openapi_twin_answers_what_the_mcp_tool_answers() {
         );
         assert!(op["responses"]["200"]["content"]["application/json"]["schema"].is_object());
         let mut args = serde_json::Map::new();
-        for p in spec.params.iter().filter(|p| p.required || p.positional) {
+        for p in spec.params().iter().filter(|p| p.required || p.positional) {
             let v = if p.kind == fleetctl::report::ParamKind::Plate {
                 plate.clone()
             } else {

@@ -30,7 +30,7 @@ fn sample_arguments(spec: &fleetctl::report::ReportSpec) -> serde_json::Map<Stri
         })
         .unwrap();
     let mut args = serde_json::Map::new();
-    for p in spec.params.iter().filter(|p| p.required || p.positional) {
+    for p in spec.params().iter().filter(|p| p.required || p.positional) {
         let v = match p.kind {
             fleetctl::report::ParamKind::Plate => plate.clone(),
             _ => geofence.clone(),
@@ -51,7 +51,7 @@ fn cli_words(
     } else {
         vec!["query".to_string(), spec.cli.to_string()]
     };
-    for p in spec.params {
+    for p in spec.params() {
         let Some(v) = args.get(p.name) else { continue };
         let text = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
         if !p.positional {

@@ -2,7 +2,7 @@
 //! range — counts by kind and by vehicle, and the most severe of each kind, ranked
 //! in the kind's own unit (never adding km/h to minutes).
 
-use super::{Db, List, Param, ParamKind, ReportSpec, round1};
+use super::{Db, List, ReportSpec, round1};
 use crate::error::Result;
 use crate::model::{Event, EventKind};
 use crate::store::read;
@@ -16,8 +16,6 @@ pub const ALERT_KINDS: [EventKind; 3] = [
     EventKind::LongStop,
     EventKind::SignalLoss,
 ];
-const ALERT_NAMES: &[&str] = &["speeding", "long_stop", "signal_loss"];
-
 /// The kinds of alert (the `type` filter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -31,7 +29,7 @@ pub enum AlertType {
 }
 
 impl AlertType {
-    /// The type a filter names (one of `ALERT_NAMES`).
+    /// The type a filter names.
     pub fn parse(name: &str) -> Option<AlertType> {
         match name {
             "speeding" => Some(AlertType::Speeding),
@@ -45,17 +43,21 @@ impl AlertType {
 pub const MOST_SEVERE: usize = 5;
 
 /// Range and filters.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AlertsRequest {
-    /// First local date (default: 6 days before `to`).
+    /// First local date: YYYY-MM-DD, today or yesterday (default: 6 days before to)
+    #[schemars(extend("x-kind" = "date"))]
     pub from: Option<String>,
-    /// Last local date (default: today).
+    /// Last local date (default today)
+    #[schemars(extend("x-kind" = "date"))]
     pub to: Option<String>,
-    /// Only this kind.
+    /// Only this kind: speeding, long_stop or signal_loss
     #[serde(rename = "type")]
+    #[schemars(with = "Option<AlertType>")]
     pub kind: Option<String>,
-    /// Only this vehicle.
+    /// Only this vehicle
+    #[schemars(extend("x-kind" = "plate"))]
     pub plate: Option<String>,
 }
 
@@ -278,20 +280,7 @@ of local dates (default: the last 7 days up to today; at most 92 days). Returns 
 by vehicle, and the 5 most severe alerts of each kind ranked in that kind's own unit (km/h over the limit, minutes \
 stopped, minutes without fixes) with time and place. Filter with type and plate. Use it for 'any speeding this \
 week?' or 'which driver has the most alerts?'.",
-    params: &[
-        Param::flag(
-            "from",
-            ParamKind::Date,
-            "First local date: YYYY-MM-DD, today or yesterday (default: 6 days before to)",
-        ),
-        Param::flag("to", ParamKind::Date, "Last local date (default today)"),
-        Param::flag(
-            "type",
-            ParamKind::Enum(ALERT_NAMES),
-            "Only this kind: speeding, long_stop or signal_loss",
-        ),
-        Param::flag("plate", ParamKind::Plate, "Only this vehicle"),
-    ],
+    input: super::schema::derived_input::<AlertsRequest>,
     rows: "most_severe",
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<AlertsReport>,

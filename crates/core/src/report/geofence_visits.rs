@@ -1,20 +1,23 @@
 //! `geofence_visits` (`fleetctl query geofence PLATE NAME --date D`): did a vehicle
 //! enter a place on a day, and each visit's entry, exit and minutes inside.
 
-use super::{Db, List, Param, ParamKind, ReportSpec, round1};
+use super::{Db, List, ReportSpec, round1};
 use crate::error::Result;
 use crate::store::read;
 use serde::{Deserialize, Serialize};
 
 /// Which vehicle, place and day.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GeofenceVisitsRequest {
-    /// Plate, matched forgivingly.
+    /// Plate, e.g. P-123BCD
+    #[schemars(extend("x-kind" = "plate", "x-positional" = true))]
     pub plate: String,
-    /// Geofence name, matched forgivingly.
+    /// Geofence name, e.g. "Bodega Mixco" (forgiving match)
+    #[schemars(extend("x-kind" = "text", "x-positional" = true))]
     pub geofence: String,
-    /// `YYYY-MM-DD`, `today` (default) or `yesterday`.
+    /// Local date: YYYY-MM-DD, today or yesterday (default today)
+    #[schemars(extend("x-kind" = "date"))]
     pub date: Option<String>,
 }
 
@@ -109,19 +112,7 @@ Centro Histórico) on a local day, and each visit: entry and exit times (RFC 333
 is still inside; minutes_inside counts only the part within that day. A visit needs 2 consecutive fixes inside, so a fix grazing the edge does not count. Names are \
 matched forgivingly (case, accents, partial words); call list_geofences for the names. date accepts YYYY-MM-DD, \
 today or yesterday.",
-    params: &[
-        Param::positional("plate", ParamKind::Plate, "Plate, e.g. P-123BCD"),
-        Param::positional(
-            "geofence",
-            ParamKind::Text,
-            "Geofence name, e.g. \"Bodega Mixco\" (forgiving match)",
-        ),
-        Param::flag(
-            "date",
-            ParamKind::Date,
-            "Local date: YYYY-MM-DD, today or yesterday (default today)",
-        ),
-    ],
+    input: super::schema::derived_input::<GeofenceVisitsRequest>,
     rows: "visits",
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<GeofenceVisitsReport>,

@@ -7,7 +7,7 @@ use crate::geo::Shape;
 use serde::{Deserialize, Serialize};
 
 /// No arguments.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListGeofencesRequest {}
 
@@ -88,7 +88,7 @@ pub const SPEC: ReportSpec = ReportSpec {
     description: "Every named geofence: depots and distribution centres the routes start from, customer zones, \
 and Centro Histórico — with kind, shape (polygon or circle with radius_m), centre lat/lon and a description of where \
 it is. Call it to learn names for geofence_visits or nearest_vehicles.",
-    params: &[],
+    input: super::schema::derived_input::<ListGeofencesRequest>,
     rows: "geofences",
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<ListGeofencesReport>,

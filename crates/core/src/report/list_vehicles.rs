@@ -7,7 +7,7 @@ use crate::store::read;
 use serde::{Deserialize, Serialize};
 
 /// No arguments.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListVehiclesRequest {}
 
@@ -77,7 +77,7 @@ pub const SPEC: ReportSpec = ReportSpec {
     description: "Every vehicle of the fleet: plate, kind (truck, van, pickup, minibus), driver, whether it is \
 active (an inactive vehicle is out of service and has no positions), and the first and last local dates with data. \
 Also returns the data clock ('now') and the time zone. Call it first to learn valid plates and dates.",
-    params: &[],
+    input: super::schema::derived_input::<ListVehiclesRequest>,
     rows: "vehicles",
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<ListVehiclesReport>,

@@ -1,18 +1,20 @@
 //! `mileage_ranking` (`fleetctl query mileage`): vehicles ranked by kilometres over
 //! a range, with active days, daily average and the fleet total.
 
-use super::{Db, List, Param, ParamKind, ReportSpec, round1, round2};
+use super::{Db, List, ReportSpec, round1, round2};
 use crate::error::Result;
 use crate::store::read;
 use serde::{Deserialize, Serialize};
 
 /// The range.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MileageRankingRequest {
-    /// First local date (default: 6 days before `to`).
+    /// First local date: YYYY-MM-DD, today or yesterday (default: 6 days before to)
+    #[schemars(extend("x-kind" = "date"))]
     pub from: Option<String>,
-    /// Last local date (default: today).
+    /// Last local date (default today)
+    #[schemars(extend("x-kind" = "date"))]
     pub to: Option<String>,
 }
 
@@ -123,14 +125,7 @@ pub const SPEC: ReportSpec = ReportSpec {
 last 7 days up to today; at most 92 days), with active days (days with any fix), the daily average over active \
 days, which source the kilometres came from (odometer or GPS), and the fleet total. Use it for 'who drove the \
 most this week?' or fleet totals.",
-    params: &[
-        Param::flag(
-            "from",
-            ParamKind::Date,
-            "First local date: YYYY-MM-DD, today or yesterday (default: 6 days before to)",
-        ),
-        Param::flag("to", ParamKind::Date, "Last local date (default today)"),
-    ],
+    input: super::schema::derived_input::<MileageRankingRequest>,
     rows: "vehicles",
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<MileageRankingReport>,

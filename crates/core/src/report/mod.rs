@@ -301,34 +301,6 @@ pub struct Param {
     pub conflicts: Option<&'static str>,
 }
 
-impl Param {
-    /// An optional flag.
-    pub const fn flag(name: &'static str, kind: ParamKind, help: &'static str) -> Param {
-        Param {
-            name,
-            kind,
-            required: false,
-            positional: false,
-            help,
-            pair: None,
-            conflicts: None,
-        }
-    }
-
-    /// A required positional argument.
-    pub const fn positional(name: &'static str, kind: ParamKind, help: &'static str) -> Param {
-        Param {
-            name,
-            kind,
-            required: true,
-            positional: true,
-            help,
-            pair: None,
-            conflicts: None,
-        }
-    }
-}
-
 /// A report as the front ends see it.
 pub struct ReportSpec {
     /// MCP tool name, e.g. `trip_summary`.
@@ -339,8 +311,9 @@ pub struct ReportSpec {
     pub title: &'static str,
     /// For the model and `--help`: what it returns, when to use it, units.
     pub description: &'static str,
-    /// Parameters, in CLI order.
-    pub params: &'static [Param],
+    /// The JSON Schema of its request type, as derived (with fleetctl's `x-` keys):
+    /// the one description of its parameters, from which `params` are read.
+    pub input: fn() -> Value,
     /// The field holding the report's main list (CSV output writes its rows).
     pub rows: &'static str,
     /// Runs the report on validated arguments.
@@ -349,6 +322,78 @@ pub struct ReportSpec {
     pub output_schema: fn() -> Value,
     /// It draws a picture (its CLI twin writes a PNG; its tool adds an image block).
     pub draws: bool,
+}
+
+impl ReportSpec {
+    /// The report's parameters, in CLI order, read once from its request type (see
+    /// `params_from_schema`).
+    pub fn params(&self) -> &'static [Param] {
+        static PARAMS: std::sync::OnceLock<
+            std::sync::Mutex<std::collections::HashMap<&'static str, &'static [Param]>>,
+        > = std::sync::OnceLock::new();
+        let mut known = PARAMS
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        known
+            .entry(self.tool)
+            .or_insert_with(|| Box::leak(params_from_schema(&(self.input)()).into_boxed_slice()))
+    }
+}
+
+/// The parameters a request type's derived schema describes: each property in
+/// order, its doc line as help, its kind from `x-kind` (`plate`, `date`, `time`,
+/// `text`), a closed set, or an integer or number range; `x-positional`, `x-pair`
+/// and `x-conflicts` for the command line and the pairing rules. Names and help are
+/// leaked once per report (they live as long as the program).
+pub fn params_from_schema(schema: &Value) -> Vec<Param> {
+    let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(properties) = schema["properties"].as_object() else {
+        return Vec::new();
+    };
+    properties
+        .iter()
+        .map(|(name, p)| {
+            let p = schema::closed_sets(p.clone());
+            let bound = |k: &str| p[k].as_f64();
+            let kind = match p["x-kind"].as_str() {
+                Some("plate") => ParamKind::Plate,
+                Some("date") => ParamKind::Date,
+                Some("time") => ParamKind::TimeOfDay,
+                Some("text") => ParamKind::Text,
+                Some(other) => panic!("{name}: unknown x-kind {other}"),
+                None => match p["enum"].as_array() {
+                    Some(values) => {
+                        let names: Vec<&'static str> =
+                            values.iter().filter_map(Value::as_str).map(leak).collect();
+                        ParamKind::Enum(Box::leak(names.into_boxed_slice()))
+                    }
+                    None if schema::has_type(&p, "integer") => ParamKind::Integer {
+                        min: bound("minimum").map_or(i64::MIN, |v| v as i64),
+                        max: bound("maximum").map_or(i64::MAX, |v| v as i64),
+                    },
+                    None if schema::has_type(&p, "number") => ParamKind::Number {
+                        min: bound("minimum").unwrap_or(f64::MIN),
+                        max: bound("maximum").unwrap_or(f64::MAX),
+                    },
+                    None => panic!("{name}: give it an x-kind, a closed set or a range"),
+                },
+            };
+            Param {
+                name: leak(name),
+                kind,
+                required: required.contains(&name.as_str()),
+                positional: p["x-positional"] == Value::Bool(true),
+                help: leak(p["description"].as_str().unwrap_or_default()),
+                pair: p["x-pair"].as_str().map(leak),
+                conflicts: p["x-conflicts"].as_str().map(leak),
+            }
+        })
+        .collect()
 }
 
 /// Every report, in the fixed order tools are listed in.
@@ -389,7 +434,7 @@ fn describe(kind: ParamKind) -> String {
 /// enums, bounds, required fields, pairs, and nothing else accepted.
 pub fn input_schema(spec: &ReportSpec) -> Value {
     let mut properties = Map::new();
-    for p in spec.params {
+    for p in spec.params() {
         let mut s = match p.kind {
             ParamKind::Plate | ParamKind::Text => {
                 serde_json::json!({"type": "string", "minLength": 1})
@@ -412,7 +457,7 @@ pub fn input_schema(spec: &ReportSpec) -> Value {
         properties.insert(p.name.to_string(), s);
     }
     let required: Vec<&str> = spec
-        .params
+        .params()
         .iter()
         .filter(|p| p.required)
         .map(|p| p.name)
@@ -422,7 +467,7 @@ pub fn input_schema(spec: &ReportSpec) -> Value {
         schema["required"] = Value::from(required);
     }
     let pairs: Map<String, Value> = spec
-        .params
+        .params()
         .iter()
         .filter_map(|p| {
             p.pair
@@ -439,14 +484,14 @@ pub fn input_schema(spec: &ReportSpec) -> Value {
 /// sets, required ones and pairs. Every refusal names the field and what it accepts.
 pub fn validate(spec: &ReportSpec, args: &Args) -> Result<()> {
     let accepted = || {
-        spec.params
+        spec.params()
             .iter()
             .map(|p| p.name)
             .collect::<Vec<_>>()
             .join(", ")
     };
     for key in args.keys() {
-        if !spec.params.iter().any(|p| p.name == key) {
+        if !spec.params().iter().any(|p| p.name == key) {
             let list = accepted();
             return Err(
                 Error::invalid(format!("unknown argument `{key}` for {}", spec.tool)).with_hint(
@@ -459,7 +504,7 @@ pub fn validate(spec: &ReportSpec, args: &Args) -> Result<()> {
             );
         }
     }
-    for p in spec.params {
+    for p in spec.params() {
         let Some(v) = args.get(p.name).filter(|v| !v.is_null()) else {
             if p.required {
                 return Err(
@@ -586,4 +631,42 @@ pub fn invoke<R: DeserializeOwned, O: Serialize>(
         png: None,
         drawing: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_s_parameters_come_from_its_request_type() {
+        let params = nearest_vehicles::SPEC.params();
+        let names: Vec<&str> = params.iter().map(|p| p.name).collect();
+        assert_eq!(names, ["place", "lat", "lon", "limit"]);
+        let place = &params[0];
+        assert!(place.positional && !place.required);
+        assert_eq!(
+            (place.kind, place.conflicts),
+            (ParamKind::Text, Some("lat"))
+        );
+        assert!(place.help.starts_with("Place name"));
+        assert_eq!(
+            params[1].kind,
+            ParamKind::Number {
+                min: -90.0,
+                max: 90.0
+            }
+        );
+        assert_eq!(params[1].pair, Some("lon"));
+        assert_eq!(params[3].kind, ParamKind::Integer { min: 1, max: 50 });
+        let alerts = alerts::SPEC.params();
+        assert_eq!(alerts[2].name, "type");
+        assert_eq!(
+            alerts[2].kind,
+            ParamKind::Enum(&["speeding", "long_stop", "signal_loss"])
+        );
+        let trip = trip_summary::SPEC.params();
+        assert!(trip[0].required && trip[0].positional && trip[0].kind == ParamKind::Plate);
+        assert_eq!(trip[1].kind, ParamKind::Date);
+        assert!(list_vehicles::SPEC.params().is_empty());
+    }
 }

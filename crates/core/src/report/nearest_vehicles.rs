@@ -3,23 +3,27 @@
 //! last fix to a place resolved by name (or to given coordinates).
 
 use super::resolve::ResolvedPlace;
-use super::{Db, List, Param, ParamKind, ReportSpec, round1, round2};
+use super::{Db, List, ReportSpec, round1, round2};
 use crate::error::{Error, Result};
 use crate::geo::{LatLon, bearing_deg, compass_point, haversine_m};
 use crate::store::read;
 use serde::{Deserialize, Serialize};
 
 /// A place by name, or a point.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NearestVehiclesRequest {
-    /// A geofence or gazetteer name, matched forgivingly.
+    /// Place name, e.g. "Bodega Mixco" or "Zona 10" (or give --lat and --lon)
+    #[schemars(extend("x-kind" = "text", "x-positional" = true, "x-conflicts" = "lat"))]
     pub place: Option<String>,
-    /// Latitude (only with `lon`).
+    /// Latitude, only with --lon
+    #[schemars(range(min = -90.0, max = 90.0), extend("x-pair" = "lon"))]
     pub lat: Option<f64>,
-    /// Longitude (only with `lat`).
+    /// Longitude, only with --lat
+    #[schemars(range(min = -180.0, max = 180.0), extend("x-pair" = "lat"))]
     pub lon: Option<f64>,
-    /// How many vehicles (default 5).
+    /// How many vehicles (default 5)
+    #[schemars(range(min = 1, max = 50))]
     pub limit: Option<i64>,
 }
 
@@ -148,44 +152,7 @@ with direction, state (moving, idle, parked, offline) and where each one is. Giv
 customer zone, zone (\"Zona 10\"), neighbourhood or landmark — and the server resolves it and returns which place \
 it chose (say it aloud); an ambiguous name returns the candidates. Give lat and lon together only for a point \
 that has no name; never invent coordinates. Use it for dispatch: 'who is closest to Bodega Mixco?'.",
-    params: &[
-        Param {
-            required: false,
-            conflicts: Some("lat"),
-            ..Param::positional(
-                "place",
-                ParamKind::Text,
-                "Place name, e.g. \"Bodega Mixco\" or \"Zona 10\" (or give --lat and --lon)",
-            )
-        },
-        Param {
-            pair: Some("lon"),
-            ..Param::flag(
-                "lat",
-                ParamKind::Number {
-                    min: -90.0,
-                    max: 90.0,
-                },
-                "Latitude, only with --lon",
-            )
-        },
-        Param {
-            pair: Some("lat"),
-            ..Param::flag(
-                "lon",
-                ParamKind::Number {
-                    min: -180.0,
-                    max: 180.0,
-                },
-                "Longitude, only with --lat",
-            )
-        },
-        Param::flag(
-            "limit",
-            ParamKind::Integer { min: 1, max: 50 },
-            "How many vehicles (default 5)",
-        ),
-    ],
+    input: super::schema::derived_input::<NearestVehiclesRequest>,
     rows: "vehicles",
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<NearestVehiclesReport>,

@@ -3,7 +3,7 @@
 //! drawing is `render::map`'s.
 
 use super::resolve::parse_hhmm;
-use super::{Answer, Args, Db, Param, ParamKind, ReportSpec, round1, round2};
+use super::{Answer, Args, Db, ReportSpec, round1, round2};
 use crate::analyze::motion;
 use crate::error::{Context, Error, ErrorCode, Result};
 use crate::geo::LatLon;
@@ -18,8 +18,12 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// The smallest width or height, pixels.
+pub const MIN_SIZE_PX: u32 = 320;
+/// The largest width or height, pixels.
+pub const MAX_SIZE_PX: u32 = 2048;
 /// Accepted widths and heights, pixels.
-pub const SIZE_RANGE: std::ops::RangeInclusive<u32> = 320..=2048;
+pub const SIZE_RANGE: std::ops::RangeInclusive<u32> = MIN_SIZE_PX..=MAX_SIZE_PX;
 
 /// How long all the tiles of one map may take to load.
 pub const TILES_DEADLINE: Duration = Duration::from_secs(5);
@@ -161,20 +165,26 @@ pub struct MapInput {
 }
 
 /// Which vehicle, day and window, and how big.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteMapRequest {
-    /// Plate, matched forgivingly.
+    /// Plate, e.g. P-123BCD
+    #[schemars(extend("x-kind" = "plate", "x-positional" = true))]
     pub plate: String,
-    /// `YYYY-MM-DD`, `today` (default) or `yesterday`.
+    /// Local date: YYYY-MM-DD, today or yesterday (default today)
+    #[schemars(extend("x-kind" = "date"))]
     pub date: Option<String>,
-    /// Start of the window, local `HH:MM` (default: the whole day).
+    /// Window start, local HH:MM (default: start of day)
+    #[schemars(extend("x-kind" = "time"))]
     pub from: Option<String>,
-    /// End of the window, local `HH:MM`.
+    /// Window end, local HH:MM (default: end of day)
+    #[schemars(extend("x-kind" = "time"))]
     pub to: Option<String>,
-    /// Image width, pixels (default 1024).
+    /// Image width in pixels, 320–2048 (default 1024)
+    #[schemars(range(min = MIN_SIZE_PX, max = MAX_SIZE_PX))]
     pub width: Option<u32>,
-    /// Image height, pixels (default 768).
+    /// Image height in pixels, 320–2048 (default 768)
+    #[schemars(range(min = MIN_SIZE_PX, max = MAX_SIZE_PX))]
     pub height: Option<u32>,
 }
 
@@ -423,11 +433,6 @@ fn run_args(db: &Db, args: &Args) -> Result<Answer> {
     run(db, &request)
 }
 
-const SIZE: ParamKind = ParamKind::Integer {
-    min: *SIZE_RANGE.start() as i64,
-    max: *SIZE_RANGE.end() as i64,
-};
-
 /// The registry entry.
 pub const SPEC: ReportSpec = ReportSpec {
     tool: "route_map",
@@ -438,34 +443,7 @@ coloured by speed, stops as circles labelled with minutes, speeding marked, sign
 named, start and end with their times. Returns a short summary (km, stops, speeding, first and last fix, the map's \
 bounds) and the image. Use it when the user wants to see where a vehicle went; use trip_summary for the numbers. \
 A day without fixes is a no_data error that lists the days with data.",
-    params: &[
-        Param::positional("plate", ParamKind::Plate, "Plate, e.g. P-123BCD"),
-        Param::flag(
-            "date",
-            ParamKind::Date,
-            "Local date: YYYY-MM-DD, today or yesterday (default today)",
-        ),
-        Param::flag(
-            "from",
-            ParamKind::TimeOfDay,
-            "Window start, local HH:MM (default: start of day)",
-        ),
-        Param::flag(
-            "to",
-            ParamKind::TimeOfDay,
-            "Window end, local HH:MM (default: end of day)",
-        ),
-        Param::flag(
-            "width",
-            SIZE,
-            "Image width in pixels, 320–2048 (default 1024)",
-        ),
-        Param::flag(
-            "height",
-            SIZE,
-            "Image height in pixels, 320–2048 (default 768)",
-        ),
-    ],
+    input: super::schema::derived_input::<RouteMapRequest>,
     rows: "",
     run: run_args,
     output_schema: super::schema::derived::<RouteMapReport>,

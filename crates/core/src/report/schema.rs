@@ -43,8 +43,15 @@ fn tighten(schema: &mut Value) {
         obj.insert("required".into(), Value::Array(required));
         obj.insert("additionalProperties".into(), Value::Bool(false));
     }
-    // An enum of documented unit variants comes as a `oneOf` of constants: a closed
-    // set of strings, said the plain way.
+    tighten_sets(schema);
+}
+
+/// Closed sets said plainly, at the top of `schema`: an enum of documented unit
+/// variants comes as a `oneOf` of constants, and an optional one as that or null.
+fn tighten_sets(schema: &mut Value) {
+    let Some(obj) = schema.as_object_mut() else {
+        return;
+    };
     let constants: Option<Vec<Value>> =
         obj.get("oneOf")
             .and_then(Value::as_array)
@@ -59,7 +66,6 @@ fn tighten(schema: &mut Value) {
         obj.insert("type".into(), json!("string"));
         obj.insert("enum".into(), Value::Array(values));
     }
-    // An optional one of those: the same set, or null.
     let nullable_enum = obj
         .get("anyOf")
         .and_then(Value::as_array)
@@ -67,12 +73,14 @@ fn tighten(schema: &mut Value) {
             let [a, b] = options.as_slice() else {
                 return None;
             };
-            let (set, other) = if b == &json!({"type": "null"}) {
-                (a, b)
-            } else {
-                (b, a)
-            };
-            (other == &json!({"type": "null"}) && set.get("enum").is_some()).then(|| set.clone())
+            let null = json!({"type": "null"});
+            let (set, other) = if b == &null { (a, b) } else { (b, a) };
+            if other != &null {
+                return None;
+            }
+            let mut set = set.clone();
+            tighten_sets(&mut set);
+            set.get("enum").is_some().then_some(set)
         });
     if let Some(set) = nullable_enum {
         obj.remove("anyOf");
@@ -81,6 +89,31 @@ fn tighten(schema: &mut Value) {
         obj.insert("type".into(), json!(["string", "null"]));
         obj.insert("enum".into(), Value::Array(values));
     }
+}
+
+/// The schema of a request type: as derived, with fleetctl's `x-` keys (read
+/// by `report::params_from_schema`), properties in their written order.
+pub fn derived_input<T: schemars::JsonSchema>() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator();
+    generator.into_root_schema_for::<T>().to_value()
+}
+
+/// Whether a schema's `type` is, or includes, `t`.
+pub fn has_type(schema: &Value, t: &str) -> bool {
+    match &schema["type"] {
+        Value::String(s) => s == t,
+        Value::Array(ts) => ts.iter().any(|x| x == t),
+        _ => false,
+    }
+}
+
+/// A property schema with its closed sets said plainly: a `oneOf` of constants (an
+/// enum of documented variants), optional or not, becomes `enum`.
+pub fn closed_sets(mut schema: Value) -> Value {
+    tighten_sets(&mut schema);
+    schema
 }
 
 /// Checks `value` against `schema` (the subset used: type, enum, anyOf, properties,

@@ -1,16 +1,17 @@
 //! `stopped_vehicles` (`fleetctl query stopped`): who is stopped now, since when,
 //! engine on or off, and where — longest first.
 
-use super::{Db, List, OFFLINE_AFTER_S, Param, ParamKind, ReportSpec, round1};
+use super::{Db, List, OFFLINE_AFTER_S, ReportSpec, round1};
 use crate::error::Result;
 use crate::store::read;
 use serde::{Deserialize, Serialize};
 
 /// How long a stop must have lasted to be listed.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StoppedVehiclesRequest {
-    /// Minimum minutes stopped (default 30).
+    /// Only stops of at least this many minutes (default 30)
+    #[schemars(range(min = 0, max = 10080))]
     pub min_minutes: Option<i64>,
 }
 
@@ -107,11 +108,7 @@ data clock: plate, driver, since (RFC 3339), minutes (to the data clock), observ
 trip_summary and alerts count it), engine on/off, place, and an offline flag for vehicles with no fix for over \
 10 minutes (e.g. parked at the depot after the shift: their minutes assume they have not moved since). \
 Longest first. Use it for 'who is stopped?' or 'which trucks have been idle for over an hour?'.",
-    params: &[Param::flag(
-        "min_minutes",
-        ParamKind::Integer { min: 0, max: 10080 },
-        "Only stops of at least this many minutes (default 30)",
-    )],
+    input: super::schema::derived_input::<StoppedVehiclesRequest>,
     rows: "vehicles",
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<StoppedVehiclesReport>,

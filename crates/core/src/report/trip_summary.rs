@@ -1,7 +1,7 @@
 //! `trip_summary` (`fleetctl query trip PLATE --date D`): one vehicle's day — km,
 //! departure and return, stops, speeds, signal losses and the day's events.
 
-use super::{Db, List, Param, ParamKind, ReportSpec, round1, round2};
+use super::{Db, List, ReportSpec, round1, round2};
 use crate::error::Result;
 use crate::model::{Event, EventKind};
 use crate::store::read;
@@ -9,12 +9,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Which vehicle and day.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TripSummaryRequest {
-    /// Plate, matched forgivingly.
+    /// Plate, e.g. P-123BCD
+    #[schemars(extend("x-kind" = "plate", "x-positional" = true))]
     pub plate: String,
-    /// `YYYY-MM-DD`, `today` (default) or `yesterday`.
+    /// Local date: YYYY-MM-DD, today or yesterday (default today)
+    #[schemars(extend("x-kind" = "date"))]
     pub date: Option<String>,
 }
 
@@ -237,14 +239,7 @@ longest first), signal losses (minutes without fixes), and that day's speeding, 
 events. Use it for any question about how much a vehicle drove or what it did on a day; it is the source for numbers. \
 date accepts YYYY-MM-DD, today or yesterday (resolved on the data clock and echoed back). A day without data \
 returns has_data=false, not an error.",
-    params: &[
-        Param::positional("plate", ParamKind::Plate, "Plate, e.g. P-123BCD"),
-        Param::flag(
-            "date",
-            ParamKind::Date,
-            "Local date: YYYY-MM-DD, today or yesterday (default today)",
-        ),
-    ],
+    input: super::schema::derived_input::<TripSummaryRequest>,
     rows: "stops",
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<TripSummaryReport>,

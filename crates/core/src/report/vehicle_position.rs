@@ -1,7 +1,7 @@
 //! `vehicle_position` (`fleetctl query position PLATE`): where a vehicle is — its
 //! last fix, how long ago by the data clock, what it is doing, and where that is.
 
-use super::{Db, OFFLINE_AFTER_S, Param, ParamKind, ReportSpec, round1};
+use super::{Db, OFFLINE_AFTER_S, ReportSpec, round1};
 use crate::error::Result;
 use crate::geo::compass_point;
 use crate::model::{Fix, Stop};
@@ -9,10 +9,11 @@ use crate::store::read;
 use serde::{Deserialize, Serialize};
 
 /// Which vehicle.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VehiclePositionRequest {
-    /// Plate, matched forgivingly.
+    /// Plate, e.g. P-123BCD (case, spaces and dashes ignored)
+    #[schemars(extend("x-kind" = "plate", "x-positional" = true))]
     pub plate: String,
 }
 
@@ -227,11 +228,7 @@ place name (inside a geofence or 'km and direction from' the nearest known place
 (degrees and compass point), state (moving, idle = stopped with engine on, parked = engine off, offline = no fix \
 for over 10 min), how long it has been stopped, odometer and driver. Use it for 'where is P-123BCD?'. Plates are \
 matched ignoring case, spaces and dashes; call list_vehicles first if unsure of the plate.",
-    params: &[Param::positional(
-        "plate",
-        ParamKind::Plate,
-        "Plate, e.g. P-123BCD (case, spaces and dashes ignored)",
-    )],
+    input: super::schema::derived_input::<VehiclePositionRequest>,
     rows: "",
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<VehiclePositionReport>,
