@@ -351,7 +351,11 @@ fn regression_a_damaged_database_is_said_to_be_damaged_never_read_as_empty() {
     let cases = [
         (
             "UPDATE events SET detail = '{not json' WHERE kind = 'speeding'",
-            "detail is not JSON",
+            "detail is not what detection writes",
+        ),
+        (
+            "UPDATE events SET detail = json_remove(detail, '$.over_limit_kmh') WHERE kind = 'speeding'",
+            "missing field `over_limit_kmh`",
         ),
         (
             "UPDATE events SET kind = 'teleport' WHERE kind = 'speeding'",

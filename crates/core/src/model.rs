@@ -226,8 +226,119 @@ pub struct Event {
     pub lat: f64,
     /// Where it began.
     pub lon: f64,
-    /// Kind-specific figures (a JSON object), including `place`.
-    pub detail: serde_json::Value,
+    /// Kind-specific figures, including `place` where there is one.
+    pub detail: EventDetail,
+}
+
+/// The figures of one detected event, by kind. Stored as a JSON object in
+/// `events.detail` (the fields below, in this order) and read back into the type its
+/// kind names (`EventDetail::from_json`), never by key.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum EventDetail {
+    /// `speeding`.
+    Speeding(SpeedingDetail),
+    /// `long_stop`.
+    LongStop(LongStopDetail),
+    /// `signal_loss`.
+    SignalLoss(SignalLossDetail),
+    /// `geofence_enter`, `geofence_exit`.
+    Geofence(GeofenceDetail),
+    /// `ignition_on`, `ignition_off`: nothing more.
+    Ignition(NoDetail),
+}
+
+/// A speeding episode's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpeedingDetail {
+    /// The highest speed, km/h.
+    pub max_speed_kmh: f64,
+    /// The limit it broke, km/h.
+    pub limit_kmh: f64,
+    /// How far over, km/h.
+    pub over_limit_kmh: f64,
+    /// From the first to the last fix above the limit, seconds.
+    pub duration_s: i64,
+    /// Where it began, for people.
+    pub place: String,
+}
+
+/// A long stop's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LongStopDetail {
+    /// How long, minutes.
+    pub duration_min: f64,
+    /// The engine ran for most of it.
+    pub engine_on: bool,
+    /// Minutes with the engine on.
+    pub idle_min: f64,
+    /// Minutes with the engine off.
+    pub parked_min: f64,
+    /// Still stopped at the vehicle's last fix.
+    pub ongoing: bool,
+    /// Where, for people.
+    pub place: String,
+}
+
+/// A signal loss's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignalLossDetail {
+    /// Minutes without fixes.
+    pub minutes_lost: f64,
+    /// Where the fixes resumed.
+    pub resumed_lat: f64,
+    /// Where the fixes resumed.
+    pub resumed_lon: f64,
+    /// Where the signal was lost, for people.
+    pub place: String,
+}
+
+/// A geofence crossing's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeofenceDetail {
+    /// The geofence's name.
+    pub geofence: String,
+    /// Its store id.
+    pub geofence_id: i64,
+}
+
+/// No figures (ignition changes).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoDetail {}
+
+impl EventDetail {
+    /// Reads a stored detail as the type `kind` names; an error says what is wrong.
+    pub fn from_json(kind: EventKind, text: &str) -> Result<EventDetail, String> {
+        let read = |e: serde_json::Error| e.to_string();
+        Ok(match kind {
+            EventKind::Speeding => EventDetail::Speeding(serde_json::from_str(text).map_err(read)?),
+            EventKind::LongStop => EventDetail::LongStop(serde_json::from_str(text).map_err(read)?),
+            EventKind::SignalLoss => {
+                EventDetail::SignalLoss(serde_json::from_str(text).map_err(read)?)
+            }
+            EventKind::GeofenceEnter | EventKind::GeofenceExit => {
+                EventDetail::Geofence(serde_json::from_str(text).map_err(read)?)
+            }
+            EventKind::IgnitionOn | EventKind::IgnitionOff => {
+                EventDetail::Ignition(serde_json::from_str(text).map_err(read)?)
+            }
+        })
+    }
+
+    /// The place it names, if any.
+    pub fn place(&self) -> Option<&str> {
+        match self {
+            EventDetail::Speeding(d) => Some(&d.place),
+            EventDetail::LongStop(d) => Some(&d.place),
+            EventDetail::SignalLoss(d) => Some(&d.place),
+            EventDetail::Geofence(_) | EventDetail::Ignition(_) => None,
+        }
+    }
 }
 
 /// A stay inside a geofence.

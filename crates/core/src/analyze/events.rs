@@ -4,14 +4,16 @@
 
 use super::Thresholds;
 use crate::geo::{LatLon, Shape, places::Namer};
-use crate::model::{Event, EventKind, Fix, Stop, Visit};
-use serde_json::json;
+use crate::model::{
+    Event, EventDetail, EventKind, Fix, GeofenceDetail, LongStopDetail, NoDetail, SignalLossDetail,
+    SpeedingDetail, Stop, Visit,
+};
 
 fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
 }
 
-fn event(f: &Fix, kind: EventKind, end_ts: i64, detail: serde_json::Value) -> Event {
+fn event(f: &Fix, kind: EventKind, end_ts: i64, detail: EventDetail) -> Event {
     Event {
         vehicle_id: f.vehicle_id,
         kind,
@@ -48,12 +50,12 @@ pub fn speeding(fixes: &[Fix], th: &Thresholds, namer: &Namer) -> Vec<Event> {
                 &fixes[i],
                 EventKind::Speeding,
                 fixes[j].ts,
-                json!({
-                    "max_speed_kmh": round1(max),
-                    "limit_kmh": th.speed_limit_kmh,
-                    "over_limit_kmh": round1(max - th.speed_limit_kmh),
-                    "duration_s": duration_s,
-                    "place": namer.name(LatLon::new(fixes[i].lat, fixes[i].lon)),
+                EventDetail::Speeding(SpeedingDetail {
+                    max_speed_kmh: round1(max),
+                    limit_kmh: th.speed_limit_kmh,
+                    over_limit_kmh: round1(max - th.speed_limit_kmh),
+                    duration_s,
+                    place: namer.name(LatLon::new(fixes[i].lat, fixes[i].lon)),
                 }),
             ));
         }
@@ -74,13 +76,13 @@ pub fn long_stops(stops: &[Stop], th: &Thresholds) -> Vec<Event> {
             end_ts: s.end_ts,
             lat: s.lat,
             lon: s.lon,
-            detail: json!({
-                "duration_min": round1(s.duration_s() as f64 / 60.0),
-                "engine_on": s.engine_on(),
-                "idle_min": round1(s.idle_s as f64 / 60.0),
-                "parked_min": round1(s.parked_s as f64 / 60.0),
-                "ongoing": s.ongoing,
-                "place": s.place,
+            detail: EventDetail::LongStop(LongStopDetail {
+                duration_min: round1(s.duration_s() as f64 / 60.0),
+                engine_on: s.engine_on(),
+                idle_min: round1(s.idle_s as f64 / 60.0),
+                parked_min: round1(s.parked_s as f64 / 60.0),
+                ongoing: s.ongoing,
+                place: s.place.clone(),
             }),
         })
         .collect()
@@ -97,11 +99,11 @@ pub fn signal_losses(fixes: &[Fix], th: &Thresholds, namer: &Namer) -> Vec<Event
                 &w[0],
                 EventKind::SignalLoss,
                 w[1].ts,
-                json!({
-                    "minutes_lost": round1((w[1].ts - w[0].ts) as f64 / 60.0),
-                    "resumed_lat": w[1].lat,
-                    "resumed_lon": w[1].lon,
-                    "place": namer.name(LatLon::new(w[0].lat, w[0].lon)),
+                EventDetail::SignalLoss(SignalLossDetail {
+                    minutes_lost: round1((w[1].ts - w[0].ts) as f64 / 60.0),
+                    resumed_lat: w[1].lat,
+                    resumed_lon: w[1].lon,
+                    place: namer.name(LatLon::new(w[0].lat, w[0].lon)),
                 }),
             )
         })
@@ -119,7 +121,7 @@ pub fn ignition(fixes: &[Fix]) -> Vec<Event> {
             } else {
                 EventKind::IgnitionOff
             };
-            event(&w[1], kind, w[1].ts, json!({}))
+            event(&w[1], kind, w[1].ts, EventDetail::Ignition(NoDetail {}))
         })
         .collect()
 }
@@ -163,7 +165,10 @@ pub fn geofences(
                     f,
                     kind,
                     f.ts,
-                    json!({ "geofence": name, "geofence_id": id }),
+                    EventDetail::Geofence(GeofenceDetail {
+                        geofence: name.clone(),
+                        geofence_id: *id,
+                    }),
                 ));
                 if state {
                     open = Some(f.ts);

@@ -324,7 +324,10 @@ mod tests {
         assert_eq!(losses.len(), 1);
         assert_eq!(losses[0].start_ts, fixes[9].ts);
         assert_eq!(losses[0].end_ts, fixes[10].ts);
-        assert_eq!(losses[0].detail["minutes_lost"], 9.3);
+        let crate::model::EventDetail::SignalLoss(d) = &losses[0].detail else {
+            panic!("a signal loss's detail")
+        };
+        assert_eq!(d.minutes_lost, 9.3);
     }
 
     #[test]
@@ -345,8 +348,10 @@ mod tests {
             .collect();
         assert_eq!(ep.len(), 1);
         assert_eq!(ep[0].start_ts, fixes[5].ts);
-        assert_eq!(ep[0].detail["max_speed_kmh"], 104.0);
-        assert_eq!(ep[0].detail["duration_s"], 30);
+        let crate::model::EventDetail::Speeding(d) = &ep[0].detail else {
+            panic!("a speeding detail")
+        };
+        assert_eq!((d.max_speed_kmh, d.duration_s), (104.0, 30));
     }
 
     #[test]

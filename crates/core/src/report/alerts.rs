@@ -4,7 +4,7 @@
 
 use super::{Db, List, ReportSpec, round1};
 use crate::error::Result;
-use crate::model::{Event, EventKind};
+use crate::model::{Event, EventDetail, EventKind};
 use crate::store::read;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -152,15 +152,14 @@ pub struct AlertsReport {
 
 /// An alert's severity in its kind's own unit.
 fn severity(e: &Event) -> (f64, &'static str) {
-    let field = match e.kind {
-        EventKind::Speeding => "over_limit_kmh",
-        EventKind::LongStop => "duration_min",
-        _ => "minutes_lost",
+    let amount = match &e.detail {
+        EventDetail::Speeding(d) => d.over_limit_kmh,
+        EventDetail::LongStop(d) => d.duration_min,
+        EventDetail::SignalLoss(d) => d.minutes_lost,
+        // Not alert kinds: never asked for here.
+        EventDetail::Geofence(_) | EventDetail::Ignition(_) => 0.0,
     };
-    (
-        e.detail[field].as_f64().unwrap_or_default(),
-        severity_unit(e.kind),
-    )
+    (amount, severity_unit(e.kind))
 }
 
 /// Runs the report.

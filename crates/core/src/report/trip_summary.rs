@@ -3,7 +3,7 @@
 
 use super::{Db, List, ReportSpec, round1, round2};
 use crate::error::Result;
-use crate::model::{Event, EventKind};
+use crate::model::{Event, EventDetail, EventKind};
 use crate::store::read;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -129,11 +129,15 @@ pub struct TripSummaryReport {
 
 /// An event as a row, its place taken from what detection recorded.
 pub fn event_row(db: &Db, e: &Event) -> EventRow {
-    let mut detail = e.detail.clone();
-    let place = match detail.as_object_mut().and_then(|d| d.remove("place")) {
-        Some(Value::String(p)) => p,
-        _ => db.place(e.lat, e.lon),
-    };
+    // The row shows the figures; the place has its own column.
+    let mut detail = serde_json::to_value(&e.detail).unwrap_or_default();
+    if let Some(d) = detail.as_object_mut() {
+        d.remove("place");
+    }
+    let place = e
+        .detail
+        .place()
+        .map_or_else(|| db.place(e.lat, e.lon), str::to_owned);
     EventRow {
         kind: e.kind.as_str(),
         at: db.time(e.start_ts),
@@ -175,7 +179,10 @@ pub fn run(db: &Db, req: &TripSummaryRequest) -> Result<TripSummaryReport> {
             SignalLossRow {
                 lost_at: row.at,
                 resumed_at: row.until,
-                minutes_lost: e.detail["minutes_lost"].as_f64().unwrap_or_default(),
+                minutes_lost: match &e.detail {
+                    EventDetail::SignalLoss(d) => d.minutes_lost,
+                    _ => 0.0,
+                },
                 place: row.place,
             }
         })

@@ -450,6 +450,9 @@ impl<'c> DerivedWriter<'c> {
             )
             .map_err(db_write_err)?;
         for e in &a.events {
+            let detail = serde_json::to_string(&e.detail).map_err(|err| {
+                Error::internal(format!("an event's detail did not serialise: {err}"))
+            })?;
             st.execute(params![
                 e.vehicle_id,
                 e.kind.as_str(),
@@ -457,7 +460,7 @@ impl<'c> DerivedWriter<'c> {
                 e.end_ts,
                 e.lat,
                 e.lon,
-                e.detail.to_string()
+                detail
             ])
             .map_err(db_write_err)?;
         }

@@ -3,7 +3,7 @@
 
 use super::db_err;
 use crate::error::{Error, ErrorCode, Result};
-use crate::model::{DailyRollup, Event, EventKind, Fix, Stop, Trip, Vehicle, Visit};
+use crate::model::{DailyRollup, Event, EventDetail, EventKind, Fix, Stop, Trip, Vehicle, Visit};
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// All vehicles, by id.
@@ -188,25 +188,16 @@ pub fn events_between(
     let mut st = conn.prepare_cached(&sql).map_err(db_err)?;
     let rows = st
         .query_map(params![from_ts, to_ts, vehicle_id], |r| {
-            let kind: String = r.get(1)?;
-            let detail: String = r.get(6)?;
             Ok((
-                kind,
-                Event {
-                    vehicle_id: r.get(0)?,
-                    kind: EventKind::Speeding,
-                    start_ts: r.get(2)?,
-                    end_ts: r.get(3)?,
-                    lat: r.get(4)?,
-                    lon: r.get(5)?,
-                    detail: serde_json::Value::String(detail),
-                },
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(6)?,
+                (r.get(0)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?),
             ))
         })
         .map_err(db_err)?;
     let mut out = Vec::new();
     for row in rows {
-        let (kind, mut e) = row.map_err(db_err)?;
+        let (kind, text, (vehicle_id, start_ts, end_ts, lat, lon)) = row.map_err(db_err)?;
         // What detection wrote must read back: anything else is a damaged database,
         // said so, never skipped or read as empty.
         let kind = EventKind::parse(&kind).ok_or_else(|| {
@@ -217,34 +208,27 @@ pub fn events_between(
             .with_hint("run `fleetctl analyze` to rebuild the detected events")
         })?;
         if kinds.is_empty() || kinds.contains(&kind) {
-            let text = e.detail.as_str().unwrap_or_default().to_owned();
-            e.detail = serde_json::from_str(&text).map_err(|err| {
+            // Read into the type the kind names: every figure there, with its type.
+            let detail = EventDetail::from_json(kind, &text).map_err(|why| {
                 Error::new(
                     ErrorCode::DbSchema,
                     format!(
-                        "a {} event's detail is not JSON ({err}): {:?}",
+                        "a {} event's detail is not what detection writes ({why}): {:?}",
                         kind.as_str(),
                         text.chars().take(200).collect::<String>()
                     ),
                 )
                 .with_hint("run `fleetctl analyze` to rebuild the detected events")
             })?;
-            // The figure each kind's reports read must be there and be a number.
-            let figure = match kind {
-                EventKind::Speeding => Some("over_limit_kmh"),
-                EventKind::LongStop => Some("duration_min"),
-                EventKind::SignalLoss => Some("minutes_lost"),
-                _ => None,
-            };
-            if let Some(field) = figure.filter(|f| !e.detail[*f].is_number()) {
-                return Err(Error::new(
-                    ErrorCode::DbSchema,
-                    format!("a {} event's detail has no number {field}", kind.as_str()),
-                )
-                .with_hint("run `fleetctl analyze` to rebuild the detected events"));
-            }
-            e.kind = kind;
-            out.push(e);
+            out.push(Event {
+                vehicle_id,
+                kind,
+                start_ts,
+                end_ts,
+                lat,
+                lon,
+                detail,
+            });
         }
     }
     Ok(out)
