@@ -41,19 +41,6 @@ pub struct Fix {
     pub odometer_km: Option<f64>,
 }
 
-/// A named area: depot, distribution centre, zone.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Geofence {
-    /// Unique name, e.g. `Bodega Mixco`.
-    pub name: String,
-    /// `depot`, `distribution_center`, `zone` or `customer_zone`.
-    pub kind: String,
-    /// WKT in lon lat order (`POLYGON` or, for a circle, `POINT`).
-    pub wkt: String,
-    /// The circle's radius in metres; `None` for a polygon.
-    pub radius_m: Option<f64>,
-}
-
 /// The kinds of anomaly the generator plants, as stored in `injected_events.kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PlantedKind {

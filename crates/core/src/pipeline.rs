@@ -39,7 +39,7 @@ pub fn detect_into(
     let started = std::time::Instant::now();
     thresholds.validate()?;
     let zone = store::read_zone(conn)?;
-    let ctx = analyze::Context::new(thresholds, zone, store::read_geofence_shapes(conn)?);
+    let ctx = analyze::Context::new(thresholds, zone, store::read_geofences(conn)?);
     let mut out = store::DerivedWriter::start(conn)?;
     for (k, v) in ctx.thresholds.to_meta() {
         out.set_meta(k, &v)?;

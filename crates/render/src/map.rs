@@ -443,10 +443,13 @@ fn geofence_colour(kind: &str) -> RGBColor {
 fn draw_geofences(
     area: &Area,
     frame: &Frame,
-    geofences: &[(String, String, Shape)],
+    geofences: &[geo::Geofence],
     labels: &mut Labels,
 ) -> Result<()> {
-    for (name, kind, shape) in geofences {
+    for geo::Geofence {
+        name, kind, shape, ..
+    } in geofences
+    {
         let colour = geofence_colour(kind);
         let ring: Vec<(i32, i32)> = match shape {
             Shape::Polygon(poly) => poly

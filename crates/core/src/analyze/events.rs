@@ -3,7 +3,7 @@
 //! anything the generator wrote.
 
 use super::Thresholds;
-use crate::geo::{LatLon, Shape, places::Namer};
+use crate::geo::{Geofence, LatLon, places::Namer};
 use crate::model::{
     Event, EventDetail, EventKind, Fix, GeofenceDetail, LongStopDetail, NoDetail, SignalLossDetail,
     SpeedingDetail, Stop, Visit,
@@ -132,7 +132,7 @@ pub fn ignition(fixes: &[Fix]) -> Vec<Event> {
 /// visiting from its first fix.
 pub fn geofences(
     fixes: &[Fix],
-    geofences: &[(i64, String, Shape)],
+    geofences: &[Geofence],
     th: &Thresholds,
 ) -> (Vec<Event>, Vec<Visit>) {
     let mut events = Vec::new();
@@ -141,7 +141,10 @@ pub fn geofences(
         return (events, visits);
     };
     let hold = th.geofence_hold_fixes.max(1);
-    for (id, name, shape) in geofences {
+    for Geofence {
+        id, name, shape, ..
+    } in geofences
+    {
         let inside: Vec<bool> = fixes
             .iter()
             .map(|f| shape.contains(LatLon::new(f.lat, f.lon)))

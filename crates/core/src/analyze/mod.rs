@@ -9,7 +9,7 @@ pub mod motion;
 
 use crate::clock::FleetZone;
 use crate::error::{Error, Result};
-use crate::geo::{Shape, places::Namer};
+use crate::geo::{Geofence, places::Namer};
 use crate::model::{Fix, VehicleAnalysis};
 
 /// Every threshold detection uses; each is stored in `meta` under its field name.
@@ -138,28 +138,20 @@ pub struct Context {
     pub thresholds: Thresholds,
     /// The fleet's zone, for local days.
     pub zone: FleetZone,
-    /// Geofences with their store ids.
-    pub geofences: Vec<(i64, String, Shape)>,
+    /// The geofences.
+    pub geofences: Vec<Geofence>,
     /// Names points.
     pub namer: Namer,
 }
 
 impl Context {
-    /// A context over these geofences (id, name, kind, shape).
-    pub fn new(
-        thresholds: Thresholds,
-        zone: FleetZone,
-        geofences: Vec<(i64, String, String, Shape)>,
-    ) -> Context {
-        let namer =
-            Namer::for_geofences(geofences.iter().map(|g| (g.1.as_str(), g.2.as_str(), &g.3)));
+    /// A context over these geofences.
+    pub fn new(thresholds: Thresholds, zone: FleetZone, geofences: Vec<Geofence>) -> Context {
+        let namer = Namer::for_geofences(&geofences);
         Context {
             thresholds,
             zone,
-            geofences: geofences
-                .into_iter()
-                .map(|(id, name, _, shape)| (id, name, shape))
-                .collect(),
+            geofences,
             namer,
         }
     }
@@ -227,7 +219,7 @@ mod tests {
         }
     }
 
-    fn ctx(geofences: Vec<(i64, String, String, Shape)>) -> Context {
+    fn ctx(geofences: Vec<Geofence>) -> Context {
         Context::new(Thresholds::default(), FleetZone::default(), geofences)
     }
 
@@ -356,17 +348,22 @@ mod tests {
 
     #[test]
     fn touching_a_geofence_for_one_fix_is_not_a_visit() {
-        let zone = Shape::Circle {
+        let zone = crate::geo::Shape::Circle {
             center: offset_m(ORIGIN, 1000.0, 0.0),
             radius_m: 60.0,
         };
-        let c = ctx(vec![(1, "Bodega".into(), "depot".into(), zone)]);
+        let c = ctx(vec![Geofence {
+            id: 1,
+            name: "Bodega".into(),
+            kind: "depot".into(),
+            shape: zone,
+        }]);
         let mut t = T0;
         // At 48 km/h a fix every 200 m: only one lands inside a 120 m wide circle.
         let fixes = drive(&mut t, 20, 0.0, 48.0);
         let inside = fixes
             .iter()
-            .filter(|f| c.geofences[0].2.contains(LatLon::new(f.lat, f.lon)))
+            .filter(|f| c.geofences[0].shape.contains(LatLon::new(f.lat, f.lon)))
             .count();
         assert_eq!(inside, 1);
         let a = analyze_vehicle(&fixes, &c);
@@ -379,7 +376,7 @@ mod tests {
         assert_eq!(a.visits.len(), 1, "{:?}", a.visits);
         let first_inside = slow
             .iter()
-            .find(|f| c.geofences[0].2.contains(LatLon::new(f.lat, f.lon)))
+            .find(|f| c.geofences[0].shape.contains(LatLon::new(f.lat, f.lon)))
             .unwrap();
         assert_eq!(a.visits[0].enter_ts, first_inside.ts);
         assert!(a.visits[0].exit_ts.is_some());

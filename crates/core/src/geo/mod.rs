@@ -111,6 +111,21 @@ pub fn decode_polyline(encoded: &str) -> Result<Vec<LatLon>> {
     Ok(line.coords().map(|c| LatLon::new(c.y, c.x)).collect())
 }
 
+/// A named area the fleet is measured against (depot, distribution centre, zone,
+/// customer zone): the one geofence type, from the store to detection, the reports
+/// and the map.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Geofence {
+    /// Its id in the store.
+    pub id: i64,
+    /// Unique name, e.g. `Bodega Mixco`.
+    pub name: String,
+    /// `depot`, `distribution_center`, `zone` or `customer_zone`.
+    pub kind: String,
+    /// Its area.
+    pub shape: Shape,
+}
+
 /// A geofence's area: a polygon (exterior ring, lon/lat) or a circle.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Shape {

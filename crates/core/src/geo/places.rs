@@ -20,16 +20,14 @@ impl Namer {
         Namer { geofences, places }
     }
 
-    /// A namer over geofences given as (name, kind, shape): specific places (depots,
-    /// customers) name a point before broad zones do.
-    pub fn for_geofences<'a>(
-        geofences: impl Iterator<Item = (&'a str, &'a str, &'a Shape)> + Clone,
-    ) -> Namer {
+    /// A namer over geofences: specific places (depots, customers) name a point
+    /// before broad zones do.
+    pub fn for_geofences(geofences: &[super::Geofence]) -> Namer {
         let in_order = |zones: bool| {
             geofences
-                .clone()
-                .filter(move |g| (g.1 == "zone") == zones)
-                .map(|g| (g.0.to_string(), g.2.clone()))
+                .iter()
+                .filter(move |g| (g.kind == "zone") == zones)
+                .map(|g| (g.name.clone(), g.shape.clone()))
         };
         Namer::new(in_order(false).chain(in_order(true)).collect())
     }

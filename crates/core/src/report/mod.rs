@@ -20,7 +20,7 @@ pub mod vehicle_position;
 use crate::analyze::Thresholds;
 use crate::clock::{Date, FleetZone};
 use crate::error::{Context, Error, ErrorCode, Result};
-use crate::geo::{LatLon, Shape, places::Namer};
+use crate::geo::{Geofence, LatLon, places::Namer};
 use crate::model::Vehicle;
 use crate::store;
 use rusqlite::Connection;
@@ -83,19 +83,6 @@ impl<T> List<T> {
     }
 }
 
-/// A geofence as reports see it.
-#[derive(Debug, Clone)]
-pub struct GeofenceInfo {
-    /// Store id.
-    pub id: i64,
-    /// Name.
-    pub name: String,
-    /// Kind.
-    pub kind: String,
-    /// Shape.
-    pub shape: Shape,
-}
-
 /// An open fleet database with what every report needs loaded once: the data
 /// clock, the zone, the vehicles, the geofences and the point namer.
 pub struct Db {
@@ -107,7 +94,7 @@ pub struct Db {
     /// Vehicles, by id, with their route slug if synthetic.
     pub vehicles: Vec<(Vehicle, Option<String>)>,
     /// Geofences, by id.
-    pub geofences: Vec<GeofenceInfo>,
+    pub geofences: Vec<Geofence>,
     /// Names points for people.
     pub namer: Namer,
     /// Named places a place name can resolve to.
@@ -135,20 +122,8 @@ impl Db {
             None => store::read::newest_fix_ts(&conn)?.unwrap_or(0),
         };
         let vehicles = store::read::vehicles(&conn)?;
-        let geofences: Vec<GeofenceInfo> = store::read_geofence_shapes(&conn)?
-            .into_iter()
-            .map(|(id, name, kind, shape)| GeofenceInfo {
-                id,
-                name,
-                kind,
-                shape,
-            })
-            .collect();
-        let namer = Namer::for_geofences(
-            geofences
-                .iter()
-                .map(|g| (g.name.as_str(), g.kind.as_str(), &g.shape)),
-        );
+        let geofences = store::read_geofences(&conn)?;
+        let namer = Namer::for_geofences(&geofences);
         let mut meta = std::collections::HashMap::new();
         for (key, _) in Thresholds::default().to_meta() {
             if let Some(value) = store::read_meta(&conn, key)? {

@@ -2,9 +2,10 @@
 //! plates and names matched forgivingly. Ambiguity answers with the candidates;
 //! nothing is ever a silent first pick.
 
-use super::{Db, GeofenceInfo, MAX_RANGE_DAYS};
+use super::{Db, MAX_RANGE_DAYS};
 use crate::clock::Date;
 use crate::error::{Error, ErrorCode, Result};
+use crate::geo::Geofence;
 use crate::geo::{LatLon, atlas};
 use crate::model::Vehicle;
 use serde::Serialize;
@@ -119,7 +120,7 @@ impl Db {
     }
 
     /// Finds a geofence by name, forgivingly.
-    pub fn resolve_geofence(&self, text: &str) -> Result<&GeofenceInfo> {
+    pub fn resolve_geofence(&self, text: &str) -> Result<&Geofence> {
         let names: Vec<&str> = self.geofences.iter().map(|g| g.name.as_str()).collect();
         let i = match_name(text, &names).map_err(|e| match e.code {
             ErrorCode::NotFound => {
@@ -148,7 +149,7 @@ impl Db {
 
 /// Every named place a name can resolve to: the geofences first, then the gazetteer
 /// entries that are not also geofences.
-pub fn place_candidates(geofences: &[GeofenceInfo]) -> Vec<ResolvedPlace> {
+pub fn place_candidates(geofences: &[Geofence]) -> Vec<ResolvedPlace> {
     let round5 = |x: f64| (x * 1e5).round() / 1e5;
     let mut candidates: Vec<ResolvedPlace> = geofences
         .iter()

@@ -7,7 +7,6 @@ use super::{Answer, Args, Db, ReportSpec, round1, round2};
 use crate::analyze::motion;
 use crate::error::{Context, Error, ErrorCode, Result};
 use crate::geo::LatLon;
-use crate::geo::Shape;
 use crate::model::EventKind;
 use crate::model::Fix;
 use crate::store::{
@@ -157,7 +156,7 @@ pub struct MapInput {
     /// Speeding episodes.
     pub speeding: Vec<MapSpeeding>,
     /// Geofences (name, kind, shape).
-    pub geofences: Vec<(String, String, Shape)>,
+    pub geofences: Vec<crate::geo::Geofence>,
     /// Local time of the first fix, e.g. `07:39`.
     pub first_label: String,
     /// Local time of the last fix.
@@ -379,11 +378,7 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
             })
             .collect(),
         speeding,
-        geofences: db
-            .geofences
-            .iter()
-            .map(|g| (g.name.clone(), g.kind.clone(), g.shape.clone()))
-            .collect(),
+        geofences: db.geofences.clone(),
         first_label: db.zone.hhmm(first.ts),
         last_label: db.zone.hhmm(last.ts),
     };

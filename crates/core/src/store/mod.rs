@@ -6,8 +6,8 @@
 
 use crate::clock::FleetZone;
 use crate::error::{Error, ErrorCode, Result};
-use crate::geo::Shape;
-use crate::model::{Fix, Geofence, InjectedEvent, Vehicle, VehicleAnalysis};
+use crate::geo::{Geofence, Shape};
+use crate::model::{Fix, InjectedEvent, Vehicle, VehicleAnalysis};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 
@@ -105,7 +105,7 @@ impl Writer {
     }
 
     /// Adds a geofence.
-    pub fn insert_geofence(&self, g: &Geofence) -> Result<()> {
+    pub fn insert_geofence(&self, g: &crate::geo::atlas::GeofenceDef) -> Result<()> {
         self.conn
             .prepare_cached(
                 "INSERT INTO geofences (name, kind, wkt, radius_m) VALUES (?1, ?2, ?3, ?4)",
@@ -299,8 +299,8 @@ pub fn read_zone(conn: &Connection) -> Result<FleetZone> {
     Ok(zone)
 }
 
-/// Every geofence with its id, name, kind and parsed shape, by id.
-pub fn read_geofence_shapes(conn: &Connection) -> Result<Vec<(i64, String, String, Shape)>> {
+/// Every geofence with its parsed shape, by id.
+pub fn read_geofences(conn: &Connection) -> Result<Vec<Geofence>> {
     let mut st = conn
         .prepare_cached("SELECT id, name, kind, wkt, radius_m FROM geofences ORDER BY id")
         .map_err(db_err)?;
@@ -324,7 +324,12 @@ pub fn read_geofence_shapes(conn: &Connection) -> Result<Vec<(i64, String, Strin
                 format!("geofence {name:?}: {}", e.message),
             )
         })?;
-        out.push((id, name, kind, shape));
+        out.push(Geofence {
+            id,
+            name,
+            kind,
+            shape,
+        });
     }
     Ok(out)
 }

@@ -13,7 +13,7 @@ use crate::analyze;
 use crate::clock::{Date, FleetZone};
 use crate::error::{Error, Result};
 use crate::geo::{Shape, atlas};
-use crate::model::{Geofence, InjectedEvent, PlantedKind};
+use crate::model::{InjectedEvent, PlantedKind};
 use crate::store::{self, file::Target};
 use drive::{FIX_INTERVAL_S, Plant, RoutePath, ShiftPlan};
 use fleet::Shift;
@@ -174,12 +174,7 @@ pub fn generate(opts: &GenerateOptions, progress: &mut dyn FnMut(f64)) -> Result
         writer.set_meta(k, &v)?;
     }
     for g in atlas::geofences() {
-        writer.insert_geofence(&Geofence {
-            name: g.name.clone(),
-            kind: g.kind.clone(),
-            wkt: g.wkt.clone(),
-            radius_m: g.radius_m,
-        })?;
+        writer.insert_geofence(g)?;
     }
     let mut positions = 0u64;
     let mut truth: Vec<InjectedEvent> = Vec::new();
