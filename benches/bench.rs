@@ -650,17 +650,5 @@ fn bench_http(db: &Path) {
 
 /// Peak resident set size of this process, from /proc (Linux); 0 elsewhere.
 fn peak_rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .map(str::to_owned)
-        })
-        .and_then(|l| {
-            l.split_whitespace()
-                .nth(1)
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
+    peak_rss_of(std::process::id())
 }

@@ -74,21 +74,13 @@ pub fn parse(line: &[u8]) -> Incoming {
             &format!("Invalid Request: a batch may hold at most {MAX_BATCH_MESSAGES} messages"),
         );
     }
-    match count_values(line) {
-        Ok(n) if n > MAX_MESSAGE_VALUES => {
-            return invalid(
-                Value::Null,
-                &format!(
-                    "Invalid Request: a message may hold at most {MAX_MESSAGE_VALUES} JSON values"
-                ),
-            );
-        }
-        // Malformed JSON: the parse below says where.
-        _ => {}
-    }
-    match serde_json::from_slice::<Value>(line) {
+    match parse_bounded(line) {
         Ok(value) => classify(value),
-        Err(e) => Incoming::Invalid {
+        Err(Unreadable::TooManyValues) => invalid(
+            Value::Null,
+            &format!("Invalid Request: {}", Unreadable::TooManyValues),
+        ),
+        Err(Unreadable::NotJson(e)) => Incoming::Invalid {
             id: Value::Null,
             code: PARSE_ERROR,
             message: format!("Parse error: {e}"),
@@ -96,19 +88,35 @@ pub fn parse(line: &[u8]) -> Incoming {
     }
 }
 
-/// Parses JSON within the message bounds (`MAX_MESSAGE_VALUES`, counted first), or
-/// says why not.
-pub fn parse_bounded(bytes: &[u8]) -> Result<Value, String> {
-    match count_values(bytes) {
-        Ok(n) if n > MAX_MESSAGE_VALUES => {
-            return Err(format!(
+/// Why bytes did not parse as a message.
+#[derive(Debug)]
+pub enum Unreadable {
+    /// More than `MAX_MESSAGE_VALUES` JSON values.
+    TooManyValues,
+    /// Not JSON (the parser says where).
+    NotJson(serde_json::Error),
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unreadable::TooManyValues => write!(
+                f,
                 "a message may hold at most {MAX_MESSAGE_VALUES} JSON values"
-            ));
+            ),
+            Unreadable::NotJson(e) => write!(f, "not JSON: {e}"),
         }
-        Err(e) => return Err(format!("not JSON: {e}")),
-        Ok(_) => {}
     }
-    serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))
+}
+
+/// Parses JSON within the message bounds: the values are counted first, without
+/// building any, so that a message of too many is refused before it costs memory.
+pub fn parse_bounded(bytes: &[u8]) -> Result<Value, Unreadable> {
+    if count_values(bytes).is_ok_and(|n| n > MAX_MESSAGE_VALUES) {
+        return Err(Unreadable::TooManyValues);
+    }
+    // Malformed JSON: the full parse says where.
+    serde_json::from_slice(bytes).map_err(Unreadable::NotJson)
 }
 
 /// Reads a parsed JSON value as a message.

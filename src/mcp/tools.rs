@@ -72,16 +72,22 @@ pub fn call(
 
 /// A result over `max_bytes` (serialised) becomes a tool error saying so.
 fn capped(name: &str, result: Value, max_bytes: usize) -> Value {
-    let bytes = serde_json::to_vec(&result).map_or(usize::MAX, |b| b.len());
-    if bytes <= max_bytes {
-        return result;
+    match over_limit(name, &result, max_bytes) {
+        None => result,
+        Some(e) => failure(&e),
     }
-    failure(
-        &Error::invalid(format!(
+}
+
+/// The error for an answer of `name` larger than `max_bytes` once serialised, if it
+/// is (the MCP tools and their REST twins answer it alike).
+pub fn over_limit(name: &str, answer: &Value, max_bytes: usize) -> Option<Error> {
+    let bytes = serde_json::to_vec(answer).map_or(usize::MAX, |b| b.len());
+    (bytes > max_bytes).then(|| {
+        Error::invalid(format!(
             "the answer of {name} would be {bytes} bytes, over the limit of {max_bytes}"
         ))
-        .with_hint("ask for less: a smaller map (width, height), a shorter time window or a narrower range"),
-    )
+        .with_hint("ask for less: a smaller map (width, height), a shorter time window or a narrower range")
+    })
 }
 
 /// Runs a tool: its answer or error, or `None` when no tool has that name.

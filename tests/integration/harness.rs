@@ -348,3 +348,27 @@ pub fn tool_error(result: &serde_json::Value) -> serde_json::Value {
     serde_json::from_str(text)
         .unwrap_or_else(|e| panic!("the text is not the error object ({e}): {text}"))
 }
+
+/// Sends SIGTERM to `child` and waits for it to exit; 60 s is a deadline for a hung
+/// process only, never a measure of speed.
+pub fn sigterm_and_wait(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "still running after SIGTERM"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}

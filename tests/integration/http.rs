@@ -611,25 +611,7 @@ fn two_hundred_requests_over_ten_connections_are_all_answered() {
 fn sigterm_finishes_and_exits() {
     let mut h = Http::start();
     h.healthy();
-    let pid = h.child.id().to_string();
-    let started = Instant::now();
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let status = loop {
-        if let Some(s) = h.child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "still running after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let status = crate::harness::sigterm_and_wait(&mut h.child);
     assert!(status.success(), "{status:?}");
 }
 
@@ -873,26 +855,8 @@ fn sigterm_ends_the_server_whatever_the_clients_do() {
         held.push(s);
     }
     h.healthy();
-    let pid = h.child.id().to_string();
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    // A deadline for a hung server only; the bound itself is measured, not asserted.
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = h.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "still running after SIGTERM"
-        );
-        std::thread::yield_now();
-    };
+    // The bound itself is measured, not asserted.
+    let status = crate::harness::sigterm_and_wait(&mut h.child);
     assert!(status.success(), "{status:?}");
     drop(held);
 }

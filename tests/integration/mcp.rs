@@ -518,25 +518,7 @@ fn end_of_input_exits_zero_at_once_and_logs_stay_on_stderr() {
 #[test]
 fn sigterm_stops_the_server_promptly() {
     let mut s = McpSession::initialized(fixture_db(), "2025-11-25");
-    let pid = s.child.id().to_string();
-    let started = std::time::Instant::now();
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    loop {
-        if s.child.try_wait().unwrap().is_some() {
-            break;
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(60),
-            "still running after SIGTERM"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    crate::harness::sigterm_and_wait(&mut s.child);
 }
 
 #[test]

@@ -179,7 +179,7 @@ pub fn run_job(server: &mut Server, job: Job) -> Reply {
                     Ok(_) => Err(Error::invalid(
                         "the request body must be a JSON object of the tool's arguments",
                     )),
-                    Err(why) => Err(Error::invalid(why)),
+                    Err(why) => Err(Error::invalid(why.to_string())),
                 }
             };
             match args.map(|args| server.run_tool(&name, &args)) {
@@ -188,14 +188,14 @@ pub fn run_job(server: &mut Server, job: Job) -> Reply {
                     format!("no tool named {name}"),
                 )),
                 Ok(Some(Ok(answer))) => {
-                    let bytes = serde_json::to_vec(&answer.value).map_or(usize::MAX, |b| b.len());
-                    if bytes > session::MAX_ANSWER_BYTES {
-                        return Reply::error(&Error::invalid(format!(
-                            "the answer of {name} would be {bytes} bytes, over the limit of {}",
-                            session::MAX_ANSWER_BYTES
-                        )));
+                    match crate::mcp::tools::over_limit(
+                        &name,
+                        &answer.value,
+                        session::MAX_ANSWER_BYTES,
+                    ) {
+                        Some(e) => Reply::error(&e),
+                        None => Reply::json(200, answer.value),
                     }
-                    Reply::json(200, answer.value)
                 }
                 Ok(Some(Err(e))) | Err(e) => Reply::error(&e),
             }

@@ -9,10 +9,7 @@ use serde_json::{Value, json};
 /// is present and may be null), subschemas inlined (clients read one document),
 /// doc comments as descriptions, and nothing else (no `$schema`, titles or formats).
 pub fn derived<T: schemars::JsonSchema>() -> Value {
-    let generator = schemars::generate::SchemaSettings::draft2020_12()
-        .with(|s| s.inline_subschemas = true)
-        .into_generator();
-    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    let mut schema = derived_input::<T>();
     tighten(&mut schema);
     schema
 }
@@ -91,8 +88,9 @@ fn tighten_sets(schema: &mut Value) {
     }
 }
 
-/// The schema of a request type: as derived, with fleetctl's `x-` keys (read
-/// by `report::params_from_schema`), properties in their written order.
+/// The schema of a type as schemars derives it, subschemas inlined: for a request
+/// type, with fleetctl's `x-` keys (read by `report::params_from_schema`), properties
+/// in their written order.
 pub fn derived_input<T: schemars::JsonSchema>() -> Value {
     let generator = schemars::generate::SchemaSettings::draft2020_12()
         .with(|s| s.inline_subschemas = true)
