@@ -424,9 +424,10 @@ fn bench_map(path: &Path) {
             .expect("open");
     let (busiest, date, fixes): (String, String, usize) = conn
         .query_row(
-            "SELECT v.plate, date(p.ts + 60 * CAST(m.value AS INTEGER), 'unixepoch') AS d, COUNT(*) AS n \
-             FROM positions p JOIN vehicles v ON v.id = p.vehicle_id \
-             JOIN meta m ON m.key = 'utc_offset_min' GROUP BY v.id, d ORDER BY n DESC LIMIT 1",
+            "SELECT v.plate, d.date, COUNT(*) AS n FROM daily d \
+             JOIN vehicles v ON v.id = d.vehicle_id \
+             JOIN positions p ON p.vehicle_id = d.vehicle_id AND p.ts BETWEEN d.first_ts AND d.last_ts \
+             GROUP BY d.vehicle_id, d.date ORDER BY n DESC LIMIT 1",
             [],
             |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as usize)),
         )

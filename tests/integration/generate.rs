@@ -174,7 +174,6 @@ fn meta_describes_the_database() {
         fleetctl::store::SCHEMA_VERSION.to_string()
     );
     assert_eq!(meta(&conn, "time_zone"), "America/Guatemala");
-    assert_eq!(meta(&conn, "utc_offset_min"), "-360");
     assert_eq!(meta(&conn, "seed"), "7");
     assert_eq!(meta(&conn, "generator_version"), env!("CARGO_PKG_VERSION"));
     assert_eq!(meta(&conn, "first_date"), "2026-11-19");

@@ -1,16 +1,15 @@
 //! The data clock and the fleet's time zone.
 //!
 //! Positions are stored in UTC epoch seconds; people think in local dates and times.
-//! The fleet has one zone with a fixed UTC offset (Guatemala has no daylight saving),
-//! so conversions are plain arithmetic on civil dates, written here rather than
-//! pulling a time-zone database into the binary.
+//! The fleet has one IANA zone (`meta.time_zone`) with its daylight-saving history,
+//! read from the time-zone database compiled into the binary (jiff's bundled tzdb), so
+//! no system files are needed. A local date is a calendar day in that zone: a day of
+//! 23 or 25 hours is still one date, from [`FleetZone::day_start`] to the next one's.
 
 use crate::error::{Error, Result};
 
 /// The default fleet time zone.
 pub const DEFAULT_TIME_ZONE: &str = "America/Guatemala";
-/// The default fleet UTC offset, in minutes (UTC−06:00).
-pub const DEFAULT_UTC_OFFSET_MIN: i32 = -360;
 
 /// Seconds in a day.
 pub const DAY_S: i64 = 86_400;
@@ -123,47 +122,92 @@ fn digits<T: std::str::FromStr>(s: &str) -> Option<T> {
     }
 }
 
-/// The fleet's zone: a name for people and a fixed offset for arithmetic.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The fleet's zone: an IANA name and its rules.
+#[derive(Debug, Clone)]
 pub struct FleetZone {
     /// IANA name, e.g. `America/Guatemala`.
     pub name: String,
-    /// Offset from UTC in minutes (negative west of Greenwich).
-    pub utc_offset_min: i32,
+    rules: jiff::tz::TimeZone,
 }
+
+impl PartialEq for FleetZone {
+    fn eq(&self, other: &FleetZone) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for FleetZone {}
 
 impl Default for FleetZone {
     fn default() -> Self {
-        FleetZone {
-            name: DEFAULT_TIME_ZONE.to_string(),
-            utc_offset_min: DEFAULT_UTC_OFFSET_MIN,
-        }
+        FleetZone::named(DEFAULT_TIME_ZONE).expect("the bundled time-zone database knows Guatemala")
     }
 }
 
 impl FleetZone {
-    fn offset_s(&self) -> i64 {
-        i64::from(self.utc_offset_min) * 60
+    /// The zone of an IANA name (`Europe/London`, `America/Guatemala`, `UTC`).
+    pub fn named(name: &str) -> Result<FleetZone> {
+        let rules = jiff::tz::db().get(name).map_err(|_| {
+            Error::invalid(format!("{name:?} is not a time zone this fleetctl knows")).with_hint(
+                "use an IANA time-zone name such as America/Guatemala, Europe/London, \
+                     America/New_York or UTC (tzdb version compiled in)",
+            )
+        })?;
+        Ok(FleetZone {
+            name: name.to_string(),
+            rules,
+        })
+    }
+
+    /// Offset from UTC at an instant, in seconds (negative west of Greenwich).
+    pub fn offset_s(&self, ts: i64) -> i64 {
+        match jiff::Timestamp::from_second(ts) {
+            Ok(t) => i64::from(self.rules.to_offset(t).seconds()),
+            Err(_) => 0,
+        }
     }
 
     /// The local date of an instant.
     pub fn local_date(&self, ts: i64) -> Date {
-        Date::from_days_since_epoch((ts + self.offset_s()).div_euclid(DAY_S))
+        Date::from_days_since_epoch((ts + self.offset_s(ts)).div_euclid(DAY_S))
     }
 
-    /// Seconds since local midnight of an instant.
+    /// Seconds since local midnight of an instant, on the wall clock.
     pub fn local_seconds_of_day(&self, ts: i64) -> i64 {
-        (ts + self.offset_s()).rem_euclid(DAY_S)
+        (ts + self.offset_s(ts)).rem_euclid(DAY_S)
     }
 
-    /// The instant of local midnight starting `date`.
+    /// The first instant of the local `date` (midnight, or the end of a
+    /// daylight-saving gap that swallowed midnight).
     pub fn day_start(&self, date: Date) -> i64 {
-        date.days_since_epoch() * DAY_S - self.offset_s()
+        self.at(date, 0)
     }
 
-    /// The instant of a local date and time of day.
+    /// The first instant after the local `date`: the next date's start. A local day
+    /// lasts 23, 24 or 25 hours.
+    pub fn day_end(&self, date: Date) -> i64 {
+        self.day_start(date.add_days(1))
+    }
+
+    /// The instant of a local date and wall-clock time of day. A time skipped by a
+    /// daylight-saving change is read as if the clock had not moved yet (it lands
+    /// after the gap); a repeated time is its first occurrence.
     pub fn at(&self, date: Date, seconds_of_day: i64) -> i64 {
-        self.day_start(date) + seconds_of_day
+        let naive = date.days_since_epoch() * DAY_S + seconds_of_day;
+        // The offsets in force a day either side of that wall time (zones change
+        // offset at most a few times a year): the instant is one of the two.
+        let before = self.offset_s(naive - DAY_S);
+        let after = self.offset_s(naive + DAY_S);
+        let mut candidates = [naive - before, naive - after];
+        candidates.sort_unstable();
+        for ts in candidates {
+            if ts + self.offset_s(ts) == naive {
+                return ts;
+            }
+        }
+        // In a gap: the wall time does not exist; keep the earlier offset, which
+        // lands the same distance past the change.
+        naive - before
     }
 
     /// Parses a local `YYYY-MM-DDTHH:MM` (a space may replace the `T`) into an instant.
@@ -191,19 +235,21 @@ impl FleetZone {
         Ok(self.at(date, hour * 3600 + minute * 60))
     }
 
-    /// RFC 3339 with the fleet's offset, to the second: `2026-11-24T08:13:00-06:00`.
+    /// RFC 3339 with the offset in force at that instant, to the second:
+    /// `2026-11-24T08:13:00-06:00`.
     pub fn rfc3339(&self, ts: i64) -> String {
-        let date = self.local_date(ts);
-        let sod = self.local_seconds_of_day(ts);
-        let off = self.utc_offset_min;
-        let sign = if off < 0 { '-' } else { '+' };
+        let offset_s = self.offset_s(ts);
+        let date = Date::from_days_since_epoch((ts + offset_s).div_euclid(DAY_S));
+        let sod = (ts + offset_s).rem_euclid(DAY_S);
+        let sign = if offset_s < 0 { '-' } else { '+' };
+        let off_min = offset_s.abs() / 60;
         format!(
             "{date}T{:02}:{:02}:{:02}{sign}{:02}:{:02}",
             sod / 3600,
             sod / 60 % 60,
             sod % 60,
-            off.abs() / 60,
-            off.abs() % 60
+            off_min / 60,
+            off_min % 60
         )
     }
 
@@ -287,6 +333,52 @@ mod tests {
                 day: 29
             })
         );
+    }
+
+    #[test]
+    fn days_of_23_and_25_hours_are_one_local_date_each() {
+        let london = FleetZone::named("Europe/London").unwrap();
+        let spring = Date::parse("2026-03-29").unwrap();
+        let autumn = Date::parse("2026-10-25").unwrap();
+        assert_eq!(london.day_end(spring) - london.day_start(spring), 23 * 3600);
+        assert_eq!(london.day_end(autumn) - london.day_start(autumn), 25 * 3600);
+        let summer_noon = london.parse_local_minute("2026-07-01T12:00").unwrap();
+        assert_eq!(london.rfc3339(summer_noon), "2026-07-01T12:00:00+01:00");
+        let winter_noon = london.parse_local_minute("2026-12-01T12:00").unwrap();
+        assert_eq!(london.rfc3339(winter_noon), "2026-12-01T12:00:00+00:00");
+        // 01:30 on the autumn day happens twice: the first is meant (still +01:00).
+        let twice = london.parse_local_minute("2026-10-25T01:30").unwrap();
+        assert_eq!(london.rfc3339(twice), "2026-10-25T01:30:00+01:00");
+        // 01:30 on the spring day never happens: it reads as 02:30 summer time.
+        let skipped = london.parse_local_minute("2026-03-29T01:30").unwrap();
+        assert_eq!(london.rfc3339(skipped), "2026-03-29T02:30:00+01:00");
+        // Every instant of the long day has that date.
+        let start = london.day_start(autumn);
+        for ts in (start..london.day_end(autumn)).step_by(600) {
+            assert_eq!(london.local_date(ts), autumn);
+        }
+        assert_eq!(
+            london.local_date(london.day_end(autumn)),
+            autumn.add_days(1)
+        );
+    }
+
+    #[test]
+    fn a_zone_whose_clocks_skip_midnight_starts_its_day_after_the_gap() {
+        // Chile moved its clocks from 00:00 to 01:00 on 2026-09-06.
+        let santiago = FleetZone::named("America/Santiago").unwrap();
+        let date = Date::parse("2026-09-06").unwrap();
+        let start = santiago.day_start(date);
+        assert_eq!(santiago.rfc3339(start), "2026-09-06T01:00:00-03:00");
+        assert_eq!(santiago.local_date(start - 1), date.add_days(-1));
+    }
+
+    #[test]
+    fn unknown_zone_names_are_refused_with_examples() {
+        let err = FleetZone::named("Mars/Olympus").unwrap_err();
+        assert!(err.message.contains("Mars/Olympus"), "{err:?}");
+        assert!(err.hint.unwrap_or_default().contains("Europe/London"));
+        assert_eq!(FleetZone::named("UTC").unwrap().offset_s(0), 0);
     }
 
     #[test]

@@ -173,7 +173,7 @@ impl Db {
     /// `[start, end)` of a local date, UTC epoch seconds.
     pub fn day_bounds(&self, date: Date) -> (i64, i64) {
         let start = self.zone.day_start(date);
-        (start, start + crate::clock::DAY_S)
+        (start, self.zone.day_end(date))
     }
 
     /// Names a point for people.

@@ -282,21 +282,18 @@ pub fn read_meta(conn: &Connection, key: &str) -> Result<Option<String>> {
         .map_err(db_err)
 }
 
-/// The fleet's time zone from `meta` (defaults when absent).
+/// The fleet's time zone from `meta.time_zone` (America/Guatemala when absent).
 pub fn read_zone(conn: &Connection) -> Result<FleetZone> {
-    let mut zone = FleetZone::default();
-    if let Some(name) = read_meta(conn, "time_zone")? {
-        zone.name = name;
-    }
-    if let Some(off) = read_meta(conn, "utc_offset_min")? {
-        zone.utc_offset_min = off.parse().map_err(|_| {
+    match read_meta(conn, "time_zone")? {
+        None => Ok(FleetZone::default()),
+        Some(name) => FleetZone::named(&name).map_err(|e| {
             Error::new(
                 ErrorCode::DbSchema,
-                format!("meta.utc_offset_min {off:?} is not a number"),
+                format!("meta.time_zone {name:?} is not a known IANA time zone"),
             )
-        })?;
+            .with_hint(e.hint.unwrap_or_default())
+        }),
     }
-    Ok(zone)
 }
 
 /// Every geofence with its parsed shape, by id.

@@ -163,7 +163,6 @@ pub fn generate(opts: &GenerateOptions, progress: &mut dyn FnMut(f64)) -> Result
     let meta = [
         ("schema_version", store::SCHEMA_VERSION.to_string()),
         ("time_zone", zone.name.clone()),
-        ("utc_offset_min", zone.utc_offset_min.to_string()),
         ("data_now", opts.now_ts.to_string()),
         ("seed", opts.seed.to_string()),
         ("generator_version", GENERATOR_VERSION.to_string()),
