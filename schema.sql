@@ -1,4 +1,6 @@
--- fleetctl store, schema version 2 (2: latest_fix and the partial indexes).
+-- fleetctl store, schema version 3 (2: latest_fix and the partial indexes; 3: imported
+-- data: fractional seconds, derived speeds, unknown heading and ignition, one fix per
+-- vehicle and instant).
 -- Times are UTC epoch seconds (INTEGER); coordinates are WGS84 degrees; units are in
 -- the column names. The indexes after the marker line at the end are built after a bulk
 -- load, which is several times faster than maintaining them row by row.
@@ -20,14 +22,16 @@ CREATE TABLE vehicles (
 );
 
 CREATE TABLE positions (
-    vehicle_id  INTEGER NOT NULL REFERENCES vehicles(id),
-    ts          INTEGER NOT NULL,       -- UTC epoch seconds
-    lat         REAL NOT NULL,
-    lon         REAL NOT NULL,
-    speed_kmh   REAL NOT NULL,
-    heading_deg REAL NOT NULL,          -- clockwise from north, [0, 360)
-    ignition    INTEGER NOT NULL,       -- 1 on, 0 off
-    odometer_km REAL                    -- NULL when the device has no odometer
+    vehicle_id    INTEGER NOT NULL REFERENCES vehicles(id),
+    ts            INTEGER NOT NULL,     -- UTC epoch seconds, whole
+    ts_ms         INTEGER NOT NULL DEFAULT 0,  -- the source's fraction of that second, 0..999 ms
+    lat           REAL NOT NULL,
+    lon           REAL NOT NULL,
+    speed_kmh     REAL NOT NULL,
+    speed_derived INTEGER NOT NULL DEFAULT 0,  -- 1: the source had no speed; derived from the fixes around it
+    heading_deg   REAL,                 -- clockwise from north, [0, 360); NULL when unknown
+    ignition      INTEGER,              -- 1 on, 0 off, NULL when the source does not say
+    odometer_km   REAL                  -- NULL when the device has no odometer
 );
 
 -- A polygon is WKT in lon lat order: POLYGON((lon lat, lon lat, ...)), closed ring.
@@ -99,14 +103,15 @@ CREATE INDEX events_kind_ts ON events (kind, start_ts);
 
 -- Each vehicle's newest fix, so "where is everyone now" reads one small table.
 CREATE TABLE latest_fix (
-    vehicle_id  INTEGER PRIMARY KEY,
-    ts          INTEGER NOT NULL,
-    lat         REAL NOT NULL,
-    lon         REAL NOT NULL,
-    speed_kmh   REAL NOT NULL,
-    heading_deg REAL NOT NULL,
-    ignition    INTEGER NOT NULL,
-    odometer_km REAL
+    vehicle_id    INTEGER PRIMARY KEY,
+    ts            INTEGER NOT NULL,
+    lat           REAL NOT NULL,
+    lon           REAL NOT NULL,
+    speed_kmh     REAL NOT NULL,
+    speed_derived INTEGER NOT NULL,
+    heading_deg   REAL,
+    ignition      INTEGER,
+    odometer_km   REAL
 );
 
 CREATE TABLE visits (
@@ -137,6 +142,6 @@ CREATE TABLE daily (
 CREATE INDEX daily_date ON daily (date);
 
 -- @indexes
-CREATE INDEX positions_vehicle_ts ON positions (vehicle_id, ts);
+CREATE UNIQUE INDEX positions_vehicle_ts ON positions (vehicle_id, ts, ts_ms);
 CREATE INDEX positions_ts ON positions (ts);
 CREATE INDEX injected_events_vehicle ON injected_events (vehicle_id, start_ts);

@@ -33,10 +33,13 @@ pub struct Fix {
     pub lon: f64,
     /// Ground speed, km/h.
     pub speed_kmh: f64,
-    /// Heading, degrees clockwise from north.
-    pub heading_deg: f64,
-    /// Ignition on.
-    pub ignition: bool,
+    /// True when the source gave no speed and `speed_kmh` was derived from the
+    /// distance to the fixes around this one.
+    pub speed_derived: bool,
+    /// Heading, degrees clockwise from north; None when the source does not say.
+    pub heading_deg: Option<f64>,
+    /// Ignition on (Some(true)), off (Some(false)), or not reported (None).
+    pub ignition: Option<bool>,
     /// Odometer reading, km, if the device has one.
     pub odometer_km: Option<f64>,
 }

@@ -68,10 +68,12 @@ pub fn rollup(
             continue;
         }
         if let Some(acc) = days.get_mut(&zone.local_date(w[0].ts)) {
+            // Stopped with the ignition unreported counts as parked: idling is
+            // only ever claimed from an ignition that says so.
             match (in_stop[k], w[0].ignition) {
                 (false, _) => acc.moving_s += dt,
-                (true, true) => acc.idle_s += dt,
-                (true, false) => acc.parked_s += dt,
+                (true, Some(true)) => acc.idle_s += dt,
+                (true, _) => acc.parked_s += dt,
             }
         }
     }

@@ -9,6 +9,10 @@ use crate::model::{
     SpeedingDetail, Stop, Visit,
 };
 
+/// A fix faster than this, km/h, is moving (for rules that need the ignition and
+/// have none).
+pub const MOVING_KMH: f64 = 5.0;
+
 fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
 }
@@ -89,11 +93,24 @@ pub fn long_stops(stops: &[Stop], th: &Thresholds) -> Vec<Event> {
 }
 
 /// Signal losses: a gap over `signal_loss_min` between consecutive fixes while on
-/// shift (ignition on at the fix before the gap).
+/// shift. On shift means the ignition was on at the fix before the gap; where the
+/// source reports no ignition, it means the vehicle was moving at that fix (over
+/// `MOVING_KMH`) or reappeared more than `stop_radius_m` away — a vehicle parked for
+/// the night with its tracker asleep is not a signal loss.
 pub fn signal_losses(fixes: &[Fix], th: &Thresholds, namer: &Namer) -> Vec<Event> {
+    let on_shift = |w: &[Fix]| match w[0].ignition {
+        Some(on) => on,
+        None => {
+            w[0].speed_kmh > MOVING_KMH
+                || crate::geo::haversine_m(
+                    LatLon::new(w[0].lat, w[0].lon),
+                    LatLon::new(w[1].lat, w[1].lon),
+                ) > th.stop_radius_m
+        }
+    };
     fixes
         .windows(2)
-        .filter(|w| w[0].ignition && (w[1].ts - w[0].ts) as f64 > th.signal_loss_min * 60.0)
+        .filter(|w| (w[1].ts - w[0].ts) as f64 > th.signal_loss_min * 60.0 && on_shift(w))
         .map(|w| {
             event(
                 &w[0],
@@ -110,13 +127,16 @@ pub fn signal_losses(fixes: &[Fix], th: &Thresholds, namer: &Namer) -> Vec<Event
         .collect()
 }
 
-/// Ignition changes between consecutive fixes.
+/// Ignition changes between consecutive fixes that both report it.
 pub fn ignition(fixes: &[Fix]) -> Vec<Event> {
     fixes
         .windows(2)
-        .filter(|w| w[0].ignition != w[1].ignition)
-        .map(|w| {
-            let kind = if w[1].ignition {
+        .filter_map(|w| match (w[0].ignition, w[1].ignition) {
+            (Some(a), Some(b)) if a != b => Some((w, b)),
+            _ => None,
+        })
+        .map(|(w, on)| {
+            let kind = if on {
                 EventKind::IgnitionOn
             } else {
                 EventKind::IgnitionOff

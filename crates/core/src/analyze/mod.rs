@@ -213,8 +213,9 @@ mod tests {
             lat: p.lat,
             lon: p.lon,
             speed_kmh,
-            heading_deg: 0.0,
-            ignition,
+            speed_derived: false,
+            heading_deg: Some(0.0),
+            ignition: Some(ignition),
             odometer_km: None,
         }
     }

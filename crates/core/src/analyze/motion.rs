@@ -85,7 +85,9 @@ pub fn stops(fixes: &[Fix], ranges: &[(usize, usize, LatLon)], namer: &Namer) ->
             let (mut idle_s, mut parked_s) = (0, 0);
             for w in fixes[a..=b].windows(2) {
                 let dt = w[1].ts - w[0].ts;
-                if w[0].ignition {
+                // Idling is only claimed from an ignition that says so; time with
+                // the ignition unreported counts as parked.
+                if w[0].ignition == Some(true) {
                     idle_s += dt
                 } else {
                     parked_s += dt

@@ -30,8 +30,8 @@ pub struct StoppedVehicle {
     /// Minutes the fixes show it stopped (up to its last fix), as trip_summary and
     /// alerts count the stop.
     pub observed_min: f64,
-    /// Engine running at the last fix.
-    pub engine_on: bool,
+    /// Engine running at the last fix; null when the tracker does not report ignition.
+    pub engine_on: Option<bool>,
     /// Where, for people.
     pub place: String,
     /// Latitude of the stop.

@@ -129,7 +129,7 @@ impl From<LiveState> for PositionState {
 /// stop (if any).
 pub fn state_of(db: &Db, fix: &Fix, ongoing: Option<&Stop>) -> (LiveState, MotionState) {
     let at_fix = match ongoing.filter(|s| s.end_ts == fix.ts) {
-        Some(_) if fix.ignition => MotionState::Idle,
+        Some(_) if fix.ignition == Some(true) => MotionState::Idle,
         Some(_) => MotionState::Parked,
         None => MotionState::Moving,
     };
@@ -201,9 +201,9 @@ pub fn run(db: &Db, req: &VehiclePositionRequest) -> Result<VehiclePositionRepor
     report.lat = Some(fix.lat);
     report.lon = Some(fix.lon);
     report.speed_kmh = Some(fix.speed_kmh);
-    report.heading_deg = Some(fix.heading_deg);
-    report.heading = Some(compass_point(fix.heading_deg));
-    report.ignition_on = Some(fix.ignition);
+    report.heading_deg = fix.heading_deg;
+    report.heading = fix.heading_deg.map(compass_point);
+    report.ignition_on = fix.ignition;
     report.odometer_km = fix.odometer_km;
     if let Some(s) = stop {
         report.stopped_since = Some(db.time(s.start_ts));

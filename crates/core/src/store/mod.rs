@@ -18,7 +18,7 @@ pub mod read;
 pub use file::{APPLICATION_ID, Probe, probe};
 
 /// The schema this binary reads and writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The whole schema, tables then indexes, split at the `-- @indexes` line.
 pub const SCHEMA_SQL: &str = include_str!("../../../../schema.sql");
@@ -120,8 +120,8 @@ impl Writer {
         let mut st = self
             .conn
             .prepare_cached(
-                "INSERT INTO positions (vehicle_id, ts, lat, lon, speed_kmh, heading_deg, ignition, odometer_km) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "INSERT INTO positions (vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )
             .map_err(|e| self.fail(e))?;
         for f in fixes {
@@ -131,6 +131,7 @@ impl Writer {
                 f.lat,
                 f.lon,
                 f.speed_kmh,
+                f.speed_derived,
                 f.heading_deg,
                 f.ignition,
                 f.odometer_km
@@ -338,9 +339,10 @@ fn fix_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Fix> {
         lat: r.get(2)?,
         lon: r.get(3)?,
         speed_kmh: r.get(4)?,
-        heading_deg: r.get(5)?,
-        ignition: r.get(6)?,
-        odometer_km: r.get(7)?,
+        speed_derived: r.get(5)?,
+        heading_deg: r.get(6)?,
+        ignition: r.get(7)?,
+        odometer_km: r.get(8)?,
     })
 }
 
@@ -351,8 +353,8 @@ pub fn for_each_vehicle_fixes(
 ) -> Result<()> {
     let mut st = conn
         .prepare(
-            "SELECT vehicle_id, ts, lat, lon, speed_kmh, heading_deg, ignition, odometer_km \
-             FROM positions ORDER BY vehicle_id, ts",
+            "SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km \
+             FROM positions ORDER BY vehicle_id, ts, ts_ms",
         )
         .map_err(db_err)?;
     let mut rows = st.query([]).map_err(db_err)?;
@@ -398,11 +400,11 @@ impl<'c> DerivedWriter<'c> {
         let c = self.conn;
         if let Some(f) = &a.latest {
             c.prepare_cached(
-                "INSERT INTO latest_fix (vehicle_id, ts, lat, lon, speed_kmh, heading_deg, ignition, odometer_km) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "INSERT INTO latest_fix (vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )
             .and_then(|mut st| {
-                st.execute(params![f.vehicle_id, f.ts, f.lat, f.lon, f.speed_kmh, f.heading_deg, f.ignition, f.odometer_km])
+                st.execute(params![f.vehicle_id, f.ts, f.lat, f.lon, f.speed_kmh, f.speed_derived, f.heading_deg, f.ignition, f.odometer_km])
             })
             .map_err(db_write_err)?;
         }

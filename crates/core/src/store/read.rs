@@ -29,7 +29,7 @@ pub fn vehicles(conn: &Connection) -> Result<Vec<(Vehicle, Option<String>)>> {
 }
 
 const LATEST_COLUMNS: &str =
-    "vehicle_id, ts, lat, lon, speed_kmh, heading_deg, ignition, odometer_km";
+    "vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km";
 
 /// The newest fix of a vehicle (as of the last analysis).
 pub fn last_fix(conn: &Connection, vehicle_id: i64) -> Result<Option<Fix>> {
@@ -60,7 +60,7 @@ pub fn fixes_between(
 ) -> Result<Vec<Fix>> {
     let mut st = conn
         .prepare_cached(
-            "SELECT vehicle_id, ts, lat, lon, speed_kmh, heading_deg, ignition, odometer_km \
+            "SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km \
              FROM positions WHERE vehicle_id = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts",
         )
         .map_err(db_err)?;

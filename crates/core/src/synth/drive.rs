@@ -690,8 +690,9 @@ impl Driver<'_> {
             lat: round_to(noisy.lat, 6),
             lon: round_to(noisy.lon, 6),
             speed_kmh: round_to(self.v * 3.6, 1),
-            heading_deg: round_to(self.heading, 1) % 360.0,
-            ignition: self.ignition,
+            speed_derived: false,
+            heading_deg: Some(round_to(self.heading, 1) % 360.0),
+            ignition: Some(self.ignition),
             odometer_km: Some(round_to(self.odometer_m / 1000.0, 3)),
         });
         self.last_fix_ts = Some(self.t);
@@ -782,9 +783,9 @@ mod tests {
                 .all(|w| w[1].ts - w[0].ts == FIX_INTERVAL_S),
             "a fix every 15 s"
         );
-        assert!(out.fixes[0].ignition, "engine on at the start");
+        assert_eq!(out.fixes[0].ignition, Some(true), "engine on at the start");
         assert!(
-            !out.fixes.last().unwrap().ignition,
+            out.fixes.last().unwrap().ignition == Some(false),
             "parked, engine off, at the end"
         );
         let driven_km = out.odometer_m / 1000.0 - 1000.0;
@@ -847,7 +848,7 @@ mod tests {
             .iter()
             .find(|f| f.ts == truth.start_ts)
             .expect("the last fix before the gap");
-        assert!(before.ignition);
+        assert_eq!(before.ignition, Some(true));
         assert!(
             out.fixes.iter().any(|f| f.ts == truth.end_ts),
             "fixes resume"
@@ -879,7 +880,10 @@ mod tests {
         assert_eq!(truth.end_ts, p.cutoff_ts);
         let tail: Vec<_> = out.fixes.iter().filter(|f| f.ts > truth.start_ts).collect();
         assert!(tail.len() >= 200);
-        assert!(tail.iter().all(|f| f.speed_kmh == 0.0 && f.ignition));
+        assert!(
+            tail.iter()
+                .all(|f| f.speed_kmh == 0.0 && f.ignition == Some(true))
+        );
         assert!(out.fixes.last().unwrap().ts <= p.cutoff_ts);
     }
 
@@ -902,7 +906,7 @@ mod tests {
             .collect();
         assert!(still.iter().all(|f| f.speed_kmh == 0.0));
         assert!(
-            still.iter().any(|f| !f.ignition),
+            still.iter().any(|f| f.ignition == Some(false)),
             "engine off while it waits"
         );
     }
