@@ -11,6 +11,6 @@ pub mod logging;
 pub mod mcp;
 
 pub use fleetctl_core::{
-    analyze, clock, error, geo, model, pipeline, report, store, synth, untrusted,
+    analyze, clock, error, geo, ingest, model, pipeline, report, store, synth, untrusted,
 };
 pub use fleetctl_render as render;

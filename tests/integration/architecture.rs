@@ -157,7 +157,7 @@ const LAYERS: &[&[&str]] = &[
     &["model", "geo"],
     &["store", "analyze"],
     &["pipeline"],
-    &["synth", "report"],
+    &["synth", "ingest", "report"],
     &["render"],
     &["mcp"],
     &["cli"],

@@ -64,6 +64,41 @@ pub fn detect_into(
     Ok(summary)
 }
 
+/// Re-runs detection for some vehicles only (those an import touched), with the
+/// thresholds stored in `meta`, inside the caller's transaction.
+pub fn detect_vehicles(
+    conn: &Connection,
+    vehicle_ids: &[i64],
+    progress: &mut dyn FnMut(f64),
+) -> Result<AnalyzeSummary> {
+    let started = std::time::Instant::now();
+    let thresholds = Thresholds::from_meta(|k| store::read_meta(conn, k).ok().flatten())?;
+    let zone = store::read_zone(conn)?;
+    let ctx = analyze::Context::new(thresholds, zone, store::read_geofences(conn)?);
+    let mut out = store::DerivedWriter::for_vehicles(conn, vehicle_ids)?;
+    for (k, v) in ctx.thresholds.to_meta() {
+        out.set_meta(k, &v)?;
+    }
+    let mut summary = AnalyzeSummary::default();
+    let mut counts = std::collections::BTreeMap::new();
+    for (done, &id) in vehicle_ids.iter().enumerate() {
+        progress(done as f64 / vehicle_ids.len().max(1) as f64);
+        let fixes = store::vehicle_fixes(conn, id)?;
+        let a = analyze::analyze_vehicle(&fixes, &ctx);
+        summary.vehicles += 1;
+        summary.fixes += fixes.len();
+        summary.stops += a.stops.len();
+        summary.trips += a.trips.len();
+        for e in &a.events {
+            *counts.entry(e.kind).or_insert(0usize) += 1;
+        }
+        out.write(&a)?;
+    }
+    summary.events = counts.into_iter().map(|(k, n)| (k.as_str(), n)).collect();
+    summary.seconds = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
 /// Re-runs detection over the database at `path` with `thresholds`, in one write
 /// transaction: committed when complete, rolled back on any failure.
 pub fn reanalyze(

@@ -12,6 +12,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 
 pub mod file;
+pub mod import;
 pub mod mbtiles;
 pub mod read;
 
@@ -176,6 +177,72 @@ impl Writer {
         std::fs::File::open(&path)
             .and_then(|f| f.sync_all())
             .map_err(|e| Error::io(&path, e))
+    }
+}
+
+/// Builds a new database at `path` and puts it in place only once `build` has
+/// filled it: the file is written under a temporary name beside the target (a
+/// killed run leaves the target as it was) and installed the way `file::Target`
+/// says (never over a file that is not a fleetctl database; over one only with
+/// `force`).
+pub fn build_new<T>(
+    path: &Path,
+    force: bool,
+    build: impl FnOnce(&Writer) -> Result<T>,
+) -> Result<T> {
+    let target = file::Target::check(path, force)?;
+    let dir = target.folder();
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let file_name = target
+        .file
+        .file_name()
+        .ok_or_else(|| Error::invalid(format!("{} is not a file path", path.display())))?;
+    let prefix = format!(".{}.tmp-", file_name.to_string_lossy());
+    remove_abandoned_temporaries(&dir, &prefix);
+    let tmp = dir.join(format!("{prefix}{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let mut guard = TempFile(Some(tmp.clone()));
+    file::create_private(&tmp)?;
+    let writer = Writer::create(&tmp)?;
+    let out = build(&writer)?;
+    writer.finish()?;
+    target.install(&tmp)?;
+    guard.0 = None;
+    Ok(out)
+}
+
+/// Removes the temporary file unless the build completed.
+struct TempFile(Option<PathBuf>);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Removes temporary files left by runs that were killed (their process is
+/// gone). Only on systems with /proc; elsewhere they are left for the user.
+fn remove_abandoned_temporaries(dir: &Path, prefix: &str) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(prefix)
+            .map(|p| p.trim_end_matches("-journal"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
@@ -346,6 +413,27 @@ fn fix_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Fix> {
     })
 }
 
+/// One vehicle's fixes in time order.
+pub fn vehicle_fixes(conn: &Connection, vehicle_id: i64) -> Result<Vec<Fix>> {
+    let mut st = conn
+        .prepare_cached(
+            "SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km \
+             FROM positions WHERE vehicle_id = ?1 ORDER BY ts, ts_ms",
+        )
+        .map_err(db_err)?;
+    st.query_map([vehicle_id], fix_from_row)
+        .and_then(|rows| rows.collect())
+        .map_err(db_err)
+}
+
+/// Sets one `meta` entry inside the caller's transaction.
+pub fn write_meta(conn: &Connection, key: &str, value: &str) -> Result<()> {
+    conn.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")
+        .and_then(|mut st| st.execute(params![key, value]))
+        .map(drop)
+        .map_err(db_write_err)
+}
+
 /// Calls `f` with each vehicle's fixes in time order, one vehicle at a time.
 pub fn for_each_vehicle_fixes(
     conn: &Connection,
@@ -379,6 +467,20 @@ pub struct DerivedWriter<'c> {
 }
 
 impl<'c> DerivedWriter<'c> {
+    /// Empties the derived tables of these vehicles only (an import re-analyses
+    /// the vehicles it touched).
+    pub fn for_vehicles(conn: &'c Connection, vehicle_ids: &[i64]) -> Result<DerivedWriter<'c>> {
+        for table in ["stops", "trips", "events", "latest_fix", "visits", "daily"] {
+            let mut st = conn
+                .prepare(&format!("DELETE FROM {table} WHERE vehicle_id = ?1"))
+                .map_err(db_write_err)?;
+            for id in vehicle_ids {
+                st.execute([id]).map_err(db_write_err)?;
+            }
+        }
+        Ok(DerivedWriter { conn })
+    }
+
     /// Empties the derived tables.
     pub fn start(conn: &'c Connection) -> Result<DerivedWriter<'c>> {
         conn.execute_batch("DELETE FROM stops; DELETE FROM trips; DELETE FROM events; DELETE FROM latest_fix; DELETE FROM visits; DELETE FROM daily;")

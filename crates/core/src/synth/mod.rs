@@ -14,12 +14,12 @@ use crate::clock::{Date, FleetZone};
 use crate::error::{Error, Result};
 use crate::geo::{Shape, atlas};
 use crate::model::{InjectedEvent, PlantedKind};
-use crate::store::{self, file::Target};
+use crate::store;
 use drive::{FIX_INTERVAL_S, Plant, RoutePath, ShiftPlan};
 use fleet::Shift;
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Version of the generator, stored in `meta.generator_version`.
 pub const GENERATOR_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -95,41 +95,6 @@ pub fn validate(opts: &GenerateOptions) -> Result<()> {
     Ok(())
 }
 
-/// Removes the temporary file unless the build completed.
-struct TempFile(Option<PathBuf>);
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        if let Some(p) = self.0.take() {
-            let _ = std::fs::remove_file(p);
-        }
-    }
-}
-
-/// Removes temporary files left by generate runs that were killed (their process is
-/// gone). Only on systems with /proc; elsewhere they are left for the user.
-fn remove_abandoned_temporaries(dir: &Path, prefix: &str) {
-    if !Path::new("/proc/self").exists() {
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix(prefix)
-            .map(|p| p.trim_end_matches("-journal"))
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
-}
-
 /// SplitMix64: turns (seed, vehicle, day) into independent stream seeds, so each
 /// shift's randomness does not depend on the order shifts are simulated in.
 fn mix(mut x: u64) -> u64 {
@@ -139,26 +104,14 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// Builds the fleet database. `progress` receives the fraction done (0..=1).
-pub fn generate(opts: &GenerateOptions, progress: &mut dyn FnMut(f64)) -> Result<GenerateSummary> {
-    let started = std::time::Instant::now();
-    validate(opts)?;
-    let target = Target::check(&opts.path, opts.force)?;
-    let dir = target.folder();
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-    let file_name = target
-        .file
-        .file_name()
-        .ok_or_else(|| Error::invalid(format!("{} is not a file path", opts.path.display())))?;
-    let prefix = format!(".{}.tmp-", file_name.to_string_lossy());
-    remove_abandoned_temporaries(&dir, &prefix);
-    let tmp = dir.join(format!("{prefix}{}", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    let mut guard = TempFile(Some(tmp.clone()));
-    store::file::create_private(&tmp)?;
-
-    let plan = plan_fleet(opts)?;
-    let writer = store::Writer::create(&tmp)?;
+/// Writes the fleet, its positions, the ground truth and the detection results into
+/// a new database.
+fn fill(
+    writer: &store::Writer,
+    opts: &GenerateOptions,
+    plan: &FleetPlan,
+    progress: &mut dyn FnMut(f64),
+) -> Result<(Vec<InjectedEvent>, u64)> {
     let zone = &opts.zone;
     let meta = [
         ("schema_version", store::SCHEMA_VERSION.to_string()),
@@ -203,10 +156,18 @@ pub fn generate(opts: &GenerateOptions, progress: &mut dyn FnMut(f64)) -> Result
         &mut |f| progress(SIMULATION_SHARE + (1.0 - SIMULATION_SHARE) * f),
     )?;
     progress(1.0);
-    writer.finish()?;
-    target.install(&tmp)?;
-    guard.0 = None;
+    Ok((truth, positions))
+}
 
+/// Builds the fleet database. `progress` receives the fraction done (0..=1).
+pub fn generate(opts: &GenerateOptions, progress: &mut dyn FnMut(f64)) -> Result<GenerateSummary> {
+    let started = std::time::Instant::now();
+    validate(opts)?;
+    let plan = plan_fleet(opts)?;
+    let (truth, positions) = store::build_new(&opts.path, opts.force, |writer| {
+        fill(writer, opts, &plan, progress)
+    })?;
+    let zone = &opts.zone;
     let mut notes = plan.notes;
     let planted = PlantedKind::ALL
         .iter()

@@ -1,0 +1,865 @@
+//! `fleetctl import`: positions from a fleet's own files into the store, with every
+//! row accounted for.
+//!
+//! Readers (crates/io) turn a file into [`RawRow`]s, cells as text. Here each row is
+//! checked alone (plate, time, coordinates, numbers, units) and staged, or rejected
+//! with a [`RejectReason`]; then, one vehicle at a time in time order, duplicates and
+//! impossible jumps are settled, missing speeds derived from the neighbouring fixes
+//! (and marked so), the survivors appended, and the vehicles touched re-analysed —
+//! all in one transaction, so a failed or killed import leaves the database as it
+//! was, and a second import of the same file adds nothing.
+
+pub mod time;
+
+use crate::clock::FleetZone;
+use crate::error::{Error, ErrorCode, Result};
+use crate::geo::{LatLon, haversine_m};
+use crate::model::Fix;
+use crate::pipeline::{self, AnalyzeSummary};
+use crate::store::{self, Probe, import::Importer, import::Staged};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use time::parse_time;
+
+/// The unit a source writes speeds in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpeedUnit {
+    /// Kilometres per hour.
+    Kmh,
+    /// Knots (Traccar's unit).
+    Knots,
+    /// Metres per second (GPX extensions, phones).
+    Mps,
+    /// Miles per hour.
+    Mph,
+}
+
+impl SpeedUnit {
+    /// The names `--speed-unit` accepts.
+    pub const NAMES: &'static str = "kmh, knots, mps, mph";
+
+    /// Reads a unit name.
+    pub fn parse(text: &str) -> Option<SpeedUnit> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "kmh" | "kph" | "km/h" => Some(SpeedUnit::Kmh),
+            "knots" | "knot" | "kn" | "kt" => Some(SpeedUnit::Knots),
+            "mps" | "m/s" | "ms" => Some(SpeedUnit::Mps),
+            "mph" => Some(SpeedUnit::Mph),
+            _ => None,
+        }
+    }
+
+    /// The unit's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpeedUnit::Kmh => "kmh",
+            SpeedUnit::Knots => "knots",
+            SpeedUnit::Mps => "mps",
+            SpeedUnit::Mph => "mph",
+        }
+    }
+
+    /// A speed in this unit, in km/h.
+    pub fn to_kmh(self, value: f64) -> f64 {
+        match self {
+            SpeedUnit::Kmh => value,
+            SpeedUnit::Knots => value * 1.852,
+            SpeedUnit::Mps => value * 3.6,
+            SpeedUnit::Mph => value * 1.609_344,
+        }
+    }
+}
+
+/// The unit a source writes odometer readings in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OdometerUnit {
+    /// Kilometres.
+    Km,
+    /// Metres (Traccar's `totalDistance` and `odometer`).
+    M,
+    /// Miles.
+    Mi,
+}
+
+impl OdometerUnit {
+    /// The names `--odometer-unit` accepts.
+    pub const NAMES: &'static str = "km, m, mi";
+
+    /// Reads a unit name.
+    pub fn parse(text: &str) -> Option<OdometerUnit> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "km" => Some(OdometerUnit::Km),
+            "m" => Some(OdometerUnit::M),
+            "mi" | "miles" => Some(OdometerUnit::Mi),
+            _ => None,
+        }
+    }
+
+    /// The unit's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OdometerUnit::Km => "km",
+            OdometerUnit::M => "m",
+            OdometerUnit::Mi => "mi",
+        }
+    }
+
+    /// A reading in this unit, in km.
+    pub fn to_km(self, value: f64) -> f64 {
+        match self {
+            OdometerUnit::Km => value,
+            OdometerUnit::M => value / 1000.0,
+            OdometerUnit::Mi => value * 1.609_344,
+        }
+    }
+}
+
+/// How to read one file's values: its units, and the plate for a file that names no
+/// vehicle.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileUnits {
+    /// Unit of the speed cells.
+    pub speed: SpeedUnit,
+    /// Unit of the odometer cells.
+    pub odometer: OdometerUnit,
+    /// The vehicle of rows without a plate (`--plate`).
+    pub plate: Option<String>,
+}
+
+/// One row of a source file, its cells as text, before any check. `None` is a
+/// missing cell (or a column the file does not have).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawRow {
+    /// Line (CSV) or record (JSON, GPX, Parquet) number in the file, from 1.
+    pub line: u64,
+    /// Plate or device name.
+    pub plate: Option<String>,
+    /// The fix's time.
+    pub time: Option<String>,
+    /// Latitude, degrees.
+    pub lat: Option<String>,
+    /// Longitude, degrees.
+    pub lon: Option<String>,
+    /// Ground speed, in the file's speed unit.
+    pub speed: Option<String>,
+    /// Heading, degrees clockwise from north.
+    pub heading: Option<String>,
+    /// Ignition: true/false, 1/0, on/off, yes/no.
+    pub ignition: Option<String>,
+    /// Odometer, in the file's odometer unit.
+    pub odometer: Option<String>,
+    /// When the server received the fix (Traccar's serverTime): the file's own data
+    /// clock, which no fix may be ahead of.
+    pub received: Option<String>,
+}
+
+/// Why a row was not imported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RejectReason {
+    /// No plate in the row and no `--plate`.
+    MissingPlate,
+    /// A plate that is empty, over 64 characters or holds control characters.
+    BadPlate,
+    /// No time, or one that reads as no known form.
+    UnparseableTime,
+    /// Missing latitude or longitude.
+    MissingCoordinates,
+    /// Latitude outside −90..90 or longitude outside −180..180.
+    CoordinatesOutOfRange,
+    /// Exactly 0, 0: a tracker's "no fix".
+    ZeroZero,
+    /// A value that is not a number (or, for ignition, not true/false).
+    NonNumeric,
+    /// A negative speed.
+    NegativeSpeed,
+    /// A heading outside 0..=360.
+    HeadingOutOfRange,
+    /// A time ahead of the file's own data clock (the server's receipt time), or
+    /// more than a day ahead of the computer's clock when the file has none.
+    FutureTime,
+    /// Reaching it from the vehicle's previous fix would take over 250 km/h.
+    ImpossibleJump,
+    /// The same vehicle, time and place as another row of this import.
+    ExactDuplicate,
+    /// The same vehicle, time and place as a fix already in the database.
+    AlreadyStored,
+    /// The same vehicle and time as another row (or a stored fix), another place:
+    /// neither can be trusted, so every row of this import at that instant goes.
+    ConflictingDuplicate,
+}
+
+impl RejectReason {
+    /// Every reason, in the order summaries list them.
+    pub const ALL: [RejectReason; 14] = [
+        RejectReason::MissingPlate,
+        RejectReason::BadPlate,
+        RejectReason::UnparseableTime,
+        RejectReason::MissingCoordinates,
+        RejectReason::CoordinatesOutOfRange,
+        RejectReason::ZeroZero,
+        RejectReason::NonNumeric,
+        RejectReason::NegativeSpeed,
+        RejectReason::HeadingOutOfRange,
+        RejectReason::FutureTime,
+        RejectReason::ImpossibleJump,
+        RejectReason::ExactDuplicate,
+        RejectReason::AlreadyStored,
+        RejectReason::ConflictingDuplicate,
+    ];
+
+    /// The reason's stable name (in summaries and the rejects file).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RejectReason::MissingPlate => "missing_plate",
+            RejectReason::BadPlate => "bad_plate",
+            RejectReason::UnparseableTime => "unparseable_time",
+            RejectReason::MissingCoordinates => "missing_coordinates",
+            RejectReason::CoordinatesOutOfRange => "coordinates_out_of_range",
+            RejectReason::ZeroZero => "zero_zero",
+            RejectReason::NonNumeric => "non_numeric",
+            RejectReason::NegativeSpeed => "negative_speed",
+            RejectReason::HeadingOutOfRange => "heading_out_of_range",
+            RejectReason::FutureTime => "future_time",
+            RejectReason::ImpossibleJump => "impossible_jump",
+            RejectReason::ExactDuplicate => "exact_duplicate",
+            RejectReason::AlreadyStored => "already_stored",
+            RejectReason::ConflictingDuplicate => "conflicting_duplicate",
+        }
+    }
+}
+
+/// A rejected row, for the rejects file: where it was, why, and what it held.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reject<'a> {
+    /// The file, as named on the command line.
+    pub file: &'a str,
+    /// Its line or record number.
+    pub line: u64,
+    /// Why.
+    pub reason: RejectReason,
+    /// The offending value, or what it clashed with.
+    pub detail: String,
+}
+
+/// One file's tally.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileTally {
+    /// The file, as named on the command line.
+    pub name: String,
+    /// The format it was read as.
+    pub format: String,
+    /// Rows read (header lines and blank lines excluded).
+    pub rows_read: u64,
+    /// Rows appended to the database.
+    pub imported: u64,
+    /// Rows rejected, by reason.
+    pub rejected: BTreeMap<RejectReason, u64>,
+}
+
+impl FileTally {
+    /// Rows rejected, every reason together.
+    pub fn rejected_total(&self) -> u64 {
+        self.rejected.values().sum()
+    }
+}
+
+/// One vehicle's part of an import.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VehicleTally {
+    /// Its plate.
+    pub plate: String,
+    /// True when this import added it to the database.
+    pub added: bool,
+    /// Fixes appended.
+    pub imported: u64,
+    /// The first and last fix appended, UTC epoch seconds.
+    pub first_ts: i64,
+    /// See `first_ts`.
+    pub last_ts: i64,
+    /// The median time between consecutive appended fixes, seconds (None for one fix).
+    pub median_interval_s: Option<f64>,
+    /// How many appended fixes had no speed in the source (derived from positions).
+    pub derived_speeds: u64,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportSummary {
+    /// The database.
+    pub db: PathBuf,
+    /// True when this import created it.
+    pub created: bool,
+    /// The fleet's time zone.
+    pub zone: FleetZone,
+    /// Per file, in the order given.
+    pub files: Vec<FileTally>,
+    /// Per vehicle with appended fixes, by plate.
+    pub vehicles: Vec<VehicleTally>,
+    /// Detection over the vehicles touched (None when nothing was appended).
+    pub analysis: Option<AnalyzeSummary>,
+    /// Wall time, seconds.
+    pub seconds: f64,
+}
+
+/// Where and how to import.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportOptions {
+    /// The database, created when missing.
+    pub db: PathBuf,
+    /// The fleet's IANA zone: required for a new database; for an existing one it
+    /// must match the stored zone.
+    pub time_zone: Option<String>,
+    /// The computer's clock (UTC seconds), for the future-time check of files
+    /// without a receipt time.
+    pub wall_now: i64,
+}
+
+/// An import in progress: the readers feed it rows.
+pub struct Ingest<'c, 'r> {
+    importer: Importer<'c>,
+    zone: FleetZone,
+    wall_now: i64,
+    plates: HashMap<String, i64>,
+    added: Vec<i64>,
+    files: Vec<FileTally>,
+    rejects: &'r mut dyn FnMut(&Reject) -> Result<()>,
+}
+
+/// Speeds and distances over this are jumps, not driving.
+pub const TELEPORT_KMH: f64 = 250.0;
+/// …unless the jump is this short (GPS noise between fixes a second apart).
+const JUMP_NOISE_M: f64 = 50.0;
+/// Two fixes closer than this, degrees (about 5 cm), are the same place.
+const SAME_PLACE_DEG: f64 = 5e-7;
+
+impl<'c, 'r> Ingest<'c, 'r> {
+    /// The fleet's zone (naive local times in files are read in it).
+    pub fn zone(&self) -> &FleetZone {
+        &self.zone
+    }
+
+    /// Starts a file; returns its index for [`Ingest::row`].
+    pub fn begin_file(&mut self, name: &str, format: &str) -> usize {
+        self.files.push(FileTally {
+            name: name.to_string(),
+            format: format.to_string(),
+            rows_read: 0,
+            imported: 0,
+            rejected: BTreeMap::new(),
+        });
+        self.files.len() - 1
+    }
+
+    /// Checks one row alone and stages it, or rejects it.
+    pub fn row(&mut self, file: usize, row: &RawRow, units: &FileUnits) -> Result<()> {
+        self.files[file].rows_read += 1;
+        match self.check(row, units, file) {
+            Ok(staged) => self.importer.stage(&staged),
+            Err((reason, detail)) => self.reject(file, row.line, reason, detail),
+        }
+    }
+
+    fn reject(
+        &mut self,
+        file: usize,
+        line: u64,
+        reason: RejectReason,
+        detail: String,
+    ) -> Result<()> {
+        *self.files[file].rejected.entry(reason).or_insert(0) += 1;
+        (self.rejects)(&Reject {
+            file: &self.files[file].name,
+            line,
+            reason,
+            detail,
+        })
+    }
+
+    fn check(
+        &mut self,
+        row: &RawRow,
+        units: &FileUnits,
+        file: usize,
+    ) -> std::result::Result<Staged, (RejectReason, String)> {
+        use RejectReason as R;
+        let plate = row
+            .plate
+            .as_deref()
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .or(units.plate.as_deref())
+            .ok_or((R::MissingPlate, String::new()))?;
+        if plate.chars().count() > 64 || plate.chars().any(char::is_control) {
+            return Err((R::BadPlate, format!("plate {plate:?}")));
+        }
+        let time_text = row.time.as_deref().unwrap_or("");
+        let at = parse_time(time_text, &self.zone)
+            .ok_or_else(|| (R::UnparseableTime, format!("time {time_text:?}")))?;
+        let received = row
+            .received
+            .as_deref()
+            .and_then(|t| parse_time(t, &self.zone));
+        let future = match received {
+            Some(r) => at.ts > r.ts + 60,
+            None => at.ts > self.wall_now + 86_400,
+        };
+        if future {
+            return Err((R::FutureTime, format!("time {time_text:?}")));
+        }
+        let (Some(lat_text), Some(lon_text)) = (non_empty(&row.lat), non_empty(&row.lon)) else {
+            return Err((R::MissingCoordinates, String::new()));
+        };
+        let lat = number("lat", lat_text)?;
+        let lon = number("lon", lon_text)?;
+        if !(-90.0..=90.0).contains(&lat) || !(-180.0..=180.0).contains(&lon) {
+            return Err((R::CoordinatesOutOfRange, format!("lat {lat}, lon {lon}")));
+        }
+        if lat == 0.0 && lon == 0.0 {
+            return Err((R::ZeroZero, "lat 0, lon 0".to_string()));
+        }
+        let speed = non_empty(&row.speed)
+            .map(|t| number("speed", t))
+            .transpose()?;
+        if let Some(s) = speed.filter(|s| *s < 0.0) {
+            return Err((R::NegativeSpeed, format!("speed {s}")));
+        }
+        let heading = non_empty(&row.heading)
+            .map(|t| number("heading", t))
+            .transpose()?;
+        if let Some(h) = heading.filter(|h| !(0.0..=360.0).contains(h)) {
+            return Err((R::HeadingOutOfRange, format!("heading {h}")));
+        }
+        let ignition = non_empty(&row.ignition)
+            .map(|t| parse_bool(t).ok_or_else(|| (R::NonNumeric, format!("ignition {t:?}"))))
+            .transpose()?;
+        let odometer = non_empty(&row.odometer)
+            .map(|t| number("odometer", t))
+            .transpose()?;
+        let vehicle_id = self.vehicle(plate).map_err(|e| (R::BadPlate, e.message))?;
+        Ok(Staged {
+            fix: Fix {
+                vehicle_id,
+                ts: at.ts,
+                lat,
+                lon,
+                speed_kmh: speed.map_or(0.0, |s| units.speed.to_kmh(s)),
+                speed_derived: speed.is_none(),
+                heading_deg: heading.map(|h| h % 360.0),
+                ignition,
+                odometer_km: odometer.map(|o| units.odometer.to_km(o)),
+            },
+            ts_ms: at.ms,
+            file_index: file,
+            line: row.line,
+        })
+    }
+
+    fn vehicle(&mut self, plate: &str) -> Result<i64> {
+        if let Some(&id) = self.plates.get(plate) {
+            return Ok(id);
+        }
+        let (id, added) = self.importer.vehicle_id(plate)?;
+        if added {
+            self.added.push(id);
+        }
+        self.plates.insert(plate.to_string(), id);
+        Ok(id)
+    }
+
+    /// Settles duplicates and jumps vehicle by vehicle, derives missing speeds,
+    /// appends the survivors and re-analyses the vehicles touched.
+    fn settle(
+        mut self,
+        progress: &mut dyn FnMut(f64),
+    ) -> Result<(Vec<FileTally>, Vec<VehicleTally>, Vec<i64>)> {
+        let vehicles = self.importer.staged_vehicles()?;
+        let plate_of: HashMap<i64, String> =
+            self.plates.iter().map(|(p, &id)| (id, p.clone())).collect();
+        let mut tallies = Vec::new();
+        let mut touched = Vec::new();
+        for (done, &vehicle_id) in vehicles.iter().enumerate() {
+            progress(done as f64 / vehicles.len().max(1) as f64);
+            let rows = self.importer.staged(vehicle_id)?;
+            let importer = &self.importer;
+            let outcome =
+                settle_vehicle(rows, &mut |ts, ms| importer.stored_at(vehicle_id, ts, ms))?;
+            for (s, reason, detail) in outcome.rejected {
+                self.reject(s.file_index, s.line, reason, detail)?;
+            }
+            if outcome.kept.is_empty() {
+                continue;
+            }
+            for s in &outcome.kept {
+                self.importer.insert(&s.fix, s.ts_ms)?;
+                self.files[s.file_index].imported += 1;
+            }
+            let mut intervals: Vec<f64> = outcome
+                .kept
+                .windows(2)
+                .map(|w| millis(&w[1]) as f64 / 1000.0 - millis(&w[0]) as f64 / 1000.0)
+                .collect();
+            intervals.sort_by(f64::total_cmp);
+            tallies.push(VehicleTally {
+                plate: plate_of.get(&vehicle_id).cloned().unwrap_or_default(),
+                added: self.added.contains(&vehicle_id),
+                imported: outcome.kept.len() as u64,
+                first_ts: outcome.kept[0].fix.ts,
+                last_ts: outcome.kept[outcome.kept.len() - 1].fix.ts,
+                median_interval_s: intervals.get(intervals.len() / 2).copied(),
+                derived_speeds: outcome.kept.iter().filter(|s| s.fix.speed_derived).count() as u64,
+            });
+            touched.push(vehicle_id);
+        }
+        self.importer.finish()?;
+        tallies.sort_by(|a, b| a.plate.cmp(&b.plate));
+        Ok((self.files, tallies, touched))
+    }
+}
+
+fn non_empty(cell: &Option<String>) -> Option<&str> {
+    cell.as_deref().map(str::trim).filter(|t| !t.is_empty())
+}
+
+fn number(field: &str, text: &str) -> std::result::Result<f64, (RejectReason, String)> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| (RejectReason::NonNumeric, format!("{field} {text:?}")))
+}
+
+fn parse_bool(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "t" | "on" | "yes" | "y" => Some(true),
+        "0" | "false" | "f" | "off" | "no" | "n" => Some(false),
+        _ => None,
+    }
+}
+
+fn millis(s: &Staged) -> i64 {
+    s.fix.ts * 1000 + s.ts_ms
+}
+
+fn same_place(a: &Fix, lat: f64, lon: f64) -> bool {
+    (a.lat - lat).abs() < SAME_PLACE_DEG && (a.lon - lon).abs() < SAME_PLACE_DEG
+}
+
+/// One vehicle's staged rows after the checks that need their neighbours.
+pub struct Settled {
+    /// Rows to append, in time order, missing speeds derived.
+    pub kept: Vec<Staged>,
+    /// Rows rejected, with the reason and what they clashed with.
+    pub rejected: Vec<(Staged, RejectReason, String)>,
+}
+
+/// Settles one vehicle's staged rows (in time order): duplicates first, then jumps,
+/// then derived speeds. The outcome does not depend on the order rows came in.
+///
+/// - Rows at one instant with one place are one fix: the one kept is chosen by its
+///   values, never by its position in the file; the others are exact duplicates.
+/// - Rows at one instant with different places all go (conflicting duplicates): the
+///   data cannot say which is right. A stored fix at that instant wins over any row.
+/// - A row whose distance from the previous kept fix implies over 250 km/h (and over
+///   50 m, above GPS noise) is an impossible jump.
+/// - A missing speed is the distance between the neighbouring kept fixes over their
+///   time apart (one-sided at the ends; 0 for a lone fix), marked derived.
+pub fn settle_vehicle(
+    rows: Vec<Staged>,
+    stored_at: &mut dyn FnMut(i64, i64) -> Result<Option<(f64, f64)>>,
+) -> Result<Settled> {
+    use RejectReason as R;
+    let mut kept: Vec<Staged> = Vec::with_capacity(rows.len());
+    let mut rejected = Vec::new();
+    let mut rows = rows.into_iter().peekable();
+    while let Some(first) = rows.next() {
+        let mut group = vec![first];
+        while let Some(next) = rows.next_if(|r| millis(r) == millis(&group[0])) {
+            group.push(next);
+        }
+        let (ts, ms) = (group[0].fix.ts, group[0].ts_ms);
+        if let Some((lat, lon)) = stored_at(ts, ms)? {
+            for s in group {
+                let reason = if same_place(&s.fix, lat, lon) {
+                    R::AlreadyStored
+                } else {
+                    R::ConflictingDuplicate
+                };
+                rejected.push((s, reason, format!("stored fix at {lat}, {lon}")));
+            }
+            continue;
+        }
+        let (lat, lon) = (group[0].fix.lat, group[0].fix.lon);
+        if group.iter().any(|s| !same_place(&s.fix, lat, lon)) {
+            let n = group.len();
+            for s in group {
+                rejected.push((
+                    s,
+                    R::ConflictingDuplicate,
+                    format!("{n} rows at this instant, in different places"),
+                ));
+            }
+            continue;
+        }
+        // One place: keep the row with the most information, ties broken by value.
+        group.sort_by(|a, b| {
+            let key = |s: &Staged| {
+                (!s.fix.speed_derived as u8
+                    + s.fix.heading_deg.is_some() as u8
+                    + s.fix.ignition.is_some() as u8
+                    + s.fix.odometer_km.is_some() as u8,)
+            };
+            key(b)
+                .cmp(&key(a))
+                .then(b.fix.speed_kmh.total_cmp(&a.fix.speed_kmh))
+                .then(
+                    b.fix
+                        .heading_deg
+                        .unwrap_or(-1.0)
+                        .total_cmp(&a.fix.heading_deg.unwrap_or(-1.0)),
+                )
+                .then(b.fix.ignition.cmp(&a.fix.ignition))
+                .then(
+                    b.fix
+                        .odometer_km
+                        .unwrap_or(-1.0)
+                        .total_cmp(&a.fix.odometer_km.unwrap_or(-1.0)),
+                )
+        });
+        let mut group = group.into_iter();
+        let keep = group.next().expect("a group has a row");
+        for s in group {
+            let detail = format!("same as line {}", keep.line);
+            rejected.push((s, R::ExactDuplicate, detail));
+        }
+        if let Some(prev) = kept.last() {
+            let d_m = haversine_m(
+                LatLon::new(prev.fix.lat, prev.fix.lon),
+                LatLon::new(keep.fix.lat, keep.fix.lon),
+            );
+            let dt_s = (millis(&keep) - millis(prev)) as f64 / 1000.0;
+            let kmh = d_m / dt_s * 3.6;
+            if d_m > JUMP_NOISE_M && kmh > TELEPORT_KMH {
+                let detail = format!(
+                    "{:.1} km in {dt_s:.0} s ({kmh:.0} km/h) from line {}",
+                    d_m / 1000.0,
+                    prev.line
+                );
+                rejected.push((keep, R::ImpossibleJump, detail));
+                continue;
+            }
+        }
+        kept.push(keep);
+    }
+    derive_speeds(&mut kept);
+    Ok(Settled { kept, rejected })
+}
+
+fn derive_speeds(kept: &mut [Staged]) {
+    for i in 0..kept.len() {
+        if !kept[i].fix.speed_derived {
+            continue;
+        }
+        let a = i.saturating_sub(1);
+        let b = (i + 1).min(kept.len() - 1);
+        let dt_s = (millis(&kept[b]) - millis(&kept[a])) as f64 / 1000.0;
+        kept[i].fix.speed_kmh = if dt_s > 0.0 {
+            let d_m = haversine_m(
+                LatLon::new(kept[a].fix.lat, kept[a].fix.lon),
+                LatLon::new(kept[b].fix.lat, kept[b].fix.lon),
+            );
+            (d_m / dt_s * 3.6 * 10.0).round() / 10.0
+        } else {
+            0.0
+        };
+    }
+}
+
+/// Imports into the database of `opts`: `read` feeds the files' rows to the
+/// [`Ingest`] it is given; `rejects` receives every rejected row; `progress` the
+/// fraction of the settling done. One transaction: on any error nothing changes (a
+/// new database is not created).
+pub fn import(
+    opts: &ImportOptions,
+    read: &mut dyn FnMut(&mut Ingest) -> Result<()>,
+    rejects: &mut dyn FnMut(&Reject) -> Result<()>,
+    progress: &mut dyn FnMut(f64),
+) -> Result<ImportSummary> {
+    let started = std::time::Instant::now();
+    let wanted = opts
+        .time_zone
+        .as_deref()
+        .map(FleetZone::named)
+        .transpose()?;
+    let created = matches!(store::probe(&opts.db)?, Probe::Missing);
+    let mut run = |conn: &rusqlite::Connection, zone: FleetZone| -> Result<_> {
+        let mut ingest = Ingest {
+            importer: Importer::start(conn)?,
+            zone: zone.clone(),
+            wall_now: opts.wall_now,
+            plates: HashMap::new(),
+            added: Vec::new(),
+            files: Vec::new(),
+            rejects: &mut *rejects,
+        };
+        read(&mut ingest)?;
+        let (files, vehicles, touched) = ingest.settle(&mut *progress)?;
+        let analysis = if touched.is_empty() {
+            None
+        } else {
+            Some(pipeline::detect_vehicles(conn, &touched, &mut |_| {})?)
+        };
+        Ok((zone, files, vehicles, analysis))
+    };
+    let (zone, files, vehicles, analysis) = if created {
+        let zone = wanted.ok_or_else(|| {
+            Error::invalid(format!(
+                "{} does not exist, and a new database needs the fleet's time zone",
+                opts.db.display()
+            ))
+            .with_hint("add --time-zone with an IANA name, e.g. --time-zone Europe/London")
+        })?;
+        store::build_new(&opts.db, false, |w| {
+            w.set_meta("schema_version", &store::SCHEMA_VERSION.to_string())?;
+            w.set_meta("time_zone", &zone.name)?;
+            w.build_indexes()?;
+            let out = run(w.connection(), zone.clone())?;
+            if out.2.is_empty() {
+                return Err(Error::new(
+                    ErrorCode::NoData,
+                    "no row could be imported, so no database was created",
+                )
+                .with_hint("see the reasons above; --rejects FILE lists each row"));
+            }
+            Ok(out)
+        })?
+    } else {
+        store::with_write_transaction(&opts.db, |conn| {
+            let zone = store::read_zone(conn)?;
+            if let Some(w) = wanted.as_ref().filter(|w| **w != zone) {
+                return Err(Error::invalid(format!(
+                    "{} keeps its times in {}, not {}",
+                    opts.db.display(),
+                    zone.name,
+                    w.name
+                ))
+                .with_hint("leave out --time-zone, or import into a new database"));
+            }
+            run(conn, zone)
+        })?
+    };
+    Ok(ImportSummary {
+        db: opts.db.clone(),
+        created,
+        zone,
+        files,
+        vehicles,
+        analysis,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn staged(line: u64, ts: i64, lat: f64, lon: f64, speed: Option<f64>) -> Staged {
+        Staged {
+            fix: Fix {
+                vehicle_id: 1,
+                ts,
+                lat,
+                lon,
+                speed_kmh: speed.unwrap_or(0.0),
+                speed_derived: speed.is_none(),
+                heading_deg: None,
+                ignition: None,
+                odometer_km: None,
+            },
+            ts_ms: 0,
+            file_index: 0,
+            line,
+        }
+    }
+
+    fn settle(mut rows: Vec<Staged>) -> Settled {
+        rows.sort_by_key(|s| (s.fix.ts, s.ts_ms, s.line));
+        settle_vehicle(rows, &mut |_, _| Ok(None)).unwrap()
+    }
+
+    fn reasons(s: &Settled) -> Vec<(u64, RejectReason)> {
+        let mut v: Vec<_> = s
+            .rejected
+            .iter()
+            .map(|(r, why, _)| (r.line, *why))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn duplicates_are_settled_the_same_in_any_order() {
+        let rows = vec![
+            staged(1, 100, 14.60, -90.50, Some(30.0)),
+            staged(2, 100, 14.60, -90.50, None),
+            staged(3, 115, 14.601, -90.50, Some(31.0)),
+            staged(4, 130, 14.602, -90.50, Some(32.0)),
+            staged(5, 130, 14.70, -90.50, Some(32.0)),
+        ];
+        let a = settle(rows.clone());
+        let mut reversed = rows.clone();
+        reversed.reverse();
+        for (i, r) in reversed.iter_mut().enumerate() {
+            r.line = 5 - i as u64;
+        }
+        let b = settle(reversed);
+        assert_eq!(a.kept.len(), 2);
+        assert_eq!(a.kept[0].line, 1, "the row with a speed is kept");
+        assert_eq!(
+            reasons(&a),
+            vec![
+                (2, RejectReason::ExactDuplicate),
+                (4, RejectReason::ConflictingDuplicate),
+                (5, RejectReason::ConflictingDuplicate)
+            ]
+        );
+        assert_eq!(reasons(&a), reasons(&b));
+        assert_eq!(
+            a.kept.iter().map(|s| s.fix).collect::<Vec<_>>(),
+            b.kept.iter().map(|s| s.fix).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn jumps_over_250_kmh_are_rejected_and_missing_speeds_derived() {
+        // 0.001° of latitude is 111 m; 15 s apart that is 26.7 km/h.
+        let rows = vec![
+            staged(1, 0, 14.600, -90.5, None),
+            staged(2, 15, 14.601, -90.5, None),
+            staged(3, 20, 15.601, -90.5, Some(50.0)),
+            staged(4, 30, 14.602, -90.5, None),
+        ];
+        let s = settle(rows);
+        assert_eq!(reasons(&s), vec![(3, RejectReason::ImpossibleJump)]);
+        let speeds: Vec<f64> = s.kept.iter().map(|k| k.fix.speed_kmh).collect();
+        assert!((speeds[0] - 26.7).abs() < 0.2, "{speeds:?}");
+        assert!((speeds[1] - 26.7).abs() < 0.2, "{speeds:?}");
+        assert!(s.kept.iter().all(|k| k.fix.speed_derived));
+    }
+
+    #[test]
+    fn a_stored_fix_wins_over_the_rows_at_its_instant() {
+        let rows = vec![
+            staged(1, 100, 14.60, -90.50, Some(1.0)),
+            staged(2, 100, 14.61, -90.50, Some(1.0)),
+        ];
+        let s = settle_vehicle(rows, &mut |_, _| Ok(Some((14.60, -90.50)))).unwrap();
+        assert!(s.kept.is_empty());
+        assert_eq!(
+            reasons(&s),
+            vec![
+                (1, RejectReason::AlreadyStored),
+                (2, RejectReason::ConflictingDuplicate)
+            ]
+        );
+    }
+}

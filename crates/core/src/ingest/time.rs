@@ -1,0 +1,119 @@
+//! Reading the times that trackers and exports write: ISO 8601 with an offset (or
+//! `Z`), a naive local date and time (read in the fleet's zone), or epoch seconds,
+//! milliseconds or microseconds; fractions of a second are kept to the millisecond.
+
+use crate::clock::{Date, FleetZone};
+
+/// An instant: whole UTC epoch seconds and the milliseconds past them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Instant {
+    /// UTC epoch seconds (floor).
+    pub ts: i64,
+    /// Milliseconds past `ts`, 0..=999.
+    pub ms: i64,
+}
+
+impl Instant {
+    fn from_millis(total_ms: i64) -> Instant {
+        Instant {
+            ts: total_ms.div_euclid(1000),
+            ms: total_ms.rem_euclid(1000),
+        }
+    }
+}
+
+/// Epoch numbers are told apart by size: seconds up to 10^11 (year 5138),
+/// milliseconds up to 10^14, microseconds above.
+fn epoch(text: &str) -> Option<Instant> {
+    let value: f64 = text.parse().ok()?;
+    if !value.is_finite() || value < 0.0 {
+        return None;
+    }
+    let ms = if value < 1e11 {
+        value * 1000.0
+    } else if value < 1e14 {
+        value
+    } else if value < 1e17 {
+        value / 1000.0
+    } else {
+        return None;
+    };
+    Some(Instant::from_millis(ms.round() as i64))
+}
+
+/// Parses one time cell. A naive date and time is local time in `zone`.
+pub fn parse_time(text: &str, zone: &FleetZone) -> Option<Instant> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    if text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return epoch(text);
+    }
+    if let Ok(t) = text.parse::<jiff::Timestamp>() {
+        return Some(Instant::from_millis(t.as_millisecond()));
+    }
+    // A naive date and time (T or a space between them), read in the fleet's zone.
+    let dt: jiff::civil::DateTime = text.parse().ok()?;
+    let date = Date {
+        year: i32::from(dt.year()),
+        month: dt.month() as u32,
+        day: dt.day() as u32,
+    };
+    let seconds_of_day =
+        i64::from(dt.hour()) * 3600 + i64::from(dt.minute()) * 60 + i64::from(dt.second());
+    let ts = zone.at(date, seconds_of_day);
+    Some(Instant {
+        ts,
+        ms: i64::from(dt.subsec_nanosecond()) / 1_000_000,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_read_in_every_common_form() {
+        let gt = FleetZone::default();
+        let at = |t| parse_time(t, &gt);
+        let noon_utc = Instant {
+            ts: 1_795_000_000,
+            ms: 0,
+        };
+        assert_eq!(at("1795000000"), Some(noon_utc));
+        assert_eq!(at("1795000000000"), Some(noon_utc));
+        assert_eq!(at("1795000000000000"), Some(noon_utc));
+        assert_eq!(
+            at("1795000000.25"),
+            Some(Instant {
+                ts: 1_795_000_000,
+                ms: 250
+            })
+        );
+        let iso = at("2026-11-24T08:13:00-06:00").unwrap();
+        assert_eq!(iso, at("2026-11-24T14:13:00Z").unwrap());
+        assert_eq!(iso, at("2026-11-24T14:13:00.000+00:00").unwrap());
+        // Naive times are the fleet's local time.
+        assert_eq!(iso, at("2026-11-24 08:13:00").unwrap());
+        assert_eq!(iso, at("2026-11-24T08:13:00").unwrap());
+        let frac = at("2026-11-24T08:13:00.750-06:00").unwrap();
+        assert_eq!((frac.ts, frac.ms), (iso.ts, 750));
+        let london = FleetZone::named("Europe/London").unwrap();
+        assert_eq!(
+            parse_time("2026-07-01 12:00:00", &london).unwrap().ts,
+            parse_time("2026-07-01T11:00:00Z", &gt).unwrap().ts,
+            "summer time in London"
+        );
+        for bad in [
+            "",
+            "yesterday",
+            "24/11/2026 08:13",
+            "2026-11-31T08:00:00Z",
+            "-5",
+            "1e400",
+        ] {
+            assert_eq!(at(bad), None, "{bad:?}");
+        }
+    }
+}
