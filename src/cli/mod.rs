@@ -5,6 +5,7 @@ use crate::clock::{self, FleetZone};
 use crate::error::{Error, Result};
 use crate::{render, report, store, synth};
 
+pub mod import;
 pub mod query;
 use clap::{Args, Parser, Subcommand};
 use std::io::{IsTerminal, Write};
@@ -41,6 +42,22 @@ enum Command {
     /// Replaces the derived tables atomically: a failure leaves the previous results.
     /// Thresholds not given keep their defaults (80 km/h, 40 min, 5 min).
     Analyze(AnalyzeArgs),
+
+    /// Import a fleet's own positions: CSV/TSV, Parquet, Traccar CSV or JSON, GPX,
+    /// GeoJSON.
+    ///
+    /// Appends to the database (created when missing: then --time-zone is needed).
+    /// Every row that cannot be used is counted by reason, none silently dropped;
+    /// importing the same file twice adds nothing; a failed import changes nothing.
+    /// Only the vehicles touched are re-analysed.
+    ///
+    /// Examples:
+    ///   fleetctl import --db bus.db --time-zone Europe/London positions.csv
+    ///   fleetctl import traccar-export.csv --rejects rejects.csv
+    ///   fleetctl import --plate MY-BIKE ride.gpx
+    ///   fleetctl import feed.csv --map plate=unit_name --speed-unit mph
+    #[command(verbatim_doc_comment)]
+    Import(import::ImportArgs),
 
     /// Ask the fleet a question: one report, computed from the positions.
     ///
@@ -187,6 +204,7 @@ pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Generate(args) => generate(db, args),
         Command::Analyze(args) => analyze(db, args),
+        Command::Import(args) => import::run(db, args),
         Command::Query(q) => run_query(db, q),
         Command::Map(args) => draw_map(db, args),
         Command::Serve(args) => serve(db, args),

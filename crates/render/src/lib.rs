@@ -303,6 +303,112 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
+/// What `fleetctl import` did: files, rejections by reason, vehicles, detection.
+pub fn import_summary(s: &fleetctl_core::ingest::ImportSummary) -> String {
+    let mut out = String::new();
+    let zone = &s.zone;
+    let _ = writeln!(
+        out,
+        "Imported into {} ({}time zone {}) in {:.2} s",
+        s.db.display(),
+        if s.created { "created; " } else { "" },
+        zone.name,
+        s.seconds
+    );
+    let width = s
+        .files
+        .iter()
+        .map(|f| f.name.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let _ = writeln!(
+        out,
+        "  {:<width$}  {:<12}  {:>10}  {:>10}  {:>10}",
+        "file", "format", "read", "imported", "rejected"
+    );
+    let mut reasons: std::collections::BTreeMap<_, u64> = std::collections::BTreeMap::new();
+    for f in &s.files {
+        let _ = writeln!(
+            out,
+            "  {:<width$}  {:<12}  {:>10}  {:>10}  {:>10}",
+            f.name,
+            f.format,
+            thousands(f.rows_read),
+            thousands(f.imported),
+            thousands(f.rejected_total())
+        );
+        for (r, n) in &f.rejected {
+            *reasons.entry(*r).or_insert(0) += n;
+        }
+    }
+    if !reasons.is_empty() {
+        let _ = writeln!(out, "Rejected rows by reason:");
+        for (r, n) in &reasons {
+            let _ = writeln!(out, "  {:<26}{:>10}", r.as_str(), thousands(*n));
+        }
+    }
+    if s.vehicles.is_empty() {
+        let _ = writeln!(out, "No fixes added.");
+        return out;
+    }
+    let first = s.vehicles.iter().map(|v| v.first_ts).min().unwrap_or(0);
+    let last = s.vehicles.iter().map(|v| v.last_ts).max().unwrap_or(0);
+    let _ = writeln!(
+        out,
+        "Fixes added from {} to {} (local dates {} to {})",
+        zone.rfc3339(first),
+        zone.rfc3339(last),
+        zone.local_date(first),
+        zone.local_date(last)
+    );
+    let pw = s
+        .vehicles
+        .iter()
+        .map(|v| v.plate.chars().count())
+        .max()
+        .unwrap_or(5)
+        .max(7);
+    let _ = writeln!(
+        out,
+        "  {:<pw$}  {:>10}  {:<10}  {:<10}  {:>15}  {:>14}",
+        "vehicle", "fixes", "first day", "last day", "median interval", "derived speeds"
+    );
+    for v in &s.vehicles {
+        let interval = v
+            .median_interval_s
+            .map_or_else(|| "-".to_string(), |i| format!("{i:.1} s"));
+        let _ = writeln!(
+            out,
+            "  {:<pw$}  {:>10}  {:<10}  {:<10}  {:>15}  {:>14}{}",
+            v.plate,
+            thousands(v.imported),
+            zone.local_date(v.first_ts).to_string(),
+            zone.local_date(v.last_ts).to_string(),
+            interval,
+            thousands(v.derived_speeds),
+            if v.added { "  (new vehicle)" } else { "" }
+        );
+    }
+    if let Some(a) = &s.analysis {
+        let events: Vec<String> = a.events.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let _ = writeln!(
+            out,
+            "Re-analysed {} vehicle{}: {} stops, {} trips; events: {}",
+            a.vehicles,
+            if a.vehicles == 1 { "" } else { "s" },
+            thousands(a.stops as u64),
+            thousands(a.trips as u64),
+            if events.is_empty() {
+                "none".to_string()
+            } else {
+                events.join(", ")
+            }
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -151,6 +151,9 @@ pub struct RawRow {
     /// When the server received the fix (Traccar's serverTime): the file's own data
     /// clock, which no fix may be ahead of.
     pub received: Option<String>,
+    /// The tracker's own verdict on the fix (Traccar's `valid`): false means no
+    /// satellite lock, the position repeated from an earlier fix.
+    pub valid: Option<String>,
 }
 
 /// Why a row was not imported.
@@ -162,6 +165,11 @@ pub enum RejectReason {
     BadPlate,
     /// No time, or one that reads as no known form.
     UnparseableTime,
+    /// A line the CSV reader cannot split into the header's cells (broken
+    /// quoting, more cells than the header).
+    MalformedRow,
+    /// The tracker marked the fix invalid (no satellite lock).
+    InvalidFix,
     /// Missing latitude or longitude.
     MissingCoordinates,
     /// Latitude outside −90..90 or longitude outside −180..180.
@@ -190,10 +198,12 @@ pub enum RejectReason {
 
 impl RejectReason {
     /// Every reason, in the order summaries list them.
-    pub const ALL: [RejectReason; 14] = [
+    pub const ALL: [RejectReason; 16] = [
+        RejectReason::MalformedRow,
         RejectReason::MissingPlate,
         RejectReason::BadPlate,
         RejectReason::UnparseableTime,
+        RejectReason::InvalidFix,
         RejectReason::MissingCoordinates,
         RejectReason::CoordinatesOutOfRange,
         RejectReason::ZeroZero,
@@ -210,6 +220,8 @@ impl RejectReason {
     /// The reason's stable name (in summaries and the rejects file).
     pub fn as_str(self) -> &'static str {
         match self {
+            RejectReason::MalformedRow => "malformed_row",
+            RejectReason::InvalidFix => "invalid_fix",
             RejectReason::MissingPlate => "missing_plate",
             RejectReason::BadPlate => "bad_plate",
             RejectReason::UnparseableTime => "unparseable_time",
@@ -359,6 +371,12 @@ impl<'c, 'r> Ingest<'c, 'r> {
         }
     }
 
+    /// Counts a row the reader could not split into cells, and rejects it.
+    pub fn malformed(&mut self, file: usize, line: u64, detail: String) -> Result<()> {
+        self.files[file].rows_read += 1;
+        self.reject(file, line, RejectReason::MalformedRow, detail)
+    }
+
     fn reject(
         &mut self,
         file: usize,
@@ -405,6 +423,11 @@ impl<'c, 'r> Ingest<'c, 'r> {
         };
         if future {
             return Err((R::FutureTime, format!("time {time_text:?}")));
+        }
+        if let Some(valid) = non_empty(&row.valid)
+            && parse_bool(valid) == Some(false)
+        {
+            return Err((R::InvalidFix, format!("valid {valid:?}")));
         }
         let (Some(lat_text), Some(lon_text)) = (non_empty(&row.lat), non_empty(&row.lon)) else {
             return Err((R::MissingCoordinates, String::new()));

@@ -1,0 +1,269 @@
+//! Which column holds which field: well-known names (case, spaces, `_` and `-`
+//! ignored), unit suffixes (`speed_kmh`, `odometer_m`), and the user's `--map`.
+
+use fleetctl_core::error::{Error, Result};
+use fleetctl_core::ingest::{OdometerUnit, SpeedUnit};
+
+/// A field of a position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Field {
+    /// The vehicle.
+    Plate,
+    /// The fix's time.
+    Time,
+    /// Latitude.
+    Lat,
+    /// Longitude.
+    Lon,
+    /// Ground speed.
+    Speed,
+    /// Heading.
+    Heading,
+    /// Ignition.
+    Ignition,
+    /// Odometer.
+    Odometer,
+}
+
+impl Field {
+    /// Every field.
+    pub const ALL: [Field; 8] = [
+        Field::Plate,
+        Field::Time,
+        Field::Lat,
+        Field::Lon,
+        Field::Speed,
+        Field::Heading,
+        Field::Ignition,
+        Field::Odometer,
+    ];
+
+    /// The field's name in `--map FIELD=COLUMN`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Field::Plate => "plate",
+            Field::Time => "time",
+            Field::Lat => "lat",
+            Field::Lon => "lon",
+            Field::Speed => "speed",
+            Field::Heading => "heading",
+            Field::Ignition => "ignition",
+            Field::Odometer => "odometer",
+        }
+    }
+
+    /// The column names that mean this field, best first (normalised: lower case,
+    /// no spaces, `_` or `-`). README's "Columns" table lists the same.
+    pub fn known_names(self) -> &'static [&'static str] {
+        match self {
+            Field::Plate => &[
+                "plate",
+                "vehicle",
+                "vehicleid",
+                "device",
+                "deviceid",
+                "name",
+                "unit",
+                "imei",
+            ],
+            Field::Time => &[
+                "time",
+                "timestamp",
+                "fixtime",
+                "devicetime",
+                "datetime",
+                "ts",
+            ],
+            Field::Lat => &["lat", "latitude"],
+            Field::Lon => &["lon", "lng", "long", "longitude"],
+            Field::Speed => &["speed"],
+            Field::Heading => &["course", "heading", "bearing"],
+            Field::Ignition => &["ignition", "acc"],
+            Field::Odometer => &["odometer", "totaldistance", "mileage"],
+        }
+    }
+}
+
+/// A column name as matched: lower case, without spaces, `_` and `-`.
+pub fn normalise(name: &str) -> String {
+    name.chars()
+        .filter(|c| !matches!(c, ' ' | '_' | '-' | '\t'))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Parses `--map FIELD=COLUMN`.
+pub fn parse_map(text: &str) -> Result<(Field, String)> {
+    let names = Field::ALL.map(Field::as_str).join(", ");
+    let (field, column) = text.split_once('=').ok_or_else(|| {
+        Error::invalid(format!("--map {text:?} is not FIELD=COLUMN")).with_hint(format!(
+            "e.g. --map plate=unit_name; FIELD is one of {names}"
+        ))
+    })?;
+    let field = Field::ALL
+        .into_iter()
+        .find(|f| f.as_str().eq_ignore_ascii_case(field.trim()))
+        .ok_or_else(|| {
+            Error::invalid(format!("--map: {field:?} is not a field"))
+                .with_hint(format!("FIELD is one of {names}"))
+        })?;
+    Ok((field, column.trim().to_string()))
+}
+
+/// The columns a file's header gives each field, and the units its names say.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ColumnMap {
+    /// Column index per field.
+    pub index: std::collections::BTreeMap<Field, usize>,
+    /// A speed unit named by the speed column (`speed_kmh`).
+    pub speed_unit: Option<SpeedUnit>,
+    /// An odometer unit named by the odometer column (`odometer_km`).
+    pub odometer_unit: Option<OdometerUnit>,
+    /// A `date` column beside a time column that holds only the time of day.
+    pub date_index: Option<usize>,
+}
+
+impl ColumnMap {
+    /// Maps a header: `--map` entries first (by exact name, case ignored), then the
+    /// well-known names, each field's best match winning. A `--map` naming a column
+    /// the file does not have is an error that lists the columns.
+    pub fn from_header(header: &[String], overrides: &[(Field, String)]) -> Result<ColumnMap> {
+        let mut map = ColumnMap::default();
+        for (field, column) in overrides {
+            let i = header
+                .iter()
+                .position(|h| h.trim().eq_ignore_ascii_case(column))
+                .ok_or_else(|| {
+                    Error::invalid(format!(
+                        "--map {}={column}: the file has no column {column:?}",
+                        field.as_str()
+                    ))
+                    .with_hint(format!("its columns are: {}", header.join(", ")))
+                })?;
+            map.index.insert(*field, i);
+        }
+        for field in Field::ALL {
+            if map.index.contains_key(&field) {
+                continue;
+            }
+            let mut best: Option<(usize, usize, Option<&str>)> = None;
+            for (i, name) in header.iter().enumerate() {
+                if map.index.values().any(|&taken| taken == i) {
+                    continue;
+                }
+                let Some((rank, unit)) = match_name(field, name) else {
+                    continue;
+                };
+                if best.is_none_or(|(r, _, _)| rank < r) {
+                    best = Some((rank, i, unit));
+                }
+            }
+            if let Some((_, i, unit)) = best {
+                map.index.insert(field, i);
+                match field {
+                    Field::Speed => map.speed_unit = unit.and_then(SpeedUnit::parse),
+                    Field::Odometer => map.odometer_unit = unit.and_then(OdometerUnit::parse),
+                    _ => {}
+                }
+            }
+        }
+        map.date_index = header
+            .iter()
+            .position(|h| matches!(normalise(h).as_str(), "date" | "gpsdate" | "day"))
+            .filter(|i| !map.index.values().any(|taken| taken == i));
+        Ok(map)
+    }
+
+    /// The fields found that the import needs but the file lacks (time, lat, lon).
+    pub fn missing_required(&self) -> Vec<Field> {
+        [Field::Time, Field::Lat, Field::Lon]
+            .into_iter()
+            .filter(|f| !self.index.contains_key(f))
+            .collect()
+    }
+}
+
+/// How well a column name means `field`: its rank in the known names, and the unit
+/// suffix it carries (`speed_kmh` → `kmh`, `odometer (km)` → `km`).
+fn match_name(field: Field, name: &str) -> Option<(usize, Option<&'static str>)> {
+    let key = normalise(name);
+    let units: &[&'static str] = match field {
+        Field::Speed => &["kmh", "kph", "knots", "kn", "mps", "mph"],
+        Field::Odometer => &["km", "mi", "m"],
+        _ => &[],
+    };
+    for (rank, known) in field.known_names().iter().enumerate() {
+        if key == *known {
+            return Some((rank, None));
+        }
+        let Some(rest) = key.strip_prefix(known) else {
+            continue;
+        };
+        let rest = rest
+            .trim_start_matches('(')
+            .trim_end_matches(')')
+            .replace('/', "");
+        if let Some(unit) = units.iter().find(|u| **u == rest) {
+            return Some((rank, Some(unit)));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(names: &[&str]) -> Vec<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn well_known_names_and_unit_suffixes_are_found() {
+        let h = header(&[
+            "Device ID",
+            "Fix Time",
+            "Latitude",
+            "LNG",
+            "speed_knots",
+            "Bearing",
+            "ACC",
+            "odometer_m",
+            "notes",
+        ]);
+        let m = ColumnMap::from_header(&h, &[]).unwrap();
+        assert_eq!(m.index[&Field::Plate], 0);
+        assert_eq!(m.index[&Field::Time], 1);
+        assert_eq!(m.index[&Field::Lat], 2);
+        assert_eq!(m.index[&Field::Lon], 3);
+        assert_eq!(m.index[&Field::Speed], 4);
+        assert_eq!(m.speed_unit, Some(SpeedUnit::Knots));
+        assert_eq!(m.index[&Field::Heading], 5);
+        assert_eq!(m.index[&Field::Ignition], 6);
+        assert_eq!(m.odometer_unit, Some(OdometerUnit::M));
+        assert!(m.missing_required().is_empty());
+        let m = ColumnMap::from_header(&header(&["speed (km/h)", "odometer_km"]), &[]).unwrap();
+        assert_eq!(m.speed_unit, Some(SpeedUnit::Kmh));
+        assert_eq!(m.odometer_unit, Some(OdometerUnit::Km));
+        assert_eq!(
+            m.missing_required(),
+            vec![Field::Time, Field::Lat, Field::Lon]
+        );
+    }
+
+    #[test]
+    fn the_best_name_wins_and_map_overrides() {
+        let h = header(&["deviceTime", "fixTime", "unit", "plate", "y", "x"]);
+        let m = ColumnMap::from_header(&h, &[]).unwrap();
+        assert_eq!(m.index[&Field::Time], 1, "fixTime before deviceTime");
+        assert_eq!(m.index[&Field::Plate], 3, "plate before unit");
+        let over = [parse_map("lat=Y").unwrap(), parse_map("LON = x").unwrap()];
+        let m = ColumnMap::from_header(&h, &over).unwrap();
+        assert_eq!((m.index[&Field::Lat], m.index[&Field::Lon]), (4, 5));
+        let err = ColumnMap::from_header(&h, &[parse_map("speed=v").unwrap()]).unwrap_err();
+        assert!(err.message.contains("no column \"v\""), "{err:?}");
+        assert!(err.hint.unwrap().contains("deviceTime, fixTime"));
+        assert!(parse_map("colour=x").is_err());
+        assert!(parse_map("plate").is_err());
+    }
+}

@@ -1,0 +1,279 @@
+//! Delimited text: a generic CSV/TSV read with polars in bounded chunks of whole
+//! records (memory stays flat whatever the file's size), and Traccar's export,
+//! whose unquoted cells polars cannot read (an address with a comma adds cells).
+
+use crate::{ColumnMap, Source, raw_row};
+use fleetctl_core::error::{Error, Result};
+use polars::prelude::{
+    CsvParseOptions, CsvReadOptions, DataFrame, DataType, Field as PlField, Schema, SerReader,
+};
+use std::io::{BufRead, BufReader, Cursor};
+use std::sync::Arc;
+
+/// Bytes of records parsed at a time.
+const CHUNK_BYTES: usize = 8 << 20;
+
+/// Whole records, with the line each starts on.
+struct Chunk {
+    bytes: Vec<u8>,
+    lines: Vec<u64>,
+}
+
+/// Reads records (a newline inside double quotes does not end one) until `target`
+/// bytes; blank lines are skipped. None at the end of the file.
+struct Records<R> {
+    reader: R,
+    line: u64,
+    read_bytes: u64,
+}
+
+impl<R: BufRead> Records<R> {
+    fn next_chunk(&mut self, target: usize) -> std::io::Result<Option<Chunk>> {
+        let mut chunk = Chunk {
+            bytes: Vec::new(),
+            lines: Vec::new(),
+        };
+        let mut in_quotes = false;
+        let mut record_start = 0;
+        loop {
+            let start = chunk.bytes.len();
+            let n = self.reader.read_until(b'\n', &mut chunk.bytes)?;
+            if n == 0 {
+                break;
+            }
+            self.read_bytes += n as u64;
+            self.line += 1;
+            if !in_quotes {
+                record_start = start;
+                if chunk.bytes[start..].iter().all(|b| b.is_ascii_whitespace()) {
+                    chunk.bytes.truncate(start);
+                    continue;
+                }
+                chunk.lines.push(self.line);
+            }
+            for &b in &chunk.bytes[start..] {
+                if b == b'"' {
+                    in_quotes = !in_quotes;
+                }
+            }
+            if !in_quotes && !chunk.bytes.ends_with(b"\n") {
+                chunk.bytes.push(b'\n');
+            }
+            if !in_quotes && chunk.bytes.len() >= target {
+                break;
+            }
+        }
+        if in_quotes {
+            // An unclosed quote runs to the end of the file: the reader names it.
+            let _ = record_start;
+            chunk.bytes.push(b'\n');
+        }
+        Ok((!chunk.lines.is_empty()).then_some(chunk))
+    }
+}
+
+/// The separator of a header line: the most frequent of `,` `;` tab `|`.
+fn sniff_separator(header: &[u8]) -> u8 {
+    [b',', b';', b'\t', b'|']
+        .into_iter()
+        .max_by_key(|sep| header.iter().filter(|b| *b == sep).count())
+        .unwrap_or(b',')
+}
+
+fn options(separator: u8) -> CsvReadOptions {
+    CsvReadOptions::default()
+        .with_raise_if_empty(false)
+        .map_parse_options(move |p: CsvParseOptions| {
+            p.with_separator(separator)
+                .with_quote_char(Some(b'"'))
+                .with_truncate_ragged_lines(false)
+        })
+}
+
+fn parse(
+    bytes: Vec<u8>,
+    separator: u8,
+    schema: &Arc<Schema>,
+) -> polars::error::PolarsResult<DataFrame> {
+    options(separator)
+        .with_has_header(false)
+        .with_schema(Some(schema.clone()))
+        .into_reader_with_file_handle(Cursor::new(bytes))
+        .finish()
+}
+
+/// A generic CSV/TSV with a header row.
+pub(crate) fn read_csv(src: &mut Source, size: u64) -> Result<()> {
+    let file = std::fs::File::open(src.path).map_err(|e| Error::io(src.path, e))?;
+    let mut records = Records {
+        reader: BufReader::with_capacity(1 << 20, file),
+        line: 0,
+        read_bytes: 0,
+    };
+    let io = |e| Error::io(src.path, e);
+    let Some(mut head) = records.next_chunk(1).map_err(io)? else {
+        return Err(src.bad("the file is empty"));
+    };
+    if head.bytes.starts_with("\u{feff}".as_bytes()) {
+        head.bytes.drain(..3);
+    }
+    let separator = sniff_separator(&head.bytes);
+    let header_df = options(separator)
+        .with_has_header(true)
+        .with_infer_schema_length(Some(0))
+        .into_reader_with_file_handle(Cursor::new(head.bytes))
+        .finish()
+        .map_err(|e| src.bad(format!("its header cannot be read: {e}")))?;
+    let header: Vec<String> = header_df
+        .get_column_names()
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    let map = ColumnMap::from_header(&header, &src.opts.map)?;
+    if let Some(e) = src.missing_columns(&map, &header) {
+        return Err(e);
+    }
+    let schema = Arc::new(Schema::from_iter(
+        header
+            .iter()
+            .map(|n| PlField::new(n.as_str().into(), DataType::String)),
+    ));
+    let units = src.units(Some(&map));
+    while let Some(chunk) = records.next_chunk(CHUNK_BYTES).map_err(io)? {
+        let parsed = parse(chunk.bytes.clone(), separator, &schema)
+            .ok()
+            .filter(|df| df.height() == chunk.lines.len());
+        match parsed {
+            Some(df) => rows_of(src, &df, &chunk.lines, &map, &units)?,
+            None => records_one_by_one(src, &chunk, separator, &schema, &map, &units)?,
+        }
+        (src.progress)(records.read_bytes as f64 / size.max(1) as f64);
+    }
+    Ok(())
+}
+
+/// A chunk polars refused: each record alone, so that only the broken ones go.
+fn records_one_by_one(
+    src: &mut Source,
+    chunk: &Chunk,
+    separator: u8,
+    schema: &Arc<Schema>,
+    map: &ColumnMap,
+    units: &fleetctl_core::ingest::FileUnits,
+) -> Result<()> {
+    let mut starts: Vec<usize> = Vec::with_capacity(chunk.lines.len() + 1);
+    let mut in_quotes = false;
+    let mut at_start = true;
+    for (i, &b) in chunk.bytes.iter().enumerate() {
+        if at_start {
+            starts.push(i);
+            at_start = false;
+        }
+        if b == b'"' {
+            in_quotes = !in_quotes;
+        } else if b == b'\n' && !in_quotes {
+            at_start = true;
+        }
+    }
+    starts.push(chunk.bytes.len());
+    for (k, w) in starts.windows(2).enumerate() {
+        let line = chunk.lines.get(k).copied().unwrap_or(0);
+        let record = chunk.bytes[w[0]..w[1]].to_vec();
+        match parse(record, separator, schema) {
+            Ok(df) if df.height() == 1 => rows_of(src, &df, &[line], map, units)?,
+            Ok(_) => src
+                .ingest
+                .malformed(src.file, line, "not one record".to_string())?,
+            Err(e) => {
+                let mut why = e.to_string();
+                why.truncate(200);
+                src.ingest.malformed(src.file, line, why)?
+            }
+        }
+    }
+    Ok(())
+}
+
+fn rows_of(
+    src: &mut Source,
+    df: &DataFrame,
+    lines: &[u64],
+    map: &ColumnMap,
+    units: &fleetctl_core::ingest::FileUnits,
+) -> Result<()> {
+    let columns = df.columns();
+    let strings: Vec<_> = columns
+        .iter()
+        .map(|c| c.str().map_err(|e| src.bad(e)))
+        .collect::<Result<_>>()?;
+    for (i, &line) in lines.iter().enumerate() {
+        let row = raw_row(line, map, |c| {
+            strings.get(c).and_then(|s| s.get(i)).map(str::to_string)
+        });
+        src.row(&row, units)?;
+    }
+    Ok(())
+}
+
+/// Traccar's positions export: a header, then one line per position, cells never
+/// quoted; the `address` cell may hold commas, which add cells that belong to it.
+pub(crate) fn read_traccar(src: &mut Source, size: u64) -> Result<()> {
+    let file = std::fs::File::open(src.path).map_err(|e| Error::io(src.path, e))?;
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut line = String::new();
+    let mut read_bytes = reader
+        .read_line(&mut line)
+        .map_err(|e| Error::io(src.path, e))? as u64;
+    if read_bytes == 0 {
+        return Err(src.bad("the file is empty"));
+    }
+    let header: Vec<String> = line
+        .trim_start_matches('\u{feff}')
+        .trim_end()
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let map = ColumnMap::from_header(&header, &src.opts.map)?;
+    if let Some(e) = src.missing_columns(&map, &header) {
+        return Err(e);
+    }
+    let find = |name: &str| header.iter().position(|h| h.eq_ignore_ascii_case(name));
+    let (address, received, valid) = (find("address"), find("serverTime"), find("valid"));
+    let units = src.units(Some(&map));
+    let mut number = 1u64;
+    loop {
+        line.clear();
+        let n = reader
+            .read_line(&mut line)
+            .map_err(|e| Error::io(src.path, e))?;
+        if n == 0 {
+            break;
+        }
+        read_bytes += n as u64;
+        number += 1;
+        let text = line.trim_end_matches(['\n', '\r']);
+        if text.trim().is_empty() {
+            continue;
+        }
+        let mut cells: Vec<&str> = text.split(',').collect();
+        if cells.len() > header.len() {
+            // The extra cells are the address's commas; the address is not stored.
+            let Some(a) = address else {
+                let detail = format!("{} cells, the header has {}", cells.len(), header.len());
+                src.ingest.malformed(src.file, number, detail)?;
+                continue;
+            };
+            let extra = cells.len() - header.len();
+            cells.drain(a + 1..=a + extra);
+        }
+        let cell = |i: usize| cells.get(i).map(|c| c.to_string());
+        let mut row = raw_row(number, &map, cell);
+        row.received = received.and_then(cell);
+        row.valid = valid.and_then(cell);
+        src.row(&row, &units)?;
+        if number.is_multiple_of(65_536) {
+            (src.progress)(read_bytes as f64 / size.max(1) as f64);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,263 @@
+//! fleetctl-formats: the files a fleet already has, read into `fleetctl import` —
+//! CSV/TSV and Parquet (through polars), Traccar's CSV export and JSON positions,
+//! GPX tracks and GeoJSON. Each reader turns its file into rows of text cells
+//! ([`RawRow`]) and hands them to the domain's [`Ingest`], which checks, counts and
+//! stores them; a reader never judges a value, it only finds it.
+
+#![warn(missing_docs)]
+
+pub mod columns;
+mod csv;
+mod gpx;
+mod json;
+mod parquet;
+
+pub use columns::{ColumnMap, Field};
+use fleetctl_core::error::{Error, ErrorCode, Result};
+use fleetctl_core::ingest::{FileUnits, Ingest, OdometerUnit, RawRow, SpeedUnit};
+use std::path::Path;
+
+/// The formats `import` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Comma-, semicolon-, tab- or pipe-separated values with a header row.
+    Csv,
+    /// Traccar's positions export: unquoted cells, times without an offset.
+    TraccarCsv,
+    /// Traccar's positions API: a JSON array of position objects.
+    TraccarJson,
+    /// GPX 1.0/1.1 tracks.
+    Gpx,
+    /// GeoJSON points with a time, or lines with a parallel list of times.
+    GeoJson,
+    /// Apache Parquet.
+    Parquet,
+}
+
+impl Format {
+    /// The names `--format` accepts.
+    pub const NAMES: &'static str = "csv, traccar-csv, traccar-json, gpx, geojson, parquet";
+
+    /// Reads a format name.
+    pub fn parse(text: &str) -> Option<Format> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "csv" | "tsv" => Some(Format::Csv),
+            "traccar-csv" | "traccar" => Some(Format::TraccarCsv),
+            "traccar-json" => Some(Format::TraccarJson),
+            "gpx" => Some(Format::Gpx),
+            "geojson" => Some(Format::GeoJson),
+            "parquet" => Some(Format::Parquet),
+            _ => None,
+        }
+    }
+
+    /// The format's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Csv => "csv",
+            Format::TraccarCsv => "traccar-csv",
+            Format::TraccarJson => "traccar-json",
+            Format::Gpx => "gpx",
+            Format::GeoJson => "geojson",
+            Format::Parquet => "parquet",
+        }
+    }
+
+    /// The speed unit of the format when its columns do not say (Traccar: knots;
+    /// GPX: metres per second; others: km/h).
+    pub fn default_speed_unit(self) -> SpeedUnit {
+        match self {
+            Format::TraccarCsv | Format::TraccarJson => SpeedUnit::Knots,
+            Format::Gpx => SpeedUnit::Mps,
+            _ => SpeedUnit::Kmh,
+        }
+    }
+
+    /// The odometer unit of the format when its columns do not say (Traccar: metres).
+    pub fn default_odometer_unit(self) -> OdometerUnit {
+        match self {
+            Format::TraccarCsv | Format::TraccarJson => OdometerUnit::M,
+            _ => OdometerUnit::Km,
+        }
+    }
+
+    /// Tells a file's format from its first bytes, then its extension.
+    pub fn detect(path: &Path) -> Result<Format> {
+        use std::io::Read;
+        let mut head = vec![0u8; 4096];
+        let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let n = f.read(&mut head).map_err(|e| Error::io(path, e))?;
+        head.truncate(n);
+        let ext = path
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        if head.starts_with(b"PAR1") {
+            return Ok(Format::Parquet);
+        }
+        let text = String::from_utf8_lossy(&head);
+        let text = text.trim_start_matches('\u{feff}').trim_start();
+        if text.starts_with("<?xml") || text.starts_with("<gpx") {
+            return Ok(Format::Gpx);
+        }
+        if text.starts_with('[') {
+            return Ok(Format::TraccarJson);
+        }
+        if text.starts_with('{') {
+            return Ok(Format::GeoJson);
+        }
+        let first_line = text.lines().next().unwrap_or("");
+        let names: Vec<String> = first_line
+            .split([',', ';', '\t'])
+            .map(columns::normalise)
+            .collect();
+        let has = |n: &str| names.iter().any(|x| x == n);
+        if has("deviceid") && has("fixtime") && has("servertime") && has("valid") {
+            return Ok(Format::TraccarCsv);
+        }
+        match ext.as_str() {
+            "gpx" => Ok(Format::Gpx),
+            "geojson" => Ok(Format::GeoJson),
+            "json" => Ok(Format::TraccarJson),
+            "parquet" | "pq" => Ok(Format::Parquet),
+            "csv" | "tsv" | "txt" | "" => Ok(Format::Csv),
+            _ if !first_line.is_empty() && !head.contains(&0) => Ok(Format::Csv),
+            _ => Err(
+                Error::invalid(format!("cannot tell the format of {}", path.display()))
+                    .with_hint(format!("pass --format, one of {}", Format::NAMES)),
+            ),
+        }
+    }
+}
+
+/// How to read the files of one import.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReadOptions {
+    /// Force a format instead of detecting it.
+    pub format: Option<Format>,
+    /// `--map FIELD=COLUMN` entries.
+    pub map: Vec<(Field, String)>,
+    /// `--speed-unit`: beats the columns' suffixes and the format's default.
+    pub speed_unit: Option<SpeedUnit>,
+    /// `--odometer-unit`: likewise.
+    pub odometer_unit: Option<OdometerUnit>,
+    /// `--plate`: the vehicle of rows that name none.
+    pub plate: Option<String>,
+}
+
+/// Reads one file into `ingest`. `progress` receives the fraction of the file read.
+pub fn read_file(
+    path: &Path,
+    opts: &ReadOptions,
+    ingest: &mut Ingest,
+    progress: &mut dyn FnMut(f64),
+) -> Result<Format> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(Error::new(
+            ErrorCode::Io,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    let format = match opts.format {
+        Some(f) => f,
+        None => Format::detect(path)?,
+    };
+    let name = path.display().to_string();
+    let file = ingest.begin_file(&name, format.as_str());
+    let mut source = Source {
+        path,
+        file,
+        ingest,
+        opts,
+        format,
+        progress,
+    };
+    match format {
+        Format::Csv => csv::read_csv(&mut source, meta.len()),
+        Format::TraccarCsv => csv::read_traccar(&mut source, meta.len()),
+        Format::TraccarJson => json::read_traccar(&mut source),
+        Format::GeoJson => json::read_geojson(&mut source),
+        Format::Gpx => gpx::read(&mut source, meta.len()),
+        Format::Parquet => parquet::read(&mut source),
+    }?;
+    Ok(format)
+}
+
+/// One file being read: where its rows go and how to read their values.
+struct Source<'a, 'i, 'c, 'r> {
+    path: &'a Path,
+    file: usize,
+    ingest: &'i mut Ingest<'c, 'r>,
+    opts: &'a ReadOptions,
+    format: Format,
+    progress: &'a mut dyn FnMut(f64),
+}
+
+impl Source<'_, '_, '_, '_> {
+    /// The units for this file: the flags, else what the columns say, else the
+    /// format's default.
+    fn units(&self, columns: Option<&ColumnMap>) -> FileUnits {
+        FileUnits {
+            speed: self
+                .opts
+                .speed_unit
+                .or(columns.and_then(|c| c.speed_unit))
+                .unwrap_or(self.format.default_speed_unit()),
+            odometer: self
+                .opts
+                .odometer_unit
+                .or(columns.and_then(|c| c.odometer_unit))
+                .unwrap_or(self.format.default_odometer_unit()),
+            plate: self.opts.plate.clone(),
+        }
+    }
+
+    fn row(&mut self, row: &RawRow, units: &FileUnits) -> Result<()> {
+        self.ingest.row(self.file, row, units)
+    }
+
+    /// An error about this file's content.
+    fn bad(&self, message: impl std::fmt::Display) -> Error {
+        Error::invalid(format!("{}: {message}", self.path.display()))
+    }
+
+    /// The error for a header without time or coordinates.
+    fn missing_columns(&self, map: &ColumnMap, header: &[String]) -> Option<Error> {
+        let missing = map.missing_required();
+        (!missing.is_empty()).then(|| {
+            let names: Vec<&str> = missing.iter().map(|f| f.as_str()).collect();
+            self.bad(format!("no column for {}", names.join(", ")))
+                .with_hint(format!(
+                    "its columns are: {}; name them with --map FIELD=COLUMN (e.g. --map {}=…)",
+                    header.join(", "),
+                    names[0]
+                ))
+        })
+    }
+}
+
+/// A row's cells by field, from a mapped header.
+fn raw_row(line: u64, map: &ColumnMap, cell: impl Fn(usize) -> Option<String>) -> RawRow {
+    let get = |f: Field| map.index.get(&f).and_then(|&i| cell(i));
+    // A time of day alone (`02:59:37`) takes its date from a `date` column.
+    let time = match (get(Field::Time), map.date_index) {
+        (Some(t), Some(d)) if !t.contains(['-', '/', 'T']) && t.contains(':') => {
+            cell(d).map(|date| format!("{} {}", date.trim(), t.trim())).or(Some(t))
+        }
+        (t, _) => t,
+    };
+    RawRow {
+        line,
+        plate: get(Field::Plate),
+        time,
+        lat: get(Field::Lat),
+        lon: get(Field::Lon),
+        speed: get(Field::Speed),
+        heading: get(Field::Heading),
+        ignition: get(Field::Ignition),
+        odometer: get(Field::Odometer),
+        received: None,
+        valid: None,
+    }
+}

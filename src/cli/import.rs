@@ -1,0 +1,168 @@
+//! `fleetctl import`: flags become read options, the formats crate reads the files
+//! into the domain's ingest, and the summary is printed; rejected rows go to
+//! `--rejects` when asked.
+
+use crate::error::{Error, Result};
+use crate::ingest::{self, ImportOptions, OdometerUnit, Reject, SpeedUnit};
+use clap::Args;
+use fleetctl_formats::{Format, ReadOptions, columns};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// `fleetctl import` flags.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Files to import. The format is told from the content and extension: CSV or
+    /// TSV with a header row, Parquet, Traccar's CSV export or JSON positions, GPX,
+    /// GeoJSON.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+
+    /// The fleet's IANA time zone (e.g. Europe/London). Required to create a
+    /// database; naive times in the files are read in it. An existing database keeps
+    /// its zone and refuses another.
+    #[arg(long, value_name = "ZONE")]
+    time_zone: Option<String>,
+
+    /// Read every file as this format instead of detecting it:
+    /// csv, traccar-csv, traccar-json, gpx, geojson, parquet.
+    #[arg(long, value_name = "FORMAT")]
+    format: Option<String>,
+
+    /// Name the column of a field when its name is not a well-known one (repeat
+    /// for several). FIELD: plate, time, lat, lon, speed, heading, ignition,
+    /// odometer. Example: --map plate=unit_name --map time="GPS Time".
+    #[arg(long = "map", value_name = "FIELD=COLUMN")]
+    map: Vec<String>,
+
+    /// Unit of the speed cells: kmh, knots, mps, mph. Default: what the column's
+    /// name says (speed_kmh), else knots for Traccar, mps for GPX, kmh otherwise.
+    #[arg(long, value_name = "UNIT")]
+    speed_unit: Option<String>,
+
+    /// Unit of the odometer cells: km, m, mi. Default: what the column's name says
+    /// (odometer_m), else m for Traccar, km otherwise.
+    #[arg(long, value_name = "UNIT")]
+    odometer_unit: Option<String>,
+
+    /// The vehicle of rows that name none (a GPX from a phone).
+    #[arg(long, value_name = "PLATE")]
+    plate: Option<String>,
+
+    /// Write every rejected row (file, line, reason, value) to this CSV file.
+    #[arg(long, value_name = "FILE")]
+    rejects: Option<PathBuf>,
+}
+
+fn read_options(args: &ImportArgs) -> Result<ReadOptions> {
+    let format = args
+        .format
+        .as_deref()
+        .map(|f| {
+            Format::parse(f).ok_or_else(|| {
+                Error::invalid(format!("--format {f:?} is not a format fleetctl reads"))
+                    .with_hint(format!("use one of {}", Format::NAMES))
+            })
+        })
+        .transpose()?;
+    let speed_unit = args
+        .speed_unit
+        .as_deref()
+        .map(|u| {
+            SpeedUnit::parse(u).ok_or_else(|| {
+                Error::invalid(format!("--speed-unit {u:?} is not a speed unit"))
+                    .with_hint(format!("use one of {}", SpeedUnit::NAMES))
+            })
+        })
+        .transpose()?;
+    let odometer_unit = args
+        .odometer_unit
+        .as_deref()
+        .map(|u| {
+            OdometerUnit::parse(u).ok_or_else(|| {
+                Error::invalid(format!("--odometer-unit {u:?} is not a distance unit"))
+                    .with_hint(format!("use one of {}", OdometerUnit::NAMES))
+            })
+        })
+        .transpose()?;
+    let map = args
+        .map
+        .iter()
+        .map(|m| columns::parse_map(m))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(ReadOptions {
+        format,
+        map,
+        speed_unit,
+        odometer_unit,
+        plate: args.plate.clone(),
+    })
+}
+
+/// A CSV cell, quoted when it must be.
+fn csv_cell(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// Runs the import and prints its summary.
+pub fn run(db: PathBuf, args: ImportArgs) -> Result<()> {
+    let opts = read_options(&args)?;
+    for f in &args.files {
+        if !f.exists() {
+            return Err(Error::new(
+                crate::error::ErrorCode::Io,
+                format!("no file at {}", f.display()),
+            )
+            .with_hint("check the path; nothing was imported"));
+        }
+    }
+    let mut rejects_out = match &args.rejects {
+        Some(path) => {
+            let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+            let mut w = std::io::BufWriter::new(file);
+            writeln!(w, "file,line,reason,detail").map_err(|e| Error::io(path, e))?;
+            Some((path.clone(), w))
+        }
+        None => None,
+    };
+    let mut on_reject = |r: &Reject| -> Result<()> {
+        if let Some((path, w)) = rejects_out.as_mut() {
+            writeln!(
+                w,
+                "{},{},{},{}",
+                csv_cell(r.file),
+                r.line,
+                r.reason.as_str(),
+                csv_cell(&r.detail)
+            )
+            .map_err(|e| Error::io(path, e))?;
+        }
+        Ok(())
+    };
+    let mut bar = super::ProgressBar::new("importing");
+    let n = args.files.len() as f64;
+    let files = args.files.clone();
+    let mut read = |ingest: &mut ingest::Ingest| -> Result<()> {
+        for (i, path) in files.iter().enumerate() {
+            fleetctl_formats::read_file(path, &opts, ingest, &mut |f| {
+                bar.set((i as f64 + f) / n * 0.9)
+            })?;
+        }
+        Ok(())
+    };
+    let import_opts = ImportOptions {
+        db,
+        time_zone: args.time_zone.clone(),
+        wall_now: crate::clock::wall_clock_now(),
+    };
+    let summary = ingest::import(&import_opts, &mut read, &mut on_reject, &mut |_| {});
+    bar.finish();
+    if let Some((path, mut w)) = rejects_out {
+        w.flush().map_err(|e| Error::io(&path, e))?;
+    }
+    super::print_stdout(&crate::render::import_summary(&summary?))
+}
