@@ -41,7 +41,18 @@ CREATE TABLE geofences (
     name     TEXT NOT NULL UNIQUE,
     kind     TEXT NOT NULL,             -- depot | distribution_center | zone | customer_zone
     wkt      TEXT NOT NULL,
-    radius_m REAL
+    radius_m REAL,
+    speed_limit_kmh REAL                -- a limit inside it (a school zone), NULL for none
+);
+
+-- Named places that describe where a vehicle is ("1.2 km NE of Mixco"): the demo's
+-- gazetteer, or a fleet's own (GeoJSON points, GeoNames dumps) from `places import`.
+CREATE TABLE places (
+    id    INTEGER PRIMARY KEY,
+    name  TEXT NOT NULL,
+    kind  TEXT NOT NULL,                -- zone | neighbourhood | landmark | city | ...
+    lat   REAL NOT NULL,
+    lon   REAL NOT NULL
 );
 
 -- The generator's ground truth: every anomaly it planted. detail is JSON.

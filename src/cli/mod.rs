@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::{render, report, store, synth};
 
 pub mod import;
+pub mod places;
 pub mod query;
 use clap::{Args, Parser, Subcommand};
 use std::io::{IsTerminal, Write};
@@ -40,8 +41,24 @@ enum Command {
     /// Re-run detection (stops, trips, events, daily rollups) on an existing database.
     ///
     /// Replaces the derived tables atomically: a failure leaves the previous results.
-    /// Thresholds not given keep their defaults (80 km/h, 40 min, 5 min).
+    /// The thresholds given are stored in the database and kept by later runs;
+    /// those not given keep their stored values (see `fleetctl settings`).
+    ///
+    /// Example: fleetctl analyze --stop-radius-m 100 --speed-limit 60
     Analyze(AnalyzeArgs),
+
+    /// Show the database's time zone and detection thresholds.
+    Settings,
+
+    /// The fleet's own named places, which describe where a vehicle is ("1.2 km NE
+    /// of …"): import (GeoJSON points, GeoNames dumps), list, remove.
+    #[command(subcommand)]
+    Places(places::PlacesCommand),
+
+    /// The fleet's geofences (depots, customers, zones): import (GeoJSON), list,
+    /// remove.
+    #[command(subcommand)]
+    Geofences(places::GeofencesCommand),
 
     /// Import a fleet's own positions: CSV/TSV, Parquet, Traccar CSV or JSON, GPX,
     /// GeoJSON.
@@ -157,17 +174,25 @@ struct ServeArgs {
 
 #[derive(Debug, Args)]
 struct AnalyzeArgs {
-    /// Speeding above this speed, km/h.
-    #[arg(long, default_value_t = 80.0, value_name = "KMH")]
-    speed_limit: f64,
+    /// Speeding above this speed, km/h (default 80).
+    #[arg(long, value_name = "KMH")]
+    speed_limit: Option<f64>,
 
-    /// Stops of at least this many minutes are long stops.
-    #[arg(long, default_value_t = 40.0, value_name = "MIN")]
-    long_stop_min: f64,
+    /// Stops of at least this many minutes are long stops (default 40).
+    #[arg(long, value_name = "MIN")]
+    long_stop_min: Option<f64>,
 
-    /// Gaps longer than this many minutes, engine on, are signal losses.
-    #[arg(long, default_value_t = 5.0, value_name = "MIN")]
-    signal_loss_min: f64,
+    /// Gaps longer than this many minutes, on shift, are signal losses (default 5).
+    #[arg(long, value_name = "MIN")]
+    signal_loss_min: Option<f64>,
+
+    /// A stop stays within this radius, metres (default 200).
+    #[arg(long, value_name = "M")]
+    stop_radius_m: Option<f64>,
+
+    /// …for at least this many minutes (default 3).
+    #[arg(long, value_name = "MIN")]
+    stop_min_minutes: Option<f64>,
 }
 
 #[derive(Debug, Args)]
@@ -205,6 +230,12 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Generate(args) => generate(db, args),
         Command::Analyze(args) => analyze(db, args),
         Command::Import(args) => import::run(db, args),
+        Command::Places(cmd) => places::run_places(db, cmd),
+        Command::Geofences(cmd) => places::run_geofences(db, cmd),
+        Command::Settings => {
+            let (zone, thresholds) = crate::pipeline::settings(&db)?;
+            print_stdout(&render::settings(&db, &zone, &thresholds))
+        }
         Command::Query(q) => run_query(db, q),
         Command::Map(args) => draw_map(db, args),
         Command::Serve(args) => serve(db, args),
@@ -227,14 +258,25 @@ fn mcp_paths(db: &std::path::Path) -> Result<(PathBuf, PathBuf)> {
 }
 
 fn analyze(path: PathBuf, args: AnalyzeArgs) -> Result<()> {
-    let thresholds = crate::analyze::Thresholds {
-        speed_limit_kmh: args.speed_limit,
-        long_stop_min: args.long_stop_min,
-        signal_loss_min: args.signal_loss_min,
-        ..Default::default()
+    let adjust = |t: &mut crate::analyze::Thresholds| {
+        if let Some(v) = args.speed_limit {
+            t.speed_limit_kmh = v;
+        }
+        if let Some(v) = args.long_stop_min {
+            t.long_stop_min = v;
+        }
+        if let Some(v) = args.signal_loss_min {
+            t.signal_loss_min = v;
+        }
+        if let Some(v) = args.stop_radius_m {
+            t.stop_radius_m = v;
+        }
+        if let Some(v) = args.stop_min_minutes {
+            t.stop_min_s = (v * 60.0).round() as i64;
+        }
     };
     let mut bar = ProgressBar::new("analysing");
-    let summary = crate::pipeline::reanalyze(&path, thresholds, &mut |f| bar.set(f));
+    let summary = crate::pipeline::reanalyze(&path, &adjust, &mut |f| bar.set(f));
     bar.finish();
     let summary = summary?;
     print_stdout(&render::analyze_summary(&path, &summary))

@@ -7,6 +7,7 @@ mod faults;
 mod generate;
 mod harness;
 mod http;
+mod import;
 mod interop;
 mod maps;
 mod mcp;

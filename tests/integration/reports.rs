@@ -408,8 +408,33 @@ fn analyze_reruns_detection_with_new_thresholds_atomically() {
         "{}",
         r.stderr
     );
+    // Without flags, analyze keeps what is stored (the issue: a stop radius edited
+    // in meta was overwritten by the next run).
+    let at_60 = speeding(&db);
     run(fleetctl(&["--db", db.to_str().unwrap(), "analyze"])).ok();
+    assert_eq!(speeding(&db), at_60, "the stored limit of 60 is kept");
+    run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "analyze",
+        "--speed-limit",
+        "80",
+        "--stop-radius-m",
+        "120",
+    ]))
+    .ok();
     assert_eq!(speeding(&db), before);
+    let settings = run(fleetctl(&["--db", db.to_str().unwrap(), "settings"])).ok();
+    assert!(
+        settings.stdout.contains("stop_radius_m        120"),
+        "{}",
+        settings.stdout
+    );
+    assert!(
+        settings.stdout.contains("America/Guatemala"),
+        "{}",
+        settings.stdout
+    );
 }
 
 #[test]

@@ -39,7 +39,12 @@ pub fn detect_into(
     let started = std::time::Instant::now();
     thresholds.validate()?;
     let zone = store::read_zone(conn)?;
-    let ctx = analyze::Context::new(thresholds, zone, store::read_geofences(conn)?);
+    let ctx = analyze::Context::new(
+        thresholds,
+        zone,
+        store::read_geofences(conn)?,
+        &store::read_places(conn)?,
+    );
     let mut out = store::DerivedWriter::start(conn)?;
     for (k, v) in ctx.thresholds.to_meta() {
         out.set_meta(k, &v)?;
@@ -72,9 +77,14 @@ pub fn detect_vehicles(
     progress: &mut dyn FnMut(f64),
 ) -> Result<AnalyzeSummary> {
     let started = std::time::Instant::now();
-    let thresholds = Thresholds::from_meta(|k| store::read_meta(conn, k).ok().flatten())?;
+    let thresholds = stored_thresholds(conn)?;
     let zone = store::read_zone(conn)?;
-    let ctx = analyze::Context::new(thresholds, zone, store::read_geofences(conn)?);
+    let ctx = analyze::Context::new(
+        thresholds,
+        zone,
+        store::read_geofences(conn)?,
+        &store::read_places(conn)?,
+    );
     let mut out = store::DerivedWriter::for_vehicles(conn, vehicle_ids)?;
     for (k, v) in ctx.thresholds.to_meta() {
         out.set_meta(k, &v)?;
@@ -99,14 +109,43 @@ pub fn detect_vehicles(
     Ok(summary)
 }
 
-/// Re-runs detection over the database at `path` with `thresholds`, in one write
-/// transaction: committed when complete, rolled back on any failure.
+/// The thresholds stored in a database's `meta` (defaults for missing ones).
+pub fn stored_thresholds(conn: &Connection) -> Result<Thresholds> {
+    Thresholds::from_meta(|k| store::read_meta(conn, k).ok().flatten())
+}
+
+/// The fleet's zone and the detection thresholds of the database at `path`.
+pub fn settings(path: &Path) -> Result<(crate::clock::FleetZone, Thresholds)> {
+    let conn = store::open_read_only(path)?;
+    Ok((store::read_zone(&conn)?, stored_thresholds(&conn)?))
+}
+
+/// Re-runs detection over the database at `path`, with the stored thresholds as
+/// `adjust` changes them (and stores them so), in one write transaction: committed
+/// when complete, rolled back on any failure. Thresholds not adjusted keep their
+/// stored values.
 pub fn reanalyze(
     path: &Path,
-    thresholds: Thresholds,
+    adjust: &dyn Fn(&mut Thresholds),
     progress: &mut dyn FnMut(f64),
 ) -> Result<AnalyzeSummary> {
-    // A bad threshold is refused before the database is even opened.
-    thresholds.validate()?;
-    store::with_write_transaction(path, |conn| detect_into(conn, thresholds, progress))
+    store::with_write_transaction(path, |conn| {
+        let mut thresholds = stored_thresholds(conn)?;
+        adjust(&mut thresholds);
+        detect_into(conn, thresholds, progress)
+    })
+}
+
+/// Changes the database at `path` with `edit` (places, geofences) and re-runs
+/// detection with the stored thresholds, in one write transaction.
+pub fn edit_and_reanalyze<T>(
+    path: &Path,
+    edit: impl FnOnce(&Connection) -> Result<T>,
+    progress: &mut dyn FnMut(f64),
+) -> Result<(T, AnalyzeSummary)> {
+    store::with_write_transaction(path, |conn| {
+        let out = edit(conn)?;
+        let summary = detect_into(conn, stored_thresholds(conn)?, progress)?;
+        Ok((out, summary))
+    })
 }

@@ -11,6 +11,7 @@ mod csv;
 mod gpx;
 mod json;
 mod parquet;
+pub mod places;
 
 pub use columns::{ColumnMap, Field};
 use fleetctl_core::error::{Error, ErrorCode, Result};
@@ -242,9 +243,9 @@ fn raw_row(line: u64, map: &ColumnMap, cell: impl Fn(usize) -> Option<String>) -
     let get = |f: Field| map.index.get(&f).and_then(|&i| cell(i));
     // A time of day alone (`02:59:37`) takes its date from a `date` column.
     let time = match (get(Field::Time), map.date_index) {
-        (Some(t), Some(d)) if !t.contains(['-', '/', 'T']) && t.contains(':') => {
-            cell(d).map(|date| format!("{} {}", date.trim(), t.trim())).or(Some(t))
-        }
+        (Some(t), Some(d)) if !t.contains(['-', '/', 'T']) && t.contains(':') => cell(d)
+            .map(|date| format!("{} {}", date.trim(), t.trim()))
+            .or(Some(t)),
         (t, _) => t,
     };
     RawRow {

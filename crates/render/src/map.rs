@@ -284,7 +284,7 @@ pub fn render(input: &MapInput, tiles: Option<&Tiles>) -> Result<(Vec<u8>, Frame
     buf.resize(width as usize * height as usize * 3, 0);
     {
         let area = BitMapBackend::with_buffer(buf, (width, height)).into_drawing_area();
-        draw_basemap(&area, &frame)?;
+        draw_basemap(&area, &frame, input.streets)?;
         area.present().map_err(render_err)?;
     }
     if let Some(tiles) = tiles {
@@ -299,7 +299,7 @@ pub fn render(input: &MapInput, tiles: Option<&Tiles>) -> Result<(Vec<u8>, Frame
         let stops = stop_places(&area, &frame, input, &mut labels)?;
         draw_geofences(&area, &frame, &input.geofences, &mut labels)?;
         if tiles.is_none() {
-            draw_place_labels(&area, &frame, &mut labels)?;
+            draw_place_labels(&area, &frame, &input.places, &mut labels)?;
         }
         draw_track(&area, &frame, input)?;
         draw_markers(&area, &frame, input, &stops, &ends, &mut labels)?;
@@ -310,7 +310,7 @@ pub fn render(input: &MapInput, tiles: Option<&Tiles>) -> Result<(Vec<u8>, Frame
     Ok((png, frame))
 }
 
-fn draw_basemap(area: &Area, frame: &Frame) -> Result<()> {
+fn draw_basemap(area: &Area, frame: &Frame, streets: bool) -> Result<()> {
     area.fill(&BACKGROUND).map_err(render_err)?;
     // A light grid every nice distance.
     let center = geo::web_mercator_latlon(
@@ -339,9 +339,12 @@ fn draw_basemap(area: &Area, frame: &Frame) -> Result<()> {
         .map_err(render_err)?;
         y += step_px;
     }
-    // The streets our routes follow, drawn like a street map: a pale edge, a white core.
-    // The routes are compiled in (and checked by atlas's tests): one that does not
-    // decode is a bug, said as one.
+    // The demo's streets (the routes its generator drives), drawn like a street map:
+    // a pale edge, a white core; never under a fleet's own data. The routes are
+    // compiled in (and checked by atlas's tests): one that does not decode is a bug.
+    if !streets {
+        return Ok(());
+    }
     let routes: Vec<Vec<(i32, i32)>> = atlas::routes()
         .iter()
         .map(|r| {
@@ -494,9 +497,14 @@ fn draw_geofences(
     Ok(())
 }
 
-fn draw_place_labels(area: &Area, frame: &Frame, labels: &mut Labels) -> Result<()> {
+fn draw_place_labels(
+    area: &Area,
+    frame: &Frame,
+    places: &[geo::Place],
+    labels: &mut Labels,
+) -> Result<()> {
     let style = font(11.0, &LABEL);
-    for place in atlas::places().iter().filter(|p| p.kind != "depot") {
+    for place in places.iter().filter(|p| p.kind != "depot") {
         let (x, y) = frame.px(LatLon::new(place.lat, place.lon));
         if labels.draw(area, &place.name, x + 4, y - 6, &style)? {
             area.draw(&Circle::new((x, y), 2, LABEL.filled()))

@@ -119,7 +119,14 @@ impl Thresholds {
         };
         check("--speed-limit", self.speed_limit_kmh, 10.0, 200.0)?;
         check("--long-stop-min", self.long_stop_min, 5.0, 1440.0)?;
-        check("--signal-loss-min", self.signal_loss_min, 1.0, 120.0)
+        check("--signal-loss-min", self.signal_loss_min, 1.0, 120.0)?;
+        check("--stop-radius-m", self.stop_radius_m, 10.0, 2000.0)?;
+        check(
+            "--stop-min-minutes",
+            self.stop_min_s as f64 / 60.0,
+            0.5,
+            120.0,
+        )
     }
 }
 
@@ -145,9 +152,14 @@ pub struct Context {
 }
 
 impl Context {
-    /// A context over these geofences.
-    pub fn new(thresholds: Thresholds, zone: FleetZone, geofences: Vec<Geofence>) -> Context {
-        let namer = Namer::for_geofences(&geofences);
+    /// A context over these geofences and places.
+    pub fn new(
+        thresholds: Thresholds,
+        zone: FleetZone,
+        geofences: Vec<Geofence>,
+        places: &[crate::geo::Place],
+    ) -> Context {
+        let namer = Namer::for_geofences(&geofences, places);
         Context {
             thresholds,
             zone,
@@ -221,7 +233,12 @@ mod tests {
     }
 
     fn ctx(geofences: Vec<Geofence>) -> Context {
-        Context::new(Thresholds::default(), FleetZone::default(), geofences)
+        Context::new(
+            Thresholds::default(),
+            FleetZone::default(),
+            geofences,
+            crate::geo::atlas::places(),
+        )
     }
 
     /// Standing still for `n` fixes with GPS noise of σ = 5 m.

@@ -6,8 +6,9 @@
 //! slow approach and departure belong to the trips. A trip is the movement between
 //! two stops, at least `trip_min_m` long; a gap of more than `trip_gap_s` closes it.
 //! Distance counts a step only once the vehicle is `JITTER_M` away from the last
-//! counted point, so GPS noise while standing adds nothing, and drops fixes that
-//! would imply more than `teleport_kmh`.
+//! counted point, so GPS noise while standing adds nothing (when that takes at most
+//! `DENSE_S`, the fixes' own path in between counts, so dense fixes keep their
+//! curves), and drops fixes that would imply more than `teleport_kmh`.
 
 use super::Thresholds;
 use crate::geo::{LatLon, haversine_m, places::Namer};
@@ -15,6 +16,9 @@ use crate::model::{Fix, Stop, Trip};
 
 /// Steps shorter than this from the last counted point are jitter, metres.
 pub const JITTER_M: f64 = 25.0;
+/// Within this many seconds, a step of `JITTER_M` is movement: the fixes' own path
+/// counts, not only its straight line (dense fixes on a winding road).
+const DENSE_S: i64 = 10;
 /// A stop's edges are fixes within this distance of its centre (or without speed).
 const STANDING_M: f64 = 50.0;
 const STANDING_KMH: f64 = 3.0;
@@ -120,17 +124,26 @@ pub fn moving_distance_m(
     let mut total = 0.0;
     let mut counted = a; // the last point a step was counted to
     let mut good = a; // the last fix not dropped as a teleport
+    let mut path_m = 0.0; // the fixes' own path since `counted`
     for k in a + 1..=b {
         let dt = (fixes[k].ts - fixes[good].ts).max(1) as f64;
-        if haversine_m(at(&fixes[good]), at(&fixes[k])) / dt * 3.6 > th.teleport_kmh {
+        let step = haversine_m(at(&fixes[good]), at(&fixes[k]));
+        if step / dt * 3.6 > th.teleport_kmh {
             continue;
         }
         good = k;
+        path_m += step;
         let d = haversine_m(at(&fixes[counted]), at(&fixes[k]));
         if d >= JITTER_M {
-            total += d;
+            // Reached quickly (dense fixes on the move), the path between is driven
+            // distance, curves included; reached slowly, only the straight line
+            // counts, so that noise while standing adds nothing.
+            let quick = fixes[k].ts - fixes[counted].ts <= DENSE_S;
+            let counted_m = if quick { path_m.max(d) } else { d };
+            total += counted_m;
             counted = k;
-            on_step(&fixes[k], d);
+            path_m = 0.0;
+            on_step(&fixes[k], counted_m);
         }
     }
     total

@@ -47,20 +47,12 @@ pub struct GeofenceDef {
     /// Radius in metres, for a circle (`POINT`).
     #[serde(default)]
     pub radius_m: Option<f64>,
+    /// A speed limit inside it, km/h.
+    #[serde(default)]
+    pub speed_limit_kmh: Option<f64>,
 }
 
-/// An entry of the offline gazetteer.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Place {
-    /// Name for people, e.g. `Zona 10 (Zona Viva)`.
-    pub name: String,
-    /// `zone`, `neighbourhood`, `landmark`, `municipality` or `depot`.
-    pub kind: String,
-    /// Latitude, degrees.
-    pub lat: f64,
-    /// Longitude, degrees.
-    pub lon: f64,
-}
+pub use super::Place;
 
 const ROUTE_FILES: &[&str] = &[
     include_str!("../../../../routes/mixco-san-cristobal.json"),

@@ -140,6 +140,19 @@ pub enum Shape {
     },
 }
 
+/// A named place: an entry of the demo's gazetteer or of a fleet's own places.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct Place {
+    /// Name for people, e.g. `Zona 10 (Zona Viva)`.
+    pub name: String,
+    /// `zone`, `neighbourhood`, `landmark`, `municipality`, `city`, `depot`, …
+    pub kind: String,
+    /// Latitude, degrees.
+    pub lat: f64,
+    /// Longitude, degrees.
+    pub lon: f64,
+}
+
 impl Shape {
     /// Reads a shape from WKT (`POLYGON((lon lat, …))`, or `POINT(lon lat)` with a
     /// radius in metres for a circle).

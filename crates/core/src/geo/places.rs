@@ -1,8 +1,12 @@
 //! Naming a point for people: `in Bodega Mixco` inside a geofence, otherwise
-//! `1.2 km NE of Zona 10 (Zona Viva)` after the nearest gazetteer entry. Offline: the
-//! gazetteer is the embedded `routes/places.json`.
+//! `1.2 km NE of Zona 10 (Zona Viva)` after the nearest known place, otherwise (no
+//! place within 25 km) its coordinates. Offline: the places are the database's own
+//! (the demo's gazetteer, or a fleet's from `fleetctl places import`).
 
-use super::{LatLon, Shape, atlas, bearing_deg, compass_point, haversine_m};
+use super::{LatLon, Place, Shape, bearing_deg, compass_point, haversine_m};
+
+/// A point farther than this from every known place is named by its coordinates.
+pub const NEAR_PLACE_M: f64 = 25_000.0;
 
 /// Names points after geofences and the gazetteer.
 pub struct Namer {
@@ -11,25 +15,25 @@ pub struct Namer {
 }
 
 impl Namer {
-    /// A namer over these geofences (name, shape) and the embedded gazetteer.
-    pub fn new(geofences: Vec<(String, Shape)>) -> Namer {
-        let places = atlas::places()
+    /// A namer over these geofences (name, shape) and places.
+    pub fn new(geofences: Vec<(String, Shape)>, places: &[Place]) -> Namer {
+        let places = places
             .iter()
             .map(|p| (p.name.clone(), LatLon::new(p.lat, p.lon)))
             .collect();
         Namer { geofences, places }
     }
 
-    /// A namer over geofences: specific places (depots, customers) name a point
-    /// before broad zones do.
-    pub fn for_geofences(geofences: &[super::Geofence]) -> Namer {
+    /// A namer over geofences and places: specific geofences (depots, customers)
+    /// name a point before broad zones do.
+    pub fn for_geofences(geofences: &[super::Geofence], places: &[Place]) -> Namer {
         let in_order = |zones: bool| {
             geofences
                 .iter()
                 .filter(move |g| (g.kind == "zone") == zones)
                 .map(|g| (g.name.clone(), g.shape.clone()))
         };
-        Namer::new(in_order(false).chain(in_order(true)).collect())
+        Namer::new(in_order(false).chain(in_order(true)).collect(), places)
     }
 
     /// The geofences this namer knows.
@@ -61,16 +65,16 @@ impl Namer {
     }
 
     /// `<km> <compass> of <nearest place>` (`at <place>` within 100 m), ignoring
-    /// geofences.
+    /// geofences; the coordinates when no place is within 25 km.
     pub fn relative(&self, p: LatLon) -> String {
         match self.nearest_place(p) {
             Some((name, _, d)) if d < 100.0 => format!("at {name}"),
-            Some((name, at, d)) => format!(
+            Some((name, at, d)) if d <= NEAR_PLACE_M => format!(
                 "{:.1} km {} of {name}",
                 d / 1000.0,
                 compass_point(bearing_deg(at, p))
             ),
-            None => format!("{:.5}, {:.5}", p.lat, p.lon),
+            _ => format!("{:.5}, {:.5}", p.lat, p.lon),
         }
     }
 }
@@ -86,16 +90,21 @@ mod tests {
             center: LatLon::new(14.5, -90.6),
             radius_m: 200.0,
         };
-        let namer = Namer::new(vec![("Test Depot".into(), depot)]);
+        let places = crate::geo::atlas::places();
+        let namer = Namer::new(vec![("Test Depot".into(), depot)], places);
         assert_eq!(namer.name(LatLon::new(14.5, -90.6)), "in Test Depot");
-        let Some(first) = atlas::places().first() else {
-            return;
-        };
+        let first = &places[0];
         let at = LatLon::new(first.lat, first.lon);
         let p = offset_m(at, 0.0, 1200.0);
         let (name, _, _) = namer.nearest_place(p).unwrap();
         let text = namer.name(p);
         assert!(text.ends_with(&format!("of {name}")), "{text}");
         assert!(text.contains(" km "), "{text}");
+        // Far from every place (London, seen from Guatemala's gazetteer): coordinates.
+        assert_eq!(namer.name(LatLon::new(51.5, -0.12)), "51.50000, -0.12000");
+        assert_eq!(
+            Namer::new(vec![], &[]).name(LatLon::new(14.6, -90.5)),
+            "14.60000, -90.50000"
+        );
     }
 }

@@ -123,7 +123,8 @@ impl Db {
         };
         let vehicles = store::read::vehicles(&conn)?;
         let geofences = store::read_geofences(&conn)?;
-        let namer = Namer::for_geofences(&geofences);
+        let known_places = store::read_places(&conn)?;
+        let namer = Namer::for_geofences(&geofences, &known_places);
         let mut meta = std::collections::HashMap::new();
         for (key, _) in Thresholds::default().to_meta() {
             if let Some(value) = store::read_meta(&conn, key)? {
@@ -131,7 +132,7 @@ impl Db {
             }
         }
         let thresholds = Thresholds::from_meta(|k| meta.get(k).cloned())?;
-        let places = resolve::place_candidates(&geofences);
+        let places = resolve::place_candidates(&geofences, &known_places);
         Ok(Db {
             conn,
             zone,

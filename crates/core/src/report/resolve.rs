@@ -6,7 +6,7 @@ use super::{Db, MAX_RANGE_DAYS};
 use crate::clock::Date;
 use crate::error::{Error, ErrorCode, Result};
 use crate::geo::Geofence;
-use crate::geo::{LatLon, atlas};
+use crate::geo::LatLon;
 use crate::model::Vehicle;
 use serde::Serialize;
 
@@ -147,9 +147,12 @@ impl Db {
     }
 }
 
-/// Every named place a name can resolve to: the geofences first, then the gazetteer
-/// entries that are not also geofences.
-pub fn place_candidates(geofences: &[Geofence]) -> Vec<ResolvedPlace> {
+/// Every named place a name can resolve to: the geofences first, then the places
+/// that are not also geofences.
+pub fn place_candidates(
+    geofences: &[Geofence],
+    places: &[crate::geo::Place],
+) -> Vec<ResolvedPlace> {
     let round5 = |x: f64| (x * 1e5).round() / 1e5;
     let mut candidates: Vec<ResolvedPlace> = geofences
         .iter()
@@ -166,10 +169,7 @@ pub fn place_candidates(geofences: &[Geofence]) -> Vec<ResolvedPlace> {
         .collect();
     let taken: std::collections::HashSet<String> =
         candidates.iter().map(|c| fold(&c.name)).collect();
-    for p in atlas::places()
-        .iter()
-        .filter(|p| !taken.contains(&fold(&p.name)))
-    {
+    for p in places.iter().filter(|p| !taken.contains(&fold(&p.name))) {
         candidates.push(ResolvedPlace {
             name: p.name.clone(),
             kind: p.kind.clone(),

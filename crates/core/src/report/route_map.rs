@@ -157,6 +157,11 @@ pub struct MapInput {
     pub speeding: Vec<MapSpeeding>,
     /// Geofences (name, kind, shape).
     pub geofences: Vec<crate::geo::Geofence>,
+    /// The database's places, labelled on the plain basemap.
+    pub places: Vec<crate::geo::Place>,
+    /// Draw the demo's streets (the routes the generator drives): only under the
+    /// demo fleet, never under a fleet's own data.
+    pub streets: bool,
     /// Local time of the first fix, e.g. `07:39`.
     pub first_label: String,
     /// Local time of the last fix.
@@ -350,7 +355,20 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
             b.as_deref().unwrap_or("24:00")
         ),
     };
+    let places = db
+        .places
+        .iter()
+        .filter(|p| p.source == super::resolve::PlaceSource::Gazetteer)
+        .map(|p| crate::geo::Place {
+            name: p.name.clone(),
+            kind: p.kind.clone(),
+            lat: p.lat,
+            lon: p.lon,
+        })
+        .collect();
     let input = MapInput {
+        places,
+        streets: db.vehicles.iter().any(|(_, route)| route.is_some()),
         title: format!("{} · {}", v.plate, v.driver),
         subtitle: format!(
             "{date}{window_text} · {:.1} km · {} stops · max {:.0} km/h · {}–{}",

@@ -200,7 +200,7 @@ pub fn run(db: &Db, req: &VehiclePositionRequest) -> Result<VehiclePositionRepor
     );
     report.lat = Some(fix.lat);
     report.lon = Some(fix.lon);
-    report.speed_kmh = Some(fix.speed_kmh);
+    report.speed_kmh = Some(round1(fix.speed_kmh));
     report.heading_deg = fix.heading_deg;
     report.heading = fix.heading_deg.map(compass_point);
     report.ignition_on = fix.ignition;

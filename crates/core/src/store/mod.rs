@@ -96,6 +96,11 @@ impl Writer {
             .map_err(|e| self.fail(e))
     }
 
+    /// Adds the demo's places.
+    pub fn insert_places(&self, places: &[crate::geo::Place]) -> Result<()> {
+        insert_places(&self.conn, places)
+    }
+
     /// Adds a vehicle with its id, and the route it drives (if synthetic).
     pub fn insert_vehicle(&self, v: &Vehicle, route: Option<&str>) -> Result<()> {
         self.conn
@@ -411,6 +416,80 @@ fn fix_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Fix> {
         ignition: r.get(7)?,
         odometer_km: r.get(8)?,
     })
+}
+
+/// The database's named places.
+pub fn read_places(conn: &Connection) -> Result<Vec<crate::geo::Place>> {
+    let mut st = conn
+        .prepare_cached("SELECT name, kind, lat, lon FROM places ORDER BY id")
+        .map_err(db_err)?;
+    st.query_map([], |r| {
+        Ok(crate::geo::Place {
+            name: r.get(0)?,
+            kind: r.get(1)?,
+            lat: r.get(2)?,
+            lon: r.get(3)?,
+        })
+    })
+    .and_then(|rows| rows.collect())
+    .map_err(db_err)
+}
+
+/// Adds places (inside the caller's transaction).
+pub fn insert_places(conn: &Connection, places: &[crate::geo::Place]) -> Result<()> {
+    let mut st = conn
+        .prepare_cached("INSERT INTO places (name, kind, lat, lon) VALUES (?1, ?2, ?3, ?4)")
+        .map_err(db_write_err)?;
+    for p in places {
+        st.execute(params![p.name, p.kind, p.lat, p.lon])
+            .map_err(db_write_err)?;
+    }
+    Ok(())
+}
+
+/// Removes every place (`None`) or those with this name; how many went.
+pub fn remove_places(conn: &Connection, name: Option<&str>) -> Result<usize> {
+    match name {
+        None => conn.execute("DELETE FROM places", []),
+        Some(n) => conn.execute("DELETE FROM places WHERE name = ?1", [n]),
+    }
+    .map_err(db_write_err)
+}
+
+/// Adds a geofence (inside the caller's transaction); an existing name is an error.
+pub fn insert_geofence(conn: &Connection, g: &crate::geo::atlas::GeofenceDef) -> Result<()> {
+    let taken: bool = conn
+        .query_row(
+            "SELECT COUNT(*) FROM geofences WHERE name = ?1",
+            [&g.name],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(db_err)?
+        > 0;
+    if taken {
+        return Err(
+            Error::invalid(format!("a geofence named {:?} already exists", g.name)).with_hint(
+                "remove it first (`fleetctl geofences remove NAME`), or rename the new one",
+            ),
+        );
+    }
+    conn.prepare_cached(
+        "INSERT INTO geofences (name, kind, wkt, radius_m, speed_limit_kmh) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .and_then(|mut st| st.execute(params![g.name, g.kind, g.wkt, g.radius_m, g.speed_limit_kmh]))
+    .map(drop)
+    .map_err(db_write_err)
+}
+
+/// Removes the geofence with this name (and its visits); how many went.
+pub fn remove_geofence(conn: &Connection, name: &str) -> Result<usize> {
+    conn.execute(
+        "DELETE FROM visits WHERE geofence_id IN (SELECT id FROM geofences WHERE name = ?1)",
+        [name],
+    )
+    .map_err(db_write_err)?;
+    conn.execute("DELETE FROM geofences WHERE name = ?1", [name])
+        .map_err(db_write_err)
 }
 
 /// One vehicle's fixes in time order.

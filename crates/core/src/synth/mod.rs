@@ -128,6 +128,7 @@ fn fill(
     for g in atlas::geofences() {
         writer.insert_geofence(g)?;
     }
+    writer.insert_places(atlas::places())?;
     let mut positions = 0u64;
     let mut truth: Vec<InjectedEvent> = Vec::new();
     let total = plan.vehicles.len().max(1);

@@ -1,0 +1,701 @@
+//! `fleetctl import` as a fleet operator uses it: the demo fleet written out and read
+//! back gives the same answers (in any row order, with duplicates), every rejected
+//! row is counted and named, a failed import changes nothing, Traccar's exports are
+//! read in their units, and real tracks land in their own time zone and places.
+
+use crate::harness::{TempDir, fixture_db, fleetctl, open, query_json, run};
+use serde_json::{Value, json};
+use std::path::Path;
+
+const REAL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/real");
+
+fn import(db: &Path, args: &[&str]) -> crate::harness::Run {
+    let mut all = vec!["--db", db.to_str().unwrap(), "import"];
+    all.extend_from_slice(args);
+    run(fleetctl(&all))
+}
+
+/// The demo fleet's positions as a CSV of `plate,timestamp,…` rows (epoch seconds),
+/// in the order `order` gives, and its geofences and places as GeoJSON, as a fleet
+/// operator would hand them over.
+fn write_demo_as_files(dir: &TempDir, order: impl Fn(&mut Vec<String>)) -> usize {
+    let conn = open(fixture_db());
+    let mut st = conn
+        .prepare(
+            "SELECT v.plate, p.ts, p.lat, p.lon, p.speed_kmh, p.heading_deg, p.ignition, p.odometer_km \
+             FROM positions p JOIN vehicles v ON v.id = p.vehicle_id",
+        )
+        .unwrap();
+    let mut lines: Vec<String> = st
+        .query_map([], |r| {
+            Ok(format!(
+                "{},{},{},{},{},{},{},{}",
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, f64>(2)?,
+                r.get::<_, f64>(3)?,
+                r.get::<_, f64>(4)?,
+                r.get::<_, f64>(5)?,
+                r.get::<_, i64>(6)?,
+                r.get::<_, f64>(7)?
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let rows = lines.len();
+    order(&mut lines);
+    let mut csv =
+        String::from("Plate,Timestamp,Latitude,Longitude,speed_kmh,Heading,Ignition,odometer_km\n");
+    for l in &lines {
+        csv.push_str(l);
+        csv.push('\n');
+    }
+    std::fs::write(dir.join("positions.csv"), csv).unwrap();
+
+    let mut features = Vec::new();
+    let mut st = conn
+        .prepare("SELECT name, kind, wkt, radius_m FROM geofences")
+        .unwrap();
+    let geofences: Vec<(String, String, String, Option<f64>)> = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for (name, kind, wkt, radius) in geofences {
+        let numbers: Vec<f64> = wkt
+            .split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+            .filter_map(|t| t.parse().ok())
+            .collect();
+        let pairs: Vec<Value> = numbers.chunks(2).map(|p| json!([p[0], p[1]])).collect();
+        let (geometry, props) = match radius {
+            Some(r) => (
+                json!({"type": "Point", "coordinates": pairs[0]}),
+                json!({"name": name, "kind": kind, "radius_m": r}),
+            ),
+            None => (
+                json!({"type": "Polygon", "coordinates": [pairs]}),
+                json!({"name": name, "kind": kind}),
+            ),
+        };
+        features.push(json!({"type": "Feature", "geometry": geometry, "properties": props}));
+    }
+    let fc = json!({"type": "FeatureCollection", "features": features});
+    std::fs::write(dir.join("geofences.geojson"), fc.to_string()).unwrap();
+    let mut st = conn
+        .prepare("SELECT name, kind, lat, lon FROM places")
+        .unwrap();
+    let places: Vec<Value> = st
+        .query_map([], |r| {
+            Ok(json!({"type": "Feature",
+                "geometry": {"type": "Point", "coordinates": [r.get::<_, f64>(3)?, r.get::<_, f64>(2)?]},
+                "properties": {"name": r.get::<_, String>(0)?, "kind": r.get::<_, String>(1)?}}))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let fc = json!({"type": "FeatureCollection", "features": places});
+    std::fs::write(dir.join("places.geojson"), fc.to_string()).unwrap();
+    rows
+}
+
+/// An answer without what only the generator knows (drivers, the vehicle out of
+/// service, which has no positions to import).
+fn comparable(mut v: Value) -> Value {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                m.remove("driver");
+                // A vehicle's kind (truck, van…) is the generator's; imported ones
+                // are `unknown`.
+                if m.contains_key("plate") {
+                    m.remove("kind");
+                }
+                m.values_mut().for_each(strip);
+            }
+            Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut v);
+    v
+}
+
+fn import_demo_copy(dir: &TempDir) -> std::path::PathBuf {
+    let db = dir.join("fleet.db");
+    import(
+        &db,
+        &[
+            "--time-zone",
+            "America/Guatemala",
+            dir.join("positions.csv").to_str().unwrap(),
+        ],
+    )
+    .ok();
+    for (what, file) in [
+        ("geofences", "geofences.geojson"),
+        ("places", "places.geojson"),
+    ] {
+        run(fleetctl(&[
+            "--db",
+            db.to_str().unwrap(),
+            what,
+            "import",
+            dir.join(file).to_str().unwrap(),
+        ]))
+        .ok();
+    }
+    db
+}
+
+fn assert_same_reports(copy: &Path) {
+    let demo = fixture_db();
+    for args in [
+        vec!["stopped"],
+        vec!["alerts", "--from", "2026-11-19", "--to", "2026-11-25"],
+        vec!["trip", "P-701JFG", "--date", "2026-11-24"],
+        vec!["trip", "P-884MMV", "--date", "2026-11-23"],
+        vec!["position", "P-556WKQ"],
+        vec![
+            "geofence",
+            "P-884MMV",
+            "Bodega Mixco",
+            "--date",
+            "2026-11-24",
+        ],
+        vec!["nearest", "Bodega Mixco"],
+    ] {
+        assert_eq!(
+            comparable(query_json(copy, &args)),
+            comparable(query_json(demo, &args)),
+            "query {args:?}"
+        );
+    }
+    // The mileage ranking, without the vehicle that has no positions.
+    let km = |db: &Path| {
+        let v = query_json(db, &["mileage"]);
+        v["vehicles"]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["plate"].clone(), r["distance_km"].clone()))
+            .filter(|(_, km)| km.as_f64() != Some(0.0))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(km(copy), km(demo));
+}
+
+#[test]
+fn the_demo_fleet_written_as_csv_and_imported_gives_the_same_reports() {
+    let dir = TempDir::new("import-roundtrip");
+    let rows = write_demo_as_files(&dir, |_| {});
+    let copy = import_demo_copy(&dir);
+    assert_eq!(
+        open(&copy)
+            .query_row("SELECT COUNT(*) FROM positions", [], |r| r.get::<_, i64>(0))
+            .unwrap() as usize,
+        rows
+    );
+    assert_same_reports(&copy);
+}
+
+#[test]
+fn shuffled_and_duplicated_rows_give_the_same_reports() {
+    let dir = TempDir::new("import-shuffled");
+    write_demo_as_files(&dir, |lines| {
+        // Every 7th row twice, then a fixed shuffle (a linear congruential order).
+        let extra: Vec<String> = lines.iter().step_by(7).cloned().collect();
+        lines.extend(extra);
+        let n = lines.len();
+        let mut state: u64 = 12345;
+        for i in (1..n).rev() {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            lines.swap(i, (state >> 33) as usize % (i + 1));
+        }
+    });
+    let db = dir.join("fleet.db");
+    let r = import(
+        &db,
+        &[
+            "--time-zone",
+            "America/Guatemala",
+            dir.join("positions.csv").to_str().unwrap(),
+        ],
+    )
+    .ok();
+    let rows: i64 = open(fixture_db())
+        .query_row("SELECT COUNT(*) FROM positions", [], |r| r.get(0))
+        .unwrap();
+    let duplicates = (rows + 6) / 7;
+    assert!(
+        r.stdout
+            .contains(&format!("exact_duplicate {:>20}", thousands(duplicates))),
+        "{}",
+        r.stdout
+    );
+    for (what, file) in [
+        ("geofences", "geofences.geojson"),
+        ("places", "places.geojson"),
+    ] {
+        run(fleetctl(&[
+            "--db",
+            db.to_str().unwrap(),
+            what,
+            "import",
+            dir.join(file).to_str().unwrap(),
+        ]))
+        .ok();
+    }
+    assert_same_reports(&db);
+}
+
+fn thousands(n: i64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[test]
+fn importing_the_same_file_twice_adds_nothing() {
+    let dir = TempDir::new("import-twice");
+    let db = dir.join("fleet.db");
+    let gpx = format!("{REAL}/car-visnjan-etrex20x.gpx");
+    let args = [
+        "--time-zone",
+        "Europe/Zagreb",
+        "--plate",
+        "ZG-1234",
+        gpx.as_str(),
+    ];
+    let first = import(&db, &args).ok();
+    assert!(
+        first.stdout.contains("104         104           0"),
+        "{}",
+        first.stdout
+    );
+    let before = std::fs::read(&db).unwrap();
+    let second = import(&db, &["--plate", "ZG-1234", &gpx]).ok();
+    assert!(
+        second.stdout.contains("already_stored"),
+        "{}",
+        second.stdout
+    );
+    assert!(
+        second.stdout.contains("No fixes added"),
+        "{}",
+        second.stdout
+    );
+    let count: i64 = open(&db)
+        .query_row("SELECT COUNT(*) FROM positions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(count, 104);
+    assert_eq!(std::fs::read(&db).unwrap().len(), before.len());
+}
+
+#[test]
+fn every_rejected_row_is_counted_by_reason_and_named_by_line() {
+    let dir = TempDir::new("import-rejects");
+    let csv = "\
+vehicle;time;lat;lon;speed;course
+A-1;2026-11-24 08:00:00;14.6000;-90.5000;10;90
+A-1;2026-11-24 08:00:15;14.6010;-90.5000;12;
+A-1;yesterday;14.6;-90.5;1;1
+A-1;2026-11-24 08:00:30;245.0;-90.5;1;1
+A-1;2026-11-24 08:00:45;0;0;1;1
+A-1;2026-11-24 08:01:00;abc;-90.5;1;1
+A-1;2026-11-24 08:01:15;14.6020;-90.5;-5;1
+A-1;2026-11-24 08:01:30;14.6030;-90.5;10;400
+A-1;2099-01-01 00:00:00;14.6030;-90.5;10;1
+A-1;2026-11-24 08:00:15;14.6010;-90.5000;12;
+A-1;2026-11-24 08:02:00;14.6040;-90.5;10;1
+A-1;2026-11-24 08:02:00;14.6100;-90.5;10;1
+A-1;2026-11-24 08:02:15;15.6040;-90.5;10;1
+;2026-11-24 08:02:30;14.6050;-90.5;10;1
+A-1;2026-11-24 08:02:45.500;14.6060;-90.5;;
+";
+    std::fs::write(dir.join("feed.csv"), csv).unwrap();
+    let db = dir.join("fleet.db");
+    let rejects = dir.join("rejects.csv");
+    let r = import(
+        &db,
+        &[
+            "--time-zone",
+            "America/Guatemala",
+            "--rejects",
+            rejects.to_str().unwrap(),
+            dir.join("feed.csv").to_str().unwrap(),
+        ],
+    )
+    .ok();
+    for (reason, n) in [
+        ("unparseable_time", 1),
+        ("coordinates_out_of_range", 1),
+        ("zero_zero", 1),
+        ("non_numeric", 1),
+        ("negative_speed", 1),
+        ("heading_out_of_range", 1),
+        ("future_time", 1),
+        ("exact_duplicate", 1),
+        ("conflicting_duplicate", 2),
+        ("impossible_jump", 1),
+        ("missing_plate", 1),
+    ] {
+        let line = r
+            .stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(reason));
+        let count = line.and_then(|l| l.split_whitespace().last());
+        assert_eq!(
+            count,
+            Some(n.to_string().as_str()),
+            "{reason}\n{}",
+            r.stdout
+        );
+    }
+    assert!(
+        r.stdout.contains("15           3          12"),
+        "{}",
+        r.stdout
+    );
+    let text = std::fs::read_to_string(&rejects).unwrap();
+    let feed = dir.join("feed.csv").display().to_string();
+    for expected in [
+        format!("{feed},4,unparseable_time,"),
+        format!("{feed},5,coordinates_out_of_range,\"lat 245, lon -90.5\""),
+        format!("{feed},7,non_numeric,\"lat \"\"abc\"\"\""),
+        format!("{feed},11,exact_duplicate,same as line 3"),
+        format!("{feed},14,impossible_jump,"),
+        format!("{feed},15,missing_plate,"),
+    ] {
+        assert!(text.contains(&expected), "{expected}\n{text}");
+    }
+    assert_eq!(text.lines().count(), 1 + 12, "{text}");
+    // The fractional second is kept, and the missing speed is derived and marked.
+    let (ms, derived): (i64, bool) = open(&db)
+        .query_row(
+            "SELECT ts_ms, speed_derived FROM positions ORDER BY ts DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((ms, derived), (500, true));
+}
+
+#[test]
+fn a_failed_import_changes_nothing_and_creates_nothing() {
+    let dir = TempDir::new("import-fails");
+    std::fs::write(
+        dir.join("good.csv"),
+        "plate,time,lat,lon\nB-2,1795000000,14.6,-90.5\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("bad.csv"),
+        "unit,when,y,x\nB-2,1795000015,14.6,-90.5\n",
+    )
+    .unwrap();
+    let db = dir.join("fleet.db");
+    let files = [
+        dir.join("good.csv").display().to_string(),
+        dir.join("bad.csv").display().to_string(),
+    ];
+    let r = import(&db, &["--time-zone", "UTC", &files[0], &files[1]]).fails(2);
+    assert!(
+        r.stderr.contains("no column for time, lat, lon"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("--map"), "{}", r.stderr);
+    assert!(!db.exists(), "a failed first import creates no database");
+    import(&db, &["--time-zone", "UTC", &files[0]]).ok();
+    let before = std::fs::read(&db).unwrap();
+    import(&db, &[&files[0], &files[1]]).fails(2);
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        before,
+        "the database is as it was"
+    );
+    // With the columns named, the same file goes in.
+    import(
+        &db,
+        &[
+            "--map",
+            "time=when",
+            "--map",
+            "lat=y",
+            "--map",
+            "lon=x",
+            "--map",
+            "plate=unit",
+            &files[1],
+        ],
+    )
+    .ok();
+    let r = import(&db, &["--time-zone", "Europe/London", &files[0]]).fails(2);
+    assert!(
+        r.stderr
+            .contains("keeps its times in UTC, not Europe/London"),
+        "{}",
+        r.stderr
+    );
+    let r = import(&dir.join("new.db"), &[&files[0]]).fails(2);
+    assert!(r.stderr.contains("--time-zone"), "{}", r.stderr);
+    let r = import(
+        &dir.join("new.db"),
+        &["--time-zone", "Mars/Base", &files[0]],
+    )
+    .fails(2);
+    assert!(r.stderr.contains("Mars/Base"), "{}", r.stderr);
+}
+
+#[test]
+fn traccar_exports_are_read_in_knots_with_their_attributes() {
+    let dir = TempDir::new("import-traccar");
+    // Cells are never quoted: the address's commas add cells.
+    let csv = "\
+id,deviceId,protocol,serverTime,deviceTime,fixTime,valid,latitude,longitude,altitude,speed,course,address,accuracy,ignition,totalDistance
+1,7,osmand,2026-11-24 08:00:05,2026-11-24 08:00:00,2026-11-24 08:00:00,true,51.5000,-0.1200,10,0,0,10 Downing St, London, UK,5,false,1000
+2,7,osmand,2026-11-24 08:00:35,2026-11-24 08:00:30,2026-11-24 08:00:30,true,51.5010,-0.1200,10,27,0,Whitehall, London,5,true,1100
+3,7,osmand,2026-11-24 08:01:05,2026-11-24 08:01:00,2026-11-24 08:01:00,false,51.5010,-0.1200,10,0,0,,5,true,1100
+4,7,osmand,2026-11-24 08:01:05,2026-11-24 09:01:00,2026-11-24 09:01:00,true,51.5020,-0.1200,10,0,0,,5,true,1100
+";
+    std::fs::write(dir.join("export.csv"), csv).unwrap();
+    let db = dir.join("fleet.db");
+    let r = import(
+        &db,
+        &[
+            "--time-zone",
+            "Europe/London",
+            dir.join("export.csv").to_str().unwrap(),
+        ],
+    )
+    .ok();
+    assert!(r.stdout.contains("traccar-csv"), "{}", r.stdout);
+    assert!(r.stdout.contains("invalid_fix"), "{}", r.stdout);
+    assert!(r.stdout.contains("future_time"), "{}", r.stdout);
+    let p = query_json(&db, &["position", "7"]);
+    assert_eq!(p["speed_kmh"], json!(50.0), "27 knots: {p}");
+    assert_eq!(p["ignition_on"], json!(true));
+    assert_eq!(p["odometer_km"], json!(1.1), "totalDistance is metres");
+    assert_eq!(p["last_fix_at"], json!("2026-11-24T08:00:30+00:00"));
+    let json_export = json!([
+        {"deviceId": 9, "fixTime": "2026-11-24T08:00:00.000+00:00", "serverTime": "2026-11-24T08:00:01.000+00:00",
+         "latitude": 51.45, "longitude": -0.2, "speed": 10.0, "course": 180.0, "valid": true,
+         "attributes": {"ignition": true, "odometer": 5000}},
+        {"deviceId": 9, "fixTime": "2026-11-24T08:00:30.000+00:00", "serverTime": "2026-11-24T08:00:31.000+00:00",
+         "latitude": 51.4505, "longitude": -0.2, "speed": 12.0, "course": 180.0, "valid": true,
+         "attributes": {"ignition": true, "odometer": 5150}}
+    ]);
+    std::fs::write(dir.join("positions.json"), json_export.to_string()).unwrap();
+    let r = import(&db, &[dir.join("positions.json").to_str().unwrap()]).ok();
+    assert!(r.stdout.contains("traccar-json"), "{}", r.stdout);
+    let p = query_json(&db, &["position", "9"]);
+    assert_eq!(p["speed_kmh"], json!(22.2), "12 knots: {p}");
+    assert_eq!(p["odometer_km"], json!(5.15));
+    assert_eq!(p["heading"], json!("S"));
+}
+
+#[test]
+fn real_bus_feeds_land_in_their_own_time_zone() {
+    let dir = TempDir::new("import-bus");
+    let db = dir.join("austin.db");
+    let r = import(
+        &db,
+        &[
+            "--time-zone",
+            "America/Chicago",
+            "--speed-unit",
+            "mps",
+            &format!("{REAL}/bus-austin-capmetro-2015-03-08.csv"),
+        ],
+    )
+    .ok();
+    // One row of the feed is an exact duplicate; nothing else is refused.
+    assert!(
+        r.stdout.contains("298         297           1"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("exact_duplicate"), "{}", r.stdout);
+    // The day daylight saving began: morning fixes at -06:00, evening ones at -05:00.
+    let p = query_json(&db, &["position", "8809"]);
+    let at = p["last_fix_at"].as_str().unwrap();
+    assert!(
+        at.starts_with("2015-03-08T") && at.ends_with("-05:00"),
+        "{p}"
+    );
+    let trip = query_json(&db, &["trip", "8852", "--date", "2015-03-08"]);
+    assert!(
+        trip["departure_at"]
+            .as_str()
+            .is_some_and(|t| t.ends_with("-06:00")),
+        "{trip}"
+    );
+    // Far from every known place (there are none), places are coordinates.
+    assert!(p["place"].as_str().unwrap().starts_with("30."), "{p}");
+
+    let db = dir.join("minneapolis.db");
+    let r = import(
+        &db,
+        &[
+            "--time-zone",
+            "America/Chicago",
+            "--speed-unit",
+            "mps",
+            "--odometer-unit",
+            "m",
+            &format!("{REAL}/bus-minneapolis-metrotransit-avl.csv"),
+        ],
+    )
+    .ok();
+    assert!(
+        r.stdout.contains("1,000       1,000           0"),
+        "{}",
+        r.stdout
+    );
+    let vehicles: i64 = open(&db)
+        .query_row("SELECT COUNT(*) FROM vehicles", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(vehicles, 391);
+    // Date and time in separate columns, local time without an offset.
+    let first: i64 = open(&db)
+        .query_row("SELECT MIN(ts) FROM positions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(first, 1_663_660_777, "2022-09-20T02:59:37-05:00");
+}
+
+#[test]
+fn a_car_gpx_gives_one_trip_of_its_path_length_and_places_named_after_the_fleets_own() {
+    let dir = TempDir::new("import-gpx");
+    let db = dir.join("fleet.db");
+    let gpx = format!("{REAL}/car-visnjan-etrex20x.gpx");
+    import(
+        &db,
+        &["--time-zone", "Europe/Zagreb", "--plate", "PU-123", &gpx],
+    )
+    .ok();
+    let day = query_json(&db, &["trip", "PU-123", "--date", "2020-12-18"]);
+    assert_eq!(day["trips"], json!(1), "{day}");
+    // Within 3 % of the fixes' own path length (2.733 km, fixtures/real/README.md).
+    let km = day["distance_km"].as_f64().unwrap();
+    assert!((km - 2.733).abs() / 2.733 < 0.03, "{km} km");
+    let place = |db: &Path| query_json(db, &["position", "PU-123"])["place"].clone();
+    assert!(
+        place(&db).as_str().unwrap().starts_with("45.2"),
+        "{}",
+        place(&db)
+    );
+    let places = json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [13.7208, 45.2946]},
+         "properties": {"name": "Višnjan", "kind": "town"}},
+        {"type": "Feature", "geometry": {"type": "Point"}, "properties": {"name": "Nowhere"}}
+    ]});
+    std::fs::write(dir.join("places.geojson"), places.to_string()).unwrap();
+    let r = run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "places",
+        "import",
+        dir.join("places.geojson").to_str().unwrap(),
+    ]))
+    .ok();
+    assert!(r.stdout.contains("Left out 1 entries"), "{}", r.stdout);
+    let named = place(&db);
+    assert!(named.as_str().unwrap().ends_with("of Višnjan"), "{named}");
+    // A geofence around the car's end point names it, and counts a visit.
+    let fences = json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [13.7150, 45.2745]},
+         "properties": {"name": "Yard", "kind": "depot", "radius_m": 20000}}
+    ]});
+    std::fs::write(dir.join("fences.geojson"), fences.to_string()).unwrap();
+    run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "geofences",
+        "import",
+        dir.join("fences.geojson").to_str().unwrap(),
+    ]))
+    .ok();
+    assert_eq!(place(&db), json!("in Yard"));
+}
+
+#[test]
+fn a_walk_with_a_gps_jump_loses_only_the_jump() {
+    let dir = TempDir::new("import-walk");
+    let db = dir.join("fleet.db");
+    let r = import(
+        &db,
+        &[
+            "--time-zone",
+            "Europe/Ljubljana",
+            "--plate",
+            "WALKER",
+            &format!("{REAL}/walk-cerknica-lake.gpx"),
+        ],
+    )
+    .ok();
+    assert!(
+        r.stdout.contains("296         295           1"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("impossible_jump"), "{}", r.stdout);
+}
+
+#[test]
+fn geojson_lines_with_times_and_parquet_files_are_read() {
+    let dir = TempDir::new("import-geojson");
+    let line = json!({"type": "FeatureCollection", "features": [{
+        "type": "Feature",
+        "properties": {"name": "VAN-7", "coordTimes": [
+            "2026-11-24T08:00:00Z", "2026-11-24T08:00:10Z", "2026-11-24T08:00:20Z"]},
+        "geometry": {"type": "LineString", "coordinates": [
+            [-0.12, 51.50], [-0.12, 51.501], [-0.12, 51.502]]}
+    }]});
+    std::fs::write(dir.join("track.geojson"), line.to_string()).unwrap();
+    let db = dir.join("fleet.db");
+    let r = import(
+        &db,
+        &[
+            "--time-zone",
+            "Europe/London",
+            dir.join("track.geojson").to_str().unwrap(),
+        ],
+    )
+    .ok();
+    assert!(r.stdout.contains("geojson"), "{}", r.stdout);
+    let p = query_json(&db, &["position", "VAN-7"]);
+    // 111 m in 10 s is 40 km/h, derived from the positions.
+    assert_eq!(p["speed_kmh"], json!(40.0), "{p}");
+
+    use polars::prelude::*;
+    let mut df = df!(
+        "vehicle" => ["PQ-1", "PQ-1", "PQ-1"],
+        "ts" => [1_795_000_000i64, 1_795_000_015, 1_795_000_030],
+        "latitude" => [51.40, 51.401, 51.402],
+        "longitude" => [-0.3, -0.3, -0.3],
+        "speed_kmh" => [26.0, 27.0, 28.0]
+    )
+    .unwrap();
+    let file = std::fs::File::create(dir.join("fixes.parquet")).unwrap();
+    ParquetWriter::new(file).finish(&mut df).unwrap();
+    let r = import(&db, &[dir.join("fixes.parquet").to_str().unwrap()]).ok();
+    assert!(r.stdout.contains("parquet"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("3           3           0"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(
+        query_json(&db, &["position", "PQ-1"])["speed_kmh"],
+        json!(28.0)
+    );
+}
