@@ -2,6 +2,7 @@
 //! user would and read what it wrote.
 
 mod architecture;
+mod cadence;
 mod detection;
 mod faults;
 mod generate;

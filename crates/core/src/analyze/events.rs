@@ -29,10 +29,16 @@ fn event(f: &Fix, kind: EventKind, end_ts: i64, detail: EventDetail) -> Event {
     }
 }
 
-/// Speeding: consecutive fixes above the limit (no gap over a minute between them),
-/// lasting at least `speeding_min_s` from the first to the last fix above it. A
-/// single fast fix is never an episode.
+/// Speeding: a run of fixes above the limit, consecutive ones less than the
+/// signal-loss threshold apart, that lasted at least `speeding_min_s`. A fix stands
+/// for the time from halfway to the fix before it to halfway to the fix after it
+/// (the moment the vehicle crossed the limit is unknown between two fixes), so the
+/// definition holds at every cadence: at a fix every 15 s one fast fix (15 s) is not
+/// an episode and two are; at a fix every 60 s one fast fix is. The event runs from
+/// the first fast fix to the last; `duration_s` is the estimate.
 pub fn speeding(fixes: &[Fix], th: &Thresholds, namer: &Namer) -> Vec<Event> {
+    let max_gap_s = (th.signal_loss_min * 60.0) as i64;
+    let half = |a: usize, b: usize| (fixes[b].ts - fixes[a].ts).min(max_gap_s) as f64 / 2.0;
     let mut out = Vec::new();
     let mut i = 0;
     while i < fixes.len() {
@@ -43,12 +49,18 @@ pub fn speeding(fixes: &[Fix], th: &Thresholds, namer: &Namer) -> Vec<Event> {
         let mut j = i;
         while j + 1 < fixes.len()
             && fixes[j + 1].speed_kmh > th.speed_limit_kmh
-            && fixes[j + 1].ts - fixes[j].ts <= 60
+            && fixes[j + 1].ts - fixes[j].ts <= max_gap_s
         {
             j += 1;
         }
-        let duration_s = fixes[j].ts - fixes[i].ts;
-        if j > i && duration_s >= th.speeding_min_s {
+        let before = if i > 0 { half(i - 1, i) } else { 0.0 };
+        let after = if j + 1 < fixes.len() {
+            half(j, j + 1)
+        } else {
+            0.0
+        };
+        let duration_s = ((fixes[j].ts - fixes[i].ts) as f64 + before + after).round() as i64;
+        if duration_s >= th.speeding_min_s {
             let max = fixes[i..=j].iter().map(|f| f.speed_kmh).fold(0.0, f64::max);
             out.push(event(
                 &fixes[i],

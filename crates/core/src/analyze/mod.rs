@@ -361,7 +361,28 @@ mod tests {
         let crate::model::EventDetail::Speeding(d) = &ep[0].detail else {
             panic!("a speeding detail")
         };
-        assert_eq!((d.max_speed_kmh, d.duration_s), (104.0, 30));
+        // 30 s from the first fast fix to the last, and half an interval each side.
+        assert_eq!((d.max_speed_kmh, d.duration_s), (104.0, 45));
+        // A fix every 60 s: one fast fix stands for a minute, an episode.
+        let sparse: Vec<Fix> = fixes
+            .iter()
+            .step_by(4)
+            .map(|f| Fix {
+                speed_kmh: if f.ts == fixes[4].ts { 95.0 } else { 60.0 },
+                ..*f
+            })
+            .collect();
+        let a = analyze_vehicle(&sparse, &ctx(vec![]));
+        let ep: Vec<_> = a
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::Speeding)
+            .collect();
+        assert_eq!(ep.len(), 1, "{:?}", a.events);
+        let crate::model::EventDetail::Speeding(d) = &ep[0].detail else {
+            panic!("a speeding detail")
+        };
+        assert_eq!(d.duration_s, 60);
     }
 
     #[test]
