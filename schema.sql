@@ -88,6 +88,7 @@ CREATE TABLE trips (
     start_ts      INTEGER NOT NULL,
     end_ts        INTEGER NOT NULL,
     distance_km   REAL NOT NULL,
+    gap_km        REAL NOT NULL,        -- straight line across signal losses, not in distance_km
     max_speed_kmh REAL NOT NULL,
     start_lat     REAL NOT NULL,
     start_lon     REAL NOT NULL,
@@ -137,6 +138,7 @@ CREATE TABLE daily (
     vehicle_id           INTEGER NOT NULL,
     date                 TEXT NOT NULL,  -- local date, YYYY-MM-DD
     gps_distance_km      REAL NOT NULL,
+    gap_km               REAL NOT NULL,  -- straight line across signal losses, not in gps_distance_km
     odometer_distance_km REAL,           -- NULL without an odometer
     moving_min           REAL NOT NULL,
     idle_min             REAL NOT NULL,

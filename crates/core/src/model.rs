@@ -138,6 +138,8 @@ pub struct Trip {
     pub end_ts: i64,
     /// Distance from the fixes, jitter and teleports filtered out, km.
     pub distance_km: f64,
+    /// Straight-line km across signal losses inside the trip, not in `distance_km`.
+    pub gap_km: f64,
     /// Highest speed reported, km/h.
     pub max_speed_kmh: f64,
     /// Start point.
@@ -353,6 +355,8 @@ pub struct DailyRollup {
     pub date: String,
     /// Distance from the fixes (jitter filtered), km.
     pub gps_distance_km: f64,
+    /// Straight-line km across signal losses while moving, not in `gps_distance_km`.
+    pub gap_km: f64,
     /// Distance from the odometer, km, when the data has one.
     pub odometer_distance_km: Option<f64>,
     /// Minutes moving.

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 #[derive(Default)]
 struct Acc {
     gps_m: f64,
+    gap_m: f64,
     odo_min: Option<f64>,
     odo_max: Option<f64>,
     odo_complete: bool,
@@ -51,9 +52,13 @@ pub fn rollup(
         }
     }
     for &(a, b) in spans.iter() {
-        motion::moving_distance_m(fixes, a, b, th, |f, d| {
+        motion::moving_distance_m(fixes, a, b, th, |f, d, gap| {
             if let Some(acc) = days.get_mut(&zone.local_date(f.ts)) {
-                acc.gps_m += d;
+                if gap {
+                    acc.gap_m += d;
+                } else {
+                    acc.gps_m += d;
+                }
             }
         });
     }
@@ -100,6 +105,7 @@ pub fn rollup(
                 vehicle_id,
                 date: date.to_string(),
                 gps_distance_km: a.gps_m / 1000.0,
+                gap_km: a.gap_m / 1000.0,
                 odometer_distance_km: match (a.odo_complete, a.odo_min, a.odo_max) {
                     (true, Some(lo), Some(hi)) => Some(hi - lo),
                     _ => None,

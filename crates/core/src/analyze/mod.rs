@@ -306,6 +306,46 @@ mod tests {
     }
 
     #[test]
+    fn a_signal_loss_inside_a_drive_is_gap_km_not_driven_km() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+        let mut t = T0;
+        let mut fixes = parked(&mut rng, &mut t, 40, 0.0, true);
+        fixes.extend(drive(&mut t, 20, 0.0, 48.0)); // 4 km
+        t += 600; // ten minutes unseen, 8.2 km further on
+        fixes.extend(drive(&mut t, 20, 12_000.0, 48.0)); // 3.8 km more, to 16 km
+        fixes.extend(parked(&mut rng, &mut t, 40, 16_000.0, true));
+        let a = analyze_vehicle(&fixes, &ctx(vec![]));
+        assert_eq!(a.trips.len(), 1, "{:?}", a.trips);
+        let (km, gap) = (a.trips[0].distance_km, a.trips[0].gap_km);
+        assert!((km - 7.8).abs() < 0.1, "driven {km}");
+        assert!((gap - 8.2).abs() < 0.1, "gap {gap}");
+        let day: f64 = a.daily.iter().map(|d| d.gps_distance_km).sum();
+        assert!(
+            (day - km).abs() < 1e-9,
+            "one definition of distance: {day} vs {km}"
+        );
+        assert!(a.events.iter().any(|e| e.kind == EventKind::SignalLoss));
+    }
+
+    #[test]
+    fn crawling_within_the_stop_radius_is_driving_not_a_stop() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(4);
+        let mut t = T0;
+        let mut fixes = parked(&mut rng, &mut t, 40, 0.0, true);
+        // 4 km/h for four minutes: 267 m, no fix more than 200 m from the last stop.
+        fixes.extend(drive(&mut t, 16, 0.0, 4.0));
+        fixes.extend(drive(&mut t, 40, 267.0, 48.0));
+        fixes.extend(parked(&mut rng, &mut t, 40, 8267.0, true));
+        let a = analyze_vehicle(&fixes, &ctx(vec![]));
+        assert_eq!(a.stops.len(), 2, "{:?}", a.stops);
+        let km: f64 = a.trips.iter().map(|t| t.distance_km).sum();
+        assert!(
+            (km - 8.267).abs() < 0.1,
+            "the crawl's metres are kept: {km}"
+        );
+    }
+
+    #[test]
     fn a_gap_makes_no_trip() {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
         let mut t = T0;

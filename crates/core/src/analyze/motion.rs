@@ -74,11 +74,47 @@ pub fn stop_ranges(fixes: &[Fix], th: &Thresholds) -> Vec<(usize, usize, LatLon)
         } else {
             (i, j)
         };
+        // Crawling within the radius (a bus in a jam, a walker) is not a stop.
+        if crawling(&fixes[start..=end]) {
+            i += 1;
+            continue;
+        }
         out.push((start, end, center));
         i = end + 1;
     }
     out
 }
+
+/// Sustained movement, over windows of at least `CRAWL_WINDOW_S`: a window counts as
+/// moving when its fixes end over `CRAWL_MIN_M` from where they began at
+/// `CRAWL_KMH` or more (GPS noise while standing moves a fix a few metres, not
+/// tens). A spell that moved most of its time is slow driving, not a stop.
+fn crawling(fixes: &[Fix]) -> bool {
+    let total_s = fixes[fixes.len() - 1].ts - fixes[0].ts;
+    if total_s <= 0 {
+        return false;
+    }
+    let mut moving_s = 0;
+    let mut a = 0;
+    while a + 1 < fixes.len() {
+        let mut b = a + 1;
+        while b + 1 < fixes.len() && fixes[b].ts - fixes[a].ts < CRAWL_WINDOW_S {
+            b += 1;
+        }
+        let dt = fixes[b].ts - fixes[a].ts;
+        let d = haversine_m(at(&fixes[a]), at(&fixes[b]));
+        if dt > 0 && d > CRAWL_MIN_M && d / dt as f64 * 3.6 >= CRAWL_KMH {
+            moving_s += dt;
+        }
+        a = b;
+    }
+    moving_s * 2 > total_s
+}
+
+/// See [`crawling`].
+const CRAWL_WINDOW_S: i64 = 60;
+const CRAWL_MIN_M: f64 = 50.0;
+const CRAWL_KMH: f64 = 3.0;
 
 /// Builds the stops of one vehicle's fixes (time-ordered).
 pub fn stops(fixes: &[Fix], ranges: &[(usize, usize, LatLon)], namer: &Namer) -> Vec<Stop> {
@@ -112,15 +148,29 @@ pub fn stops(fixes: &[Fix], ranges: &[(usize, usize, LatLon)], namer: &Namer) ->
         .collect()
 }
 
+/// Distance from fix `a` to fix `b`: driven, and across gaps.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Distance {
+    /// Driven, km-worthy metres (jitter and teleports filtered).
+    pub driven_m: f64,
+    /// Straight-line metres across gaps longer than the signal-loss threshold: the
+    /// vehicle went there unseen, so it is not counted as driven.
+    pub gap_m: f64,
+}
+
 /// Distance travelled from fix `a` to fix `b` (inclusive), jitter and teleports
-/// filtered; `on_step` receives each counted step (its end fix and metres).
+/// filtered, gaps set apart; `on_step` receives each counted step (its end fix, its
+/// metres, and whether it crossed a gap). The one definition of distance: trips,
+/// daily totals and maps all add up these steps.
 pub fn moving_distance_m(
     fixes: &[Fix],
     a: usize,
     b: usize,
     th: &Thresholds,
-    mut on_step: impl FnMut(&Fix, f64),
-) -> f64 {
+    mut on_step: impl FnMut(&Fix, f64, bool),
+) -> Distance {
+    let gap_s = (th.signal_loss_min * 60.0) as i64;
+    let mut gap_m = 0.0;
     let mut total = 0.0;
     let mut counted = a; // the last point a step was counted to
     let mut good = a; // the last fix not dropped as a teleport
@@ -131,10 +181,16 @@ pub fn moving_distance_m(
         if step / dt * 3.6 > th.teleport_kmh {
             continue;
         }
+        let across_gap = fixes[k].ts - fixes[good].ts > gap_s;
         good = k;
         path_m += step;
         let d = haversine_m(at(&fixes[counted]), at(&fixes[k]));
-        if d >= JITTER_M {
+        if across_gap {
+            gap_m += d;
+            counted = k;
+            path_m = 0.0;
+            on_step(&fixes[k], d, true);
+        } else if d >= JITTER_M {
             // Reached quickly (dense fixes on the move), the path between is driven
             // distance, curves included; reached slowly, only the straight line
             // counts, so that noise while standing adds nothing.
@@ -143,10 +199,13 @@ pub fn moving_distance_m(
             total += counted_m;
             counted = k;
             path_m = 0.0;
-            on_step(&fixes[k], counted_m);
+            on_step(&fixes[k], counted_m, false);
         }
     }
-    total
+    Distance {
+        driven_m: total,
+        gap_m,
+    }
 }
 
 /// The movement spans between stops: inclusive index ranges not inside a stop,
@@ -188,12 +247,13 @@ pub fn trips(fixes: &[Fix], spans: &[(usize, usize)], th: &Thresholds) -> Vec<Tr
     spans
         .iter()
         .filter_map(|&(a, b)| {
-            let distance_m = moving_distance_m(fixes, a, b, th, |_, _| {});
-            (distance_m >= th.trip_min_m).then(|| Trip {
+            let d = moving_distance_m(fixes, a, b, th, |_, _, _| {});
+            (d.driven_m >= th.trip_min_m).then(|| Trip {
                 vehicle_id: fixes[a].vehicle_id,
                 start_ts: fixes[a].ts,
                 end_ts: fixes[b].ts,
-                distance_km: distance_m / 1000.0,
+                distance_km: d.driven_m / 1000.0,
+                gap_km: d.gap_m / 1000.0,
                 max_speed_kmh: fixes[a..=b].iter().map(|f| f.speed_kmh).fold(0.0, f64::max),
                 start_lat: fixes[a].lat,
                 start_lon: fixes[a].lon,

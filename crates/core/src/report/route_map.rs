@@ -343,7 +343,8 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
     let distance_km = if odometer {
         last.odometer_km.unwrap_or_default() - first.odometer_km.unwrap_or_default()
     } else {
-        motion::moving_distance_m(&fixes, 0, fixes.len() - 1, &db.thresholds, |_, _| {}) / 1000.0
+        motion::moving_distance_m(&fixes, 0, fixes.len() - 1, &db.thresholds, |_, _, _| {}).driven_m
+            / 1000.0
     };
     let max_speed = fixes.iter().map(|f| f.speed_kmh).fold(0.0, f64::max);
     let fix_count = fixes.len();

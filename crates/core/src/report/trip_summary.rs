@@ -87,6 +87,9 @@ pub struct TripSummaryReport {
     pub distance_source: super::DistanceSource,
     /// Kilometres from the fixes (jitter filtered).
     pub gps_distance_km: f64,
+    /// Straight-line kilometres across signal losses while moving: the vehicle went
+    /// there unseen, so they are not in gps_distance_km.
+    pub gap_km: f64,
     /// Kilometres from the odometer, when present.
     pub odometer_distance_km: Option<f64>,
     /// Start of the first trip.
@@ -210,6 +213,7 @@ pub fn run(db: &Db, req: &TripSummaryRequest) -> Result<TripSummaryReport> {
         distance_km: round2(odo_km.unwrap_or(gps_km)),
         distance_source: super::DistanceSource::from_odometer(odo_km.is_some()),
         gps_distance_km: round2(gps_km),
+        gap_km: round2(day.as_ref().map_or(0.0, |d| d.gap_km)),
         odometer_distance_km: odo_km.map(round2),
         departure_at: departure.map(|t| db.time(t)),
         return_at: ret.map(|t| db.time(t)),

@@ -611,8 +611,8 @@ impl<'c> DerivedWriter<'c> {
         }
         let mut st = c
             .prepare_cached(
-                "INSERT INTO trips (vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                "INSERT INTO trips (vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon, gap_km) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )
             .map_err(db_write_err)?;
         for t in &a.trips {
@@ -625,7 +625,8 @@ impl<'c> DerivedWriter<'c> {
                 t.start_lat,
                 t.start_lon,
                 t.end_lat,
-                t.end_lon
+                t.end_lon,
+                t.gap_km
             ])
             .map_err(db_write_err)?;
         }
@@ -659,8 +660,8 @@ impl<'c> DerivedWriter<'c> {
         let mut st = c
             .prepare_cached(
                 "INSERT INTO daily (vehicle_id, date, gps_distance_km, odometer_distance_km, moving_min, idle_min, parked_min, \
-                 trips, stops, max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                 trips, stops, max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses, gap_km) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             )
             .map_err(db_write_err)?;
         for d in &a.daily {
@@ -678,7 +679,8 @@ impl<'c> DerivedWriter<'c> {
                 d.avg_moving_speed_kmh,
                 d.first_ts,
                 d.last_ts,
-                d.signal_losses
+                d.signal_losses,
+                d.gap_km
             ])
             .map_err(db_write_err)?;
         }

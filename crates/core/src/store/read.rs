@@ -136,7 +136,7 @@ pub fn trips_between(
 ) -> Result<Vec<Trip>> {
     let mut st = conn
         .prepare_cached(
-            "SELECT vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon \
+            "SELECT vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon, gap_km \
              FROM trips WHERE vehicle_id = ?1 AND start_ts >= ?2 AND start_ts < ?3 ORDER BY start_ts",
         )
         .map_err(db_err)?;
@@ -152,6 +152,7 @@ pub fn trips_between(
                 start_lon: r.get(6)?,
                 end_lat: r.get(7)?,
                 end_lon: r.get(8)?,
+                gap_km: r.get(9)?,
             })
         })
         .map_err(db_err)?;
@@ -277,7 +278,7 @@ pub fn daily_between(
     };
     let sql = format!(
         "SELECT vehicle_id, date, gps_distance_km, odometer_distance_km, moving_min, idle_min, parked_min, trips, stops, \
-         max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses FROM daily \
+         max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses, gap_km FROM daily \
          WHERE {vehicle_filter} AND date >= ?1 AND date <= ?2 ORDER BY vehicle_id, date"
     );
     let mut st = conn.prepare_cached(&sql).map_err(db_err)?;
@@ -298,6 +299,7 @@ pub fn daily_between(
                 first_ts: r.get(11)?,
                 last_ts: r.get(12)?,
                 signal_losses: r.get(13)?,
+                gap_km: r.get(14)?,
             })
         })
         .map_err(db_err)?;
