@@ -19,6 +19,7 @@ fn main() {
     match args.get(1).map(String::as_str) {
         Some("--child-generate") => return child_generate(&args[2..]),
         Some("--child-analyze") => return child_analyze(&args[2]),
+        Some("--child-import") => return child_import(&args[2], &args[3]),
         _ => {}
     }
     let quick = std::env::var_os("FLEETCTL_BENCH_QUICK").is_some();
@@ -54,6 +55,10 @@ fn main() {
             120.0,
         );
     }
+
+    println!();
+    println!("import (in a child process: dedup, staging, indexes; detection timed apart)");
+    bench_import(&dir, quick);
 
     println!();
     println!("reports (in-process, median of 50 calls)");
@@ -353,6 +358,147 @@ fn child_analyze(path: &str) {
         "{} {} {}",
         started.elapsed().as_secs_f64(),
         summary.fixes,
+        peak_rss_mib()
+    );
+}
+
+/// Writes a generated fleet's positions as a CSV and a Parquet file (10 M rows from
+/// 200 vehicles × 30 days; the default fleet when quick) and times `import` of each
+/// into a fresh database.
+fn bench_import(dir: &Path, quick: bool) {
+    let source = if quick {
+        dir.join("default-0.db")
+    } else {
+        let path = dir.join("200x30.db");
+        generate_in_child(&path, 200, 30, false);
+        path
+    };
+    let conn =
+        rusqlite::Connection::open_with_flags(&source, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open");
+    let mut st = conn
+        .prepare(
+            "SELECT v.plate, p.ts, p.lat, p.lon, p.speed_kmh, p.heading_deg, p.ignition, p.odometer_km \
+             FROM positions p JOIN vehicles v ON v.id = p.vehicle_id",
+        )
+        .expect("query");
+    let mut rows = st.query([]).expect("rows");
+    let csv_path = dir.join("fixes.csv");
+    let mut csv = std::io::BufWriter::new(std::fs::File::create(&csv_path).expect("csv"));
+    use std::io::Write;
+    writeln!(
+        csv,
+        "plate,ts,lat,lon,speed_kmh,heading,ignition,odometer_km"
+    )
+    .unwrap();
+    let (mut plates, mut ts, mut lat, mut lon, mut speed, mut heading, mut ignition, mut odo) = (
+        vec![],
+        vec![],
+        vec![],
+        vec![],
+        vec![],
+        vec![],
+        vec![],
+        vec![],
+    );
+    while let Some(r) = rows.next().expect("row") {
+        let p: String = r.get(0).unwrap();
+        let t: i64 = r.get(1).unwrap();
+        let (a, b, s, h): (f64, f64, f64, f64) = (
+            r.get(2).unwrap(),
+            r.get(3).unwrap(),
+            r.get(4).unwrap(),
+            r.get(5).unwrap(),
+        );
+        let (i, o): (i64, f64) = (r.get(6).unwrap(), r.get(7).unwrap());
+        writeln!(csv, "{p},{t},{a},{b},{s},{h},{i},{o}").unwrap();
+        plates.push(p);
+        ts.push(t);
+        lat.push(a);
+        lon.push(b);
+        speed.push(s);
+        heading.push(h);
+        ignition.push(i == 1);
+        odo.push(o);
+    }
+    csv.flush().unwrap();
+    drop(csv);
+    let n = ts.len();
+    use polars::prelude::*;
+    let mut df = df!(
+        "plate" => plates, "ts" => ts, "lat" => lat, "lon" => lon, "speed_kmh" => speed,
+        "heading" => heading, "ignition" => ignition, "odometer_km" => odo
+    )
+    .expect("frame");
+    let parquet_path = dir.join("fixes.parquet");
+    ParquetWriter::new(std::fs::File::create(&parquet_path).expect("parquet"))
+        .with_row_group_size(Some(256 * 1024))
+        .finish(&mut df)
+        .expect("write parquet");
+    drop(df);
+    let mib = |p: &Path| std::fs::metadata(p).map_or(0.0, |m| m.len() as f64 / 1048576.0);
+    for (label, file) in [("CSV", &csv_path), ("Parquet", &parquet_path)] {
+        let db = dir.join(format!("import-{label}.db"));
+        let _ = std::fs::remove_file(&db);
+        let out = Command::new(std::env::current_exe().expect("own path"))
+            .args([
+                "--child-import",
+                db.to_str().unwrap(),
+                file.to_str().unwrap(),
+            ])
+            .output()
+            .expect("child runs");
+        assert!(
+            out.status.success(),
+            "import failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Vec<f64> = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect();
+        let (import_s, analyze_s, imported, peak) = (v[0], v[1], v[2] as usize, v[3]);
+        assert_eq!(imported, n, "every row imported");
+        let rate = n as f64 / import_s / 1e6;
+        let verdict = if rate >= 1.0 && peak <= 1024.0 {
+            "met"
+        } else {
+            "MISSED"
+        };
+        println!(
+            "  {label:<8} {:>12} rows ({:.0} MiB): import {import_s:>6.2} s = {rate:.2} M rows/s, detection {analyze_s:.2} s, peak {peak:.0} MiB  (target ≥ 1 M rows/s, ≤ 1 GB: {verdict})",
+            fleetctl::render::thousands(n as u64),
+            mib(file)
+        );
+        let _ = std::fs::remove_file(&db);
+    }
+}
+
+fn child_import(db: &str, file: &str) {
+    let opts = fleetctl::ingest::ImportOptions {
+        db: PathBuf::from(db),
+        time_zone: Some("America/Guatemala".into()),
+        wall_now: fleetctl::clock::wall_clock_now(),
+    };
+    let read_opts = fleetctl::formats::ReadOptions::default();
+    let started = Instant::now();
+    let summary = fleetctl::ingest::import(
+        &opts,
+        &mut |ingest| {
+            fleetctl::formats::read_file(Path::new(file), &read_opts, ingest, &mut |_| {}).map(drop)
+        },
+        &mut |_| Ok(()),
+        &mut |_| {},
+    )
+    .expect("import");
+    let total = started.elapsed().as_secs_f64();
+    let analyze_s = summary.analysis.as_ref().map_or(0.0, |a| a.seconds);
+    let imported: u64 = summary.files.iter().map(|f| f.imported).sum();
+    println!(
+        "{} {} {} {}",
+        total - analyze_s,
+        analyze_s,
+        imported,
         peak_rss_mib()
     );
 }

@@ -13,4 +13,5 @@ pub mod mcp;
 pub use fleetctl_core::{
     analyze, clock, error, geo, ingest, model, pipeline, report, store, synth, untrusted,
 };
+pub use fleetctl_formats as formats;
 pub use fleetctl_render as render;

@@ -160,7 +160,7 @@ fn the_front_ends_stay_apart() {
 /// use `mcp` only to start the servers (checked above).
 const LAYERS: &[&[&str]] = &[
     &["error", "logging", "untrusted"],
-    &["clock"],
+    &["clock", "parallel"],
     &["model", "geo"],
     &["store", "analyze"],
     &["pipeline"],

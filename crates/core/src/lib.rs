@@ -13,6 +13,7 @@ pub mod error;
 pub mod geo;
 pub mod ingest;
 pub mod model;
+pub mod parallel;
 pub mod pipeline;
 pub mod report;
 pub mod store;

@@ -6,6 +6,8 @@
 
 use crate::analyze::{self, Thresholds};
 use crate::error::Result;
+use crate::model::{Fix, VehicleAnalysis};
+use crate::parallel::Submit;
 use crate::store;
 use rusqlite::Connection;
 use std::path::Path;
@@ -52,21 +54,39 @@ pub fn detect_into(
     let mut summary = AnalyzeSummary::default();
     let mut counts = std::collections::BTreeMap::new();
     let vehicles = store::read::vehicles(conn)?.len().max(1);
-    store::for_each_vehicle_fixes(conn, |fixes| {
-        progress(summary.vehicles as f64 / vehicles as f64);
-        let a = analyze::analyze_vehicle(fixes, &ctx);
-        summary.vehicles += 1;
-        summary.fixes += fixes.len();
-        summary.stops += a.stops.len();
-        summary.trips += a.trips.len();
-        for e in &a.events {
-            *counts.entry(e.kind).or_insert(0usize) += 1;
-        }
-        out.write(&a)
-    })?;
+    in_parallel(
+        &ctx,
+        &mut |submit| store::for_each_vehicle_fixes(conn, |fixes| submit(fixes.to_vec())),
+        &mut |fixes, a| {
+            progress(summary.vehicles as f64 / vehicles as f64);
+            summary.vehicles += 1;
+            summary.fixes += fixes;
+            summary.stops += a.stops.len();
+            summary.trips += a.trips.len();
+            for e in &a.events {
+                *counts.entry(e.kind).or_insert(0usize) += 1;
+            }
+            out.write(&a)
+        },
+    )?;
     summary.events = counts.into_iter().map(|(k, n)| (k.as_str(), n)).collect();
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// Detection on every core, one writer (`parallel::map_in_order`): `feed` submits
+/// each vehicle's fixes, read on this thread; `write` gets each vehicle's number of
+/// fixes and analysis back on this thread, in submission order.
+fn in_parallel(
+    ctx: &analyze::Context,
+    feed: &mut dyn FnMut(&mut Submit<Vec<Fix>>) -> Result<()>,
+    write: &mut dyn FnMut(usize, VehicleAnalysis) -> Result<()>,
+) -> Result<()> {
+    crate::parallel::map_in_order(
+        &|fixes: Vec<Fix>| (fixes.len(), analyze::analyze_vehicle(&fixes, ctx)),
+        feed,
+        &mut |(n, a)| write(n, a),
+    )
 }
 
 /// Re-runs detection for some vehicles only (those an import touched), with the
@@ -91,19 +111,26 @@ pub fn detect_vehicles(
     }
     let mut summary = AnalyzeSummary::default();
     let mut counts = std::collections::BTreeMap::new();
-    for (done, &id) in vehicle_ids.iter().enumerate() {
-        progress(done as f64 / vehicle_ids.len().max(1) as f64);
-        let fixes = store::vehicle_fixes(conn, id)?;
-        let a = analyze::analyze_vehicle(&fixes, &ctx);
-        summary.vehicles += 1;
-        summary.fixes += fixes.len();
-        summary.stops += a.stops.len();
-        summary.trips += a.trips.len();
-        for e in &a.events {
-            *counts.entry(e.kind).or_insert(0usize) += 1;
-        }
-        out.write(&a)?;
-    }
+    in_parallel(
+        &ctx,
+        &mut |submit| {
+            for &id in vehicle_ids {
+                submit(store::vehicle_fixes(conn, id)?)?;
+            }
+            Ok(())
+        },
+        &mut |fixes, a| {
+            progress(summary.vehicles as f64 / vehicle_ids.len().max(1) as f64);
+            summary.vehicles += 1;
+            summary.fixes += fixes;
+            summary.stops += a.stops.len();
+            summary.trips += a.trips.len();
+            for e in &a.events {
+                *counts.entry(e.kind).or_insert(0usize) += 1;
+            }
+            out.write(&a)
+        },
+    )?;
     summary.events = counts.into_iter().map(|(k, n)| (k.as_str(), n)).collect();
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)

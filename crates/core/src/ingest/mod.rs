@@ -504,8 +504,15 @@ impl<'c, 'r> Ingest<'c, 'r> {
             progress(done as f64 / vehicles.len().max(1) as f64);
             let rows = self.importer.staged(vehicle_id)?;
             let importer = &self.importer;
-            let outcome =
-                settle_vehicle(rows, &mut |ts, ms| importer.stored_at(vehicle_id, ts, ms))?;
+            // A vehicle this import added has nothing stored to clash with.
+            let new_vehicle = self.added.contains(&vehicle_id);
+            let outcome = settle_vehicle(rows, &mut |ts, ms| {
+                if new_vehicle {
+                    Ok(None)
+                } else {
+                    importer.stored_at(vehicle_id, ts, ms)
+                }
+            })?;
             for (s, reason, detail) in outcome.rejected {
                 self.reject(s.file_index, s.line, reason, detail)?;
             }

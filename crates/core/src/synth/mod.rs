@@ -106,10 +106,10 @@ fn mix(mut x: u64) -> u64 {
 
 /// Writes the fleet, its positions, the ground truth and the detection results into
 /// a new database.
-fn fill(
+fn fill<'p>(
     writer: &store::Writer,
     opts: &GenerateOptions,
-    plan: &FleetPlan,
+    plan: &'p FleetPlan,
     progress: &mut dyn FnMut(f64),
 ) -> Result<(Vec<InjectedEvent>, u64)> {
     let zone = &opts.zone;
@@ -132,20 +132,40 @@ fn fill(
     let mut positions = 0u64;
     let mut truth: Vec<InjectedEvent> = Vec::new();
     let total = plan.vehicles.len().max(1);
-    for (done, pv) in plan.vehicles.iter().enumerate() {
-        writer.insert_vehicle(&pv.vehicle, pv.route.map(|r| plan.routes[r].slug.as_str()))?;
+    // Vehicles are simulated on every core; this thread writes them, in plan order,
+    // so the rows are the same as from one thread.
+    let simulate = |pv: &'p PlannedVehicle| -> (
+        &'p PlannedVehicle,
+        Vec<crate::model::Fix>,
+        Vec<InjectedEvent>,
+    ) {
+        let mut fixes = Vec::new();
+        let mut planted = Vec::new();
         if let Some(r) = pv.route {
             let mut odometer_m = pv.odometer_start_m;
             for shift in &pv.shifts {
                 let out = drive::simulate_shift(&plan.routes[r], shift, odometer_m);
                 odometer_m = out.odometer_m;
-                positions += out.fixes.len() as u64;
-                writer.insert_fixes(&out.fixes)?;
-                truth.extend(out.truth);
+                fixes.extend(out.fixes);
+                planted.extend(out.truth);
             }
         }
-        progress(SIMULATION_SHARE * (done + 1) as f64 / total as f64);
-    }
+        (pv, fixes, planted)
+    };
+    let mut done = 0usize;
+    crate::parallel::map_in_order(
+        &simulate,
+        &mut |submit| plan.vehicles.iter().try_for_each(&mut *submit),
+        &mut |(pv, fixes, planted)| {
+            writer.insert_vehicle(&pv.vehicle, pv.route.map(|r| plan.routes[r].slug.as_str()))?;
+            positions += fixes.len() as u64;
+            writer.insert_fixes(&fixes)?;
+            truth.extend(planted);
+            done += 1;
+            progress(SIMULATION_SHARE * done as f64 / total as f64);
+            Ok(())
+        },
+    )?;
     truth.sort_by_key(|e| (e.kind, e.vehicle_id, e.start_ts));
     for e in &truth {
         writer.insert_injected(e)?;

@@ -1,0 +1,121 @@
+//! Work on every core with one writer: jobs fed in order on the calling thread,
+//! done by worker threads, and their results taken back on the calling thread in
+//! the order they were fed — so a database written from the results comes out the
+//! same as from one thread, and only the calling thread touches the connection.
+
+use crate::error::{Error, Result};
+use std::sync::{Arc, Mutex, mpsc};
+
+/// Hands one job to the workers.
+pub type Submit<'s, J> = dyn FnMut(J) -> Result<()> + 's;
+
+/// Runs `work` over the jobs `feed` submits, on up to eight worker threads (one per
+/// core), and gives each result to `take` in submission order. At most two jobs per
+/// worker wait in line, so memory stays flat however many jobs there are.
+pub fn map_in_order<J: Send, R: Send>(
+    work: &(dyn Fn(J) -> R + Sync),
+    feed: &mut dyn FnMut(&mut Submit<J>) -> Result<()>,
+    take: &mut dyn FnMut(R) -> Result<()>,
+) -> Result<()> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    std::thread::scope(|scope| {
+        let (job_tx, job_rx) = mpsc::sync_channel::<(usize, J)>(workers * 2);
+        let job_rx = Arc::new(Mutex::new(job_rx));
+        let (done_tx, done_rx) = mpsc::channel::<(usize, R)>();
+        for _ in 0..workers {
+            let (job_rx, done_tx) = (Arc::clone(&job_rx), done_tx.clone());
+            scope.spawn(move || {
+                loop {
+                    let job = job_rx
+                        .lock()
+                        .map_err(drop)
+                        .and_then(|rx| rx.recv().map_err(drop));
+                    let Ok((seq, job)) = job else { break };
+                    if done_tx.send((seq, work(job))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+        let mut waiting = std::collections::BTreeMap::new();
+        let mut next = 0usize;
+        let mut arrived = |seq: usize, r: R| -> Result<()> {
+            waiting.insert(seq, r);
+            while let Some(r) = waiting.remove(&next) {
+                take(r)?;
+                next += 1;
+            }
+            Ok(())
+        };
+        let mut submitted = 0usize;
+        let fed = feed(&mut |job| {
+            job_tx
+                .send((submitted, job))
+                .map_err(|_| Error::internal("a worker thread stopped"))?;
+            submitted += 1;
+            while let Ok((seq, r)) = done_rx.try_recv() {
+                arrived(seq, r)?;
+            }
+            Ok(())
+        });
+        drop(job_tx);
+        fed?;
+        for (seq, r) in done_rx.iter() {
+            arrived(seq, r)?;
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_come_back_in_the_order_jobs_went_in() {
+        let mut out = Vec::new();
+        map_in_order(
+            &|n: u64| {
+                // Later jobs finish first.
+                std::thread::yield_now();
+                n * n
+            },
+            &mut |submit| (0..1000u64).rev().try_for_each(&mut *submit),
+            &mut |r| {
+                out.push(r);
+                Ok(())
+            },
+        )
+        .unwrap();
+        let expected: Vec<u64> = (0..1000u64).rev().map(|n| n * n).collect();
+        assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn an_error_while_feeding_or_taking_stops_the_work() {
+        let err = map_in_order(
+            &|n: u32| n,
+            &mut |submit| {
+                submit(1)?;
+                Err(Error::invalid("feeding failed"))
+            },
+            &mut |_| Ok(()),
+        )
+        .unwrap_err();
+        assert_eq!(err.message, "feeding failed");
+        let err = map_in_order(
+            &|n: u32| n,
+            &mut |submit| (0..100).try_for_each(&mut *submit),
+            &mut |n| {
+                if n == 50 {
+                    Err(Error::invalid("writing failed"))
+                } else {
+                    Ok(())
+                }
+            },
+        )
+        .unwrap_err();
+        assert_eq!(err.message, "writing failed");
+    }
+}
