@@ -625,6 +625,20 @@ fn a_car_gpx_gives_one_trip_of_its_path_length_and_places_named_after_the_fleets
     ]))
     .ok();
     assert_eq!(place(&db), json!("in Yard"));
+    // The fleet's own map: its places and geofence, no demo streets.
+    let png = dir.join("ride.png");
+    run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "map",
+        "PU-123",
+        "--date",
+        "2020-12-18",
+        "-o",
+        png.to_str().unwrap(),
+    ]))
+    .ok();
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
 }
 
 #[test]

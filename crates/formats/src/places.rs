@@ -251,3 +251,62 @@ pub fn read_geofences(path: &Path) -> Result<Loaded<GeofenceDef>> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(name: &str, text: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("fleetctl-places-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn geonames_lines_become_places_and_bad_lines_are_named() {
+        // The GeoNames layout: id, name, asciiname, alternatenames, lat, lon, class,
+        // code, country, cc2, admin1-4, population, elevation, dem, zone, date.
+        let text = "\
+3598132\tGuatemala City\tGuatemala City\tCiudad de Guatemala\t14.64072\t-90.51327\tP\tPPLC\tGT\t\t07\t\t\t\t994938\t\t1508\tAmerica/Guatemala\t2019-09-05
+2643743\tLondon\tLondon\t\t51.50853\t-0.12574\tP\tPPLC\tGB\t\tENG\t\t\t\t8961989\t\t25\tEurope/London\t2019-09-18
+999\tBroken\tBroken\t\tnorth\t-0.1\tP\tPPL\tGB
+";
+        let loaded = read_places(&write("cities.txt", text)).unwrap();
+        assert_eq!(loaded.items.len(), 2);
+        assert_eq!(loaded.items[1].name, "London");
+        assert_eq!(loaded.items[1].kind, "city");
+        assert!((loaded.items[0].lat - 14.64072).abs() < 1e-9);
+        assert_eq!(loaded.skipped.len(), 1);
+        assert_eq!(loaded.skipped[0].0, 3);
+        assert!(read_places(&write("junk.txt", "hello\nworld\n")).is_err());
+    }
+
+    #[test]
+    fn geofences_from_polygons_multipolygons_and_circles() {
+        let text = r#"{"type": "FeatureCollection", "features": [
+          {"type": "Feature", "properties": {"name": "Yard", "kind": "depot"},
+           "geometry": {"type": "Polygon", "coordinates": [[[0,51],[0.01,51],[0.01,51.01],[0,51]]]}},
+          {"type": "Feature", "properties": {"name": "Schools", "speed_limit_kmh": 30},
+           "geometry": {"type": "MultiPolygon", "coordinates": [
+             [[[1,51],[1.01,51],[1.01,51.01],[1,51]]], [[[2,51],[2.01,51],[2.01,51.01],[2,51]]]]}},
+          {"type": "Feature", "properties": {"name": "Client", "radius_m": 150},
+           "geometry": {"type": "Point", "coordinates": [-0.1, 51.5]}},
+          {"type": "Feature", "properties": {"name": "No radius"},
+           "geometry": {"type": "Point", "coordinates": [-0.1, 51.5]}},
+          {"type": "Feature", "properties": {},
+           "geometry": {"type": "Point", "coordinates": [-0.1, 51.5]}},
+          {"type": "Feature", "properties": {"name": "Open ring"},
+           "geometry": {"type": "Polygon", "coordinates": [[[0,51],[0.01,51],[0.01,51.01]]]}}
+        ]}"#;
+        let loaded = read_geofences(&write("fences.geojson", text)).unwrap();
+        let names: Vec<&str> = loaded.items.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(names, ["Yard", "Schools (1/2)", "Schools (2/2)", "Client"]);
+        assert_eq!(loaded.items[0].kind, "depot");
+        assert_eq!(loaded.items[1].speed_limit_kmh, Some(30.0));
+        assert_eq!(loaded.items[3].radius_m, Some(150.0));
+        let skipped: Vec<u64> = loaded.skipped.iter().map(|s| s.0).collect();
+        assert_eq!(skipped, [4, 5, 6], "{:?}", loaded.skipped);
+    }
+}
