@@ -713,3 +713,49 @@ fn geojson_lines_with_times_and_parquet_files_are_read() {
         json!(28.0)
     );
 }
+
+#[test]
+fn hostile_files_are_refused_or_read_without_harm() {
+    let dir = TempDir::new("import-hostile");
+    let db = dir.join("fleet.db");
+    // One endless line is not a table: refused before it is all in memory.
+    let long = format!("plate,time,lat,lon\n{}\n", "x".repeat(3 << 20));
+    std::fs::write(dir.join("long.csv"), long).unwrap();
+    let r = import(
+        &db,
+        &["--time-zone", "UTC", dir.join("long.csv").to_str().unwrap()],
+    )
+    .fails(5);
+    assert!(r.stderr.contains("a line over 1024 KiB"), "{}", r.stderr);
+    // A GPX with an entity bomb in its DTD: entities are never expanded.
+    let bomb = r#"<?xml version="1.0"?>
+<!DOCTYPE gpx [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>
+<gpx version="1.1"><trk><name>&c;</name><trkseg>
+<trkpt lat="51.5" lon="-0.1"><time>2026-11-24T08:00:00Z</time></trkpt>
+<trkpt lat="51.501" lon="-0.1"><time>2026-11-24T08:00:15Z</time></trkpt>
+</trkseg></trk></gpx>"#;
+    std::fs::write(dir.join("bomb.gpx"), bomb).unwrap();
+    let r = import(
+        &db,
+        &[
+            "--time-zone",
+            "UTC",
+            "--plate",
+            "B-1",
+            dir.join("bomb.gpx").to_str().unwrap(),
+        ],
+    )
+    .ok();
+    assert!(
+        r.stdout.contains("2           2           0"),
+        "{}",
+        r.stdout
+    );
+    // A pipe is not a file: refused without blocking on it.
+    let fifo = dir.join("pipe.csv");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        let r = import(&db, &[fifo.to_str().unwrap()]).fails(5);
+        assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
+    }
+}

@@ -37,7 +37,7 @@ impl<R: BufRead> Records<R> {
         let mut record_start = 0;
         loop {
             let start = chunk.bytes.len();
-            let n = self.reader.read_until(b'\n', &mut chunk.bytes)?;
+            let n = crate::read_line_capped(&mut self.reader, &mut chunk.bytes)?;
             if n == 0 {
                 break;
             }
@@ -220,10 +220,10 @@ fn rows_of(
 pub(crate) fn read_traccar(src: &mut Source, size: u64) -> Result<()> {
     let file = std::fs::File::open(src.path).map_err(|e| Error::io(src.path, e))?;
     let mut reader = BufReader::with_capacity(1 << 20, file);
-    let mut line = String::new();
-    let mut read_bytes = reader
-        .read_line(&mut line)
+    let mut bytes = Vec::new();
+    let mut read_bytes = crate::read_line_capped(&mut reader, &mut bytes)
         .map_err(|e| Error::io(src.path, e))? as u64;
+    let mut line = String::from_utf8_lossy(&bytes).into_owned();
     if read_bytes == 0 {
         return Err(src.bad("the file is empty"));
     }
@@ -242,13 +242,13 @@ pub(crate) fn read_traccar(src: &mut Source, size: u64) -> Result<()> {
     let units = src.units(Some(&map));
     let mut number = 1u64;
     loop {
-        line.clear();
-        let n = reader
-            .read_line(&mut line)
-            .map_err(|e| Error::io(src.path, e))?;
+        bytes.clear();
+        let n =
+            crate::read_line_capped(&mut reader, &mut bytes).map_err(|e| Error::io(src.path, e))?;
         if n == 0 {
             break;
         }
+        line = String::from_utf8_lossy(&bytes).into_owned();
         read_bytes += n as u64;
         number += 1;
         let text = line.trim_end_matches(['\n', '\r']);

@@ -9,9 +9,13 @@ use fleetctl_core::ingest::{FileUnits, RawRow};
 use serde_json::{Map, Value};
 
 fn load(src: &Source) -> Result<Value> {
-    let file = std::fs::File::open(src.path).map_err(|e| Error::io(src.path, e))?;
-    serde_json::from_reader(std::io::BufReader::with_capacity(1 << 20, file))
-        .map_err(|e| src.bad(format!("not readable as JSON: {e}")))
+    let bytes =
+        fleetctl_core::untrusted::read_capped(src.path, crate::MAX_JSON_BYTES).map_err(|e| {
+            Error::io(src.path, e).with_hint(
+                "JSON is read whole, up to 256 MiB; export larger fleets as CSV, Parquet or GPX",
+            )
+        })?;
+    serde_json::from_slice(&bytes).map_err(|e| src.bad(format!("not readable as JSON: {e}")))
 }
 
 /// A JSON value as a cell: numbers and strings as written, booleans as true/false.

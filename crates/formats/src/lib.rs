@@ -131,6 +131,37 @@ impl Format {
     }
 }
 
+/// The longest line a delimited file may have (a position row is a few hundred
+/// bytes; a file of one endless line is not a table).
+pub const MAX_LINE_BYTES: u64 = 1 << 20;
+
+/// The largest JSON file read (it is parsed whole; larger fleets' exports go as CSV,
+/// Parquet or GPX, which are streamed).
+pub const MAX_JSON_BYTES: u64 = 256 << 20;
+
+/// Appends one line (up to and including `\n`) to `buf`, refusing one longer than
+/// `MAX_LINE_BYTES` before it is all in memory; 0 at the end of the input.
+fn read_line_capped<R: std::io::BufRead>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<usize> {
+    use std::io::{BufRead, Read};
+    let n = reader
+        .by_ref()
+        .take(MAX_LINE_BYTES + 1)
+        .read_until(b'\n', buf)?;
+    if n as u64 > MAX_LINE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "a line over {} KiB: not a table of positions",
+                MAX_LINE_BYTES / 1024
+            ),
+        ));
+    }
+    Ok(n)
+}
+
 /// How to read the files of one import.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReadOptions {

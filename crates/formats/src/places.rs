@@ -17,8 +17,10 @@ pub struct Loaded<T> {
     pub skipped: Vec<(u64, String)>,
 }
 
-fn read_text(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|e| Error::io(path, e))
+fn read_json(path: &Path) -> Result<Value> {
+    let bytes = fleetctl_core::untrusted::read_capped(path, crate::MAX_JSON_BYTES)
+        .map_err(|e| Error::io(path, e))?;
+    serde_json::from_slice(&bytes).map_err(|e| bad(path, format!("not readable as JSON: {e}")))
 }
 
 fn bad(path: &Path, message: impl std::fmt::Display) -> Error {
@@ -55,14 +57,19 @@ fn in_range(lat: f64, lon: f64) -> bool {
 /// (tab-separated: id, name, asciiname, alternatenames, latitude, longitude,
 /// feature class, …).
 pub fn read_places(path: &Path) -> Result<Loaded<Place>> {
-    let text = read_text(path)?;
     let mut out = Loaded {
         items: Vec::new(),
         skipped: Vec::new(),
     };
-    if text.trim_start().starts_with('{') {
-        let doc: Value = serde_json::from_str(&text)
-            .map_err(|e| bad(path, format!("not readable as JSON: {e}")))?;
+    let file = fleetctl_core::untrusted::open_regular(path).map_err(|e| Error::io(path, e))?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+    let head = std::io::BufRead::fill_buf(&mut reader).map_err(|e| Error::io(path, e))?;
+    let is_json = head
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|b| *b == b'{');
+    if is_json {
+        let doc = read_json(path)?;
         for (i, f) in features(path, &doc)?.into_iter().enumerate() {
             let n = i as u64 + 1;
             let props = f.get("properties").unwrap_or(&Value::Null);
@@ -99,8 +106,19 @@ pub fn read_places(path: &Path) -> Result<Loaded<Place>> {
             });
         }
     } else {
-        for (i, line) in text.lines().enumerate() {
-            let n = i as u64 + 1;
+        // A GeoNames dump may be large (allCountries.txt is 1.5 GB): read line by line.
+        let mut bytes = Vec::new();
+        let mut n = 0u64;
+        loop {
+            bytes.clear();
+            if crate::read_line_capped(&mut reader, &mut bytes).map_err(|e| Error::io(path, e))?
+                == 0
+            {
+                break;
+            }
+            n += 1;
+            let text = String::from_utf8_lossy(&bytes);
+            let line = text.trim_end_matches(['\n', '\r']);
             if line.trim().is_empty() || line.starts_with('#') {
                 continue;
             }
@@ -170,9 +188,7 @@ fn ring_wkt(ring: &Value) -> Option<String> {
 /// `radius_m` property (circles). Properties: `name` (required), `kind` (default
 /// `zone`), `speed_limit_kmh` (optional).
 pub fn read_geofences(path: &Path) -> Result<Loaded<GeofenceDef>> {
-    let text = read_text(path)?;
-    let doc: Value =
-        serde_json::from_str(&text).map_err(|e| bad(path, format!("not readable as JSON: {e}")))?;
+    let doc = read_json(path)?;
     let mut out = Loaded {
         items: Vec::new(),
         skipped: Vec::new(),
