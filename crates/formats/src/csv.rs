@@ -206,9 +206,10 @@ fn rows_of(
         .iter()
         .map(|c| c.str().map_err(|e| src.bad(e)))
         .collect::<Result<_>>()?;
+    let mut row = fleetctl_core::ingest::RawRow::default();
     for (i, &line) in lines.iter().enumerate() {
-        let row = raw_row(line, map, |c| {
-            strings.get(c).and_then(|s| s.get(i)).map(str::to_string)
+        crate::fill_row(&mut row, line, map, |c| {
+            strings.get(c).and_then(|s| s.get(i))
         });
         src.row(&row, units)?;
     }

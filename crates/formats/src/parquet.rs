@@ -3,7 +3,7 @@
 //! columns; numbers and text become cells as written, and a timestamp column
 //! becomes epoch time (a timestamp without a zone is taken as UTC, as Arrow means it).
 
-use crate::{ColumnMap, Field, Source, raw_row};
+use crate::{ColumnMap, Field, Source};
 use fleetctl_core::error::{Error, Result};
 use polars::prelude::{
     Column, DataFrame, DataType, FileMetadata, ParquetReader, SerReader, TimeUnit,
@@ -88,13 +88,15 @@ fn rows_of(
         .map_err(|e| src.bad(e))?;
     let by_index: std::collections::BTreeMap<usize, Field> =
         map.index.iter().map(|(f, i)| (*i, *f)).collect();
+    // Cells by column index, looked up once per batch rather than per cell.
+    let width = header.len();
+    let columns: Vec<Option<&polars::prelude::StringChunked>> = (0..width)
+        .map(|i| by_index.get(&i).and_then(|f| strings.get(f)))
+        .collect();
+    let mut raw = fleetctl_core::ingest::RawRow::default();
     for row in 0..df.height() {
-        let raw = raw_row(first_row + row as u64 + 1, map, |i| {
-            by_index
-                .get(&i)
-                .and_then(|f| strings.get(f))
-                .and_then(|s| s.get(row))
-                .map(str::to_string)
+        crate::fill_row(&mut raw, first_row + row as u64 + 1, map, |i| {
+            columns.get(i).copied().flatten().and_then(|s| s.get(row))
         });
         src.row(&raw, units)?;
     }

@@ -9,6 +9,7 @@
 //! all in one transaction, so a failed or killed import leaves the database as it
 //! was, and a second import of the same file adds nothing.
 
+pub mod sort;
 pub mod time;
 
 use crate::clock::FleetZone;
@@ -329,6 +330,7 @@ pub struct ImportOptions {
 /// An import in progress: the readers feed it rows.
 pub struct Ingest<'c, 'r> {
     importer: Importer<'c>,
+    sorter: sort::Sorter,
     zone: FleetZone,
     wall_now: i64,
     plates: HashMap<String, i64>,
@@ -366,7 +368,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
     pub fn row(&mut self, file: usize, row: &RawRow, units: &FileUnits) -> Result<()> {
         self.files[file].rows_read += 1;
         match self.check(row, units, file) {
-            Ok(staged) => self.importer.stage(&staged),
+            Ok(staged) => self.sorter.push(staged),
             Err((reason, detail)) => self.reject(file, row.line, reason, detail),
         }
     }
@@ -495,14 +497,17 @@ impl<'c, 'r> Ingest<'c, 'r> {
         mut self,
         progress: &mut dyn FnMut(f64),
     ) -> Result<(Vec<FileTally>, Vec<VehicleTally>, Vec<i64>)> {
-        let vehicles = self.importer.staged_vehicles()?;
         let plate_of: HashMap<i64, String> =
             self.plates.iter().map(|(p, &id)| (id, p.clone())).collect();
         let mut tallies = Vec::new();
         let mut touched = Vec::new();
-        for (done, &vehicle_id) in vehicles.iter().enumerate() {
-            progress(done as f64 / vehicles.len().max(1) as f64);
-            let rows = self.importer.staged(vehicle_id)?;
+        let vehicles = self.plates.len().max(1);
+        let sorter = std::mem::replace(&mut self.sorter, sort::Sorter::new(PathBuf::new(), ""));
+        let mut done = 0usize;
+        sorter.for_each_vehicle(&mut |rows| {
+            progress(done as f64 / vehicles as f64);
+            done += 1;
+            let vehicle_id = rows[0].fix.vehicle_id;
             let importer = &self.importer;
             // A vehicle this import added has nothing stored to clash with.
             let new_vehicle = self.added.contains(&vehicle_id);
@@ -517,7 +522,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
                 self.reject(s.file_index, s.line, reason, detail)?;
             }
             if outcome.kept.is_empty() {
-                continue;
+                return Ok(());
             }
             for s in &outcome.kept {
                 self.importer.insert(&s.fix, s.ts_ms)?;
@@ -539,8 +544,8 @@ impl<'c, 'r> Ingest<'c, 'r> {
                 derived_speeds: outcome.kept.iter().filter(|s| s.fix.speed_derived).count() as u64,
             });
             touched.push(vehicle_id);
-        }
-        self.importer.finish()?;
+            Ok(())
+        })?;
         tallies.sort_by(|a, b| a.plate.cmp(&b.plate));
         Ok((self.files, tallies, touched))
     }
@@ -728,7 +733,19 @@ pub fn import(
                    before_detection: &dyn Fn() -> Result<()>|
      -> Result<_> {
         let mut ingest = Ingest {
-            importer: Importer::start(conn)?,
+            importer: Importer::start(conn),
+            sorter: sort::Sorter::new(
+                opts.db
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .map_or_else(|| PathBuf::from("."), |p| p.to_path_buf()),
+                &format!(
+                    ".{}.import-",
+                    opts.db
+                        .file_name()
+                        .map_or_else(|| "fleet.db".into(), |n| n.to_string_lossy().into_owned())
+                ),
+            ),
             zone: zone.clone(),
             wall_now: opts.wall_now,
             plates: HashMap::new(),
