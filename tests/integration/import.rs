@@ -759,3 +759,72 @@ fn hostile_files_are_refused_or_read_without_harm() {
         assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
     }
 }
+
+#[test]
+fn a_killed_import_leaves_the_database_as_it_was() {
+    let dir = TempDir::new("import-killed");
+    write_demo_as_files(&dir, |_| {});
+    let db = dir.join("fleet.db");
+    let small = dir.join("first.csv");
+    std::fs::write(
+        &small,
+        "plate,time,lat,lon\nK-1,1795000000,14.6,-90.5\nK-1,1795000015,14.601,-90.5\n",
+    )
+    .unwrap();
+    import(
+        &db,
+        &["--time-zone", "America/Guatemala", small.to_str().unwrap()],
+    )
+    .ok();
+    let count = |db: &Path| -> i64 {
+        open(db)
+            .query_row("SELECT COUNT(*) FROM positions", [], |r| r.get(0))
+            .unwrap()
+    };
+    let journal = dir.join("fleet.db-journal");
+    let mut child = fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "import",
+        dir.join("positions.csv").to_str().unwrap(),
+    ])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    // Killed once it writes (a journal exists while its transaction is open); a
+    // 60 s deadline only for a hung process.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !journal.exists() && child.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the import never wrote"
+        );
+        std::thread::yield_now();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    // The next command rolls the hot journal back: two fixes, as before.
+    let r = run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "query",
+        "vehicles",
+        "--format",
+        "json",
+    ]))
+    .ok();
+    assert!(r.stdout.contains("K-1"), "{}", r.stdout);
+    assert!(!r.stdout.contains("P-701JFG"), "{}", r.stdout);
+    assert_eq!(count(&db), 2);
+    // And the import, run again, completes.
+    import(&db, &[dir.join("positions.csv").to_str().unwrap()]).ok();
+    assert!(count(&db) > 100_000);
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".import-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

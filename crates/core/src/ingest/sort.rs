@@ -39,6 +39,9 @@ impl Sorter {
     }
 
     fn with_budget(dir: PathBuf, prefix: &str, budget: usize) -> Sorter {
+        if !prefix.is_empty() {
+            crate::store::remove_abandoned_temporaries(&dir, prefix);
+        }
         Sorter {
             rows: Vec::new(),
             budget,
@@ -240,6 +243,23 @@ mod tests {
         })
         .unwrap();
         (out, runs)
+    }
+
+    #[test]
+    fn runs_left_by_a_killed_import_are_removed_by_the_next() {
+        let dir = std::env::temp_dir().join(format!("fleetctl-sort-left-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A process id above Linux's largest (4 194 304) is surely gone.
+        let left = dir.join(".fleet.db.import-999999999-0");
+        let alive = dir.join(format!(".fleet.db.import-{}-7", std::process::id()));
+        std::fs::write(&left, b"old run").unwrap();
+        std::fs::write(&alive, b"a run of this process").unwrap();
+        let _sorter = Sorter::new(dir.clone(), ".fleet.db.import-");
+        if std::path::Path::new("/proc/self").exists() {
+            assert!(!left.exists(), "an abandoned run is removed");
+        }
+        assert!(alive.exists(), "a live process's run is kept");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -227,9 +227,10 @@ impl Drop for TempFile {
     }
 }
 
-/// Removes temporary files left by runs that were killed (their process is
-/// gone). Only on systems with /proc; elsewhere they are left for the user.
-fn remove_abandoned_temporaries(dir: &Path, prefix: &str) {
+/// Removes temporary files left by runs that were killed: files in `dir` named
+/// `prefix` then the process id (then anything), whose process is gone. Only on
+/// systems with /proc; elsewhere they are left for the user.
+pub fn remove_abandoned_temporaries(dir: &Path, prefix: &str) {
     if !Path::new("/proc/self").exists() {
         return;
     }
@@ -240,7 +241,7 @@ fn remove_abandoned_temporaries(dir: &Path, prefix: &str) {
         let name = entry.file_name().to_string_lossy().into_owned();
         let Some(pid) = name
             .strip_prefix(prefix)
-            .map(|p| p.trim_end_matches("-journal"))
+            .and_then(|p| p.split(|c: char| !c.is_ascii_digit()).next())
             .and_then(|p| p.parse::<u32>().ok())
         else {
             continue;
