@@ -4,6 +4,7 @@
 
 use crate::{ColumnMap, Source, raw_row};
 use fleetctl_core::error::{Error, Result};
+use fleetctl_core::ingest::{Checked, Checker, FileUnits, RejectReason};
 use polars::prelude::{
     CsvParseOptions, CsvReadOptions, DataFrame, DataType, Field as PlField, Schema, SerReader,
 };
@@ -139,81 +140,112 @@ pub(crate) fn read_csv(src: &mut Source, size: u64) -> Result<()> {
             .map(|n| PlField::new(n.as_str().into(), DataType::String)),
     ));
     let units = src.units(Some(&map));
-    while let Some(chunk) = records.next_chunk(CHUNK_BYTES).map_err(io)? {
-        let parsed = parse(chunk.bytes.clone(), separator, &schema)
+    // Chunks are parsed and checked on every core; this thread reads them from the
+    // file and takes the rows back in file order.
+    let job = Job {
+        separator,
+        schema,
+        map,
+        units,
+        checker: src.ingest.checker().clone(),
+        file: src.file,
+    };
+    let (ingest, progress, file) = (&mut *src.ingest, &mut *src.progress, src.file);
+    let path = src.path;
+    fleetctl_core::parallel::map_in_order(
+        &|chunk: Chunk| job.rows(&chunk),
+        &mut |submit| {
+            while let Some(chunk) = records
+                .next_chunk(CHUNK_BYTES)
+                .map_err(|e| Error::io(path, e))?
+            {
+                submit(chunk)?;
+                progress(records.read_bytes as f64 / size.max(1) as f64);
+            }
+            Ok(())
+        },
+        &mut |rows| {
+            for (line, checked) in rows? {
+                ingest.accept(file, line, checked)?;
+            }
+            Ok(())
+        },
+    )
+}
+
+/// What parsing and checking a chunk needs, shared by the worker threads.
+struct Job {
+    separator: u8,
+    schema: Arc<Schema>,
+    map: ColumnMap,
+    units: FileUnits,
+    checker: Checker,
+    file: usize,
+}
+
+impl Job {
+    /// The chunk's rows, checked, each with its line.
+    fn rows(&self, chunk: &Chunk) -> Result<Vec<(u64, Checked)>> {
+        let parsed = parse(chunk.bytes.clone(), self.separator, &self.schema)
             .ok()
             .filter(|df| df.height() == chunk.lines.len());
+        let mut out = Vec::with_capacity(chunk.lines.len());
         match parsed {
-            Some(df) => rows_of(src, &df, &chunk.lines, &map, &units)?,
-            None => records_one_by_one(src, &chunk, separator, &schema, &map, &units)?,
+            Some(df) => self.rows_of(&df, &chunk.lines, &mut out)?,
+            None => self.records_one_by_one(chunk, &mut out)?,
         }
-        (src.progress)(records.read_bytes as f64 / size.max(1) as f64);
+        Ok(out)
     }
-    Ok(())
-}
 
-/// A chunk polars refused: each record alone, so that only the broken ones go.
-fn records_one_by_one(
-    src: &mut Source,
-    chunk: &Chunk,
-    separator: u8,
-    schema: &Arc<Schema>,
-    map: &ColumnMap,
-    units: &fleetctl_core::ingest::FileUnits,
-) -> Result<()> {
-    let mut starts: Vec<usize> = Vec::with_capacity(chunk.lines.len() + 1);
-    let mut in_quotes = false;
-    let mut at_start = true;
-    for (i, &b) in chunk.bytes.iter().enumerate() {
-        if at_start {
-            starts.push(i);
-            at_start = false;
-        }
-        if b == b'"' {
-            in_quotes = !in_quotes;
-        } else if b == b'\n' && !in_quotes {
-            at_start = true;
-        }
-    }
-    starts.push(chunk.bytes.len());
-    for (k, w) in starts.windows(2).enumerate() {
-        let line = chunk.lines.get(k).copied().unwrap_or(0);
-        let record = chunk.bytes[w[0]..w[1]].to_vec();
-        match parse(record, separator, schema) {
-            Ok(df) if df.height() == 1 => rows_of(src, &df, &[line], map, units)?,
-            Ok(_) => src
-                .ingest
-                .malformed(src.file, line, "not one record".to_string())?,
-            Err(e) => {
-                let mut why = e.to_string();
-                why.truncate(200);
-                src.ingest.malformed(src.file, line, why)?
+    /// A chunk polars refused: each record alone, so that only the broken ones go.
+    fn records_one_by_one(&self, chunk: &Chunk, out: &mut Vec<(u64, Checked)>) -> Result<()> {
+        let mut starts: Vec<usize> = Vec::with_capacity(chunk.lines.len() + 1);
+        let mut in_quotes = false;
+        let mut at_start = true;
+        for (i, &b) in chunk.bytes.iter().enumerate() {
+            if at_start {
+                starts.push(i);
+                at_start = false;
+            }
+            if b == b'"' {
+                in_quotes = !in_quotes;
+            } else if b == b'\n' && !in_quotes {
+                at_start = true;
             }
         }
+        starts.push(chunk.bytes.len());
+        for (k, w) in starts.windows(2).enumerate() {
+            let line = chunk.lines.get(k).copied().unwrap_or(0);
+            let record = chunk.bytes[w[0]..w[1]].to_vec();
+            let malformed = |why: String| (line, Err((RejectReason::MalformedRow, why)));
+            match parse(record, self.separator, &self.schema) {
+                Ok(df) if df.height() == 1 => self.rows_of(&df, &[line], out)?,
+                Ok(_) => out.push(malformed("not one record".to_string())),
+                Err(e) => {
+                    let mut why = e.to_string();
+                    why.truncate(200);
+                    out.push(malformed(why));
+                }
+            }
+        }
+        Ok(())
     }
-    Ok(())
-}
 
-fn rows_of(
-    src: &mut Source,
-    df: &DataFrame,
-    lines: &[u64],
-    map: &ColumnMap,
-    units: &fleetctl_core::ingest::FileUnits,
-) -> Result<()> {
-    let columns = df.columns();
-    let strings: Vec<_> = columns
-        .iter()
-        .map(|c| c.str().map_err(|e| src.bad(e)))
-        .collect::<Result<_>>()?;
-    let mut row = fleetctl_core::ingest::RawRow::default();
-    for (i, &line) in lines.iter().enumerate() {
-        crate::fill_row(&mut row, line, map, |c| {
-            strings.get(c).and_then(|s| s.get(i))
-        });
-        src.row(&row, units)?;
+    fn rows_of(&self, df: &DataFrame, lines: &[u64], out: &mut Vec<(u64, Checked)>) -> Result<()> {
+        let strings: Vec<_> = df
+            .columns()
+            .iter()
+            .map(|c| c.str().map_err(|e| Error::invalid(e.to_string())))
+            .collect::<Result<_>>()?;
+        let mut row = fleetctl_core::ingest::RawRow::default();
+        for (i, &line) in lines.iter().enumerate() {
+            crate::fill_row(&mut row, line, &self.map, |c| {
+                strings.get(c).and_then(|s| s.get(i))
+            });
+            out.push((line, self.checker.check(&row, &self.units, self.file)));
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Traccar's positions export: a header, then one line per position, cells never

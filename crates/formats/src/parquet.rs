@@ -5,6 +5,7 @@
 
 use crate::{ColumnMap, Field, Source};
 use fleetctl_core::error::{Error, Result};
+use fleetctl_core::ingest::{Checked, RawRow};
 use polars::prelude::{
     Column, DataFrame, DataType, FileMetadata, ParquetReader, SerReader, TimeUnit,
 };
@@ -33,20 +34,50 @@ pub(crate) fn read(src: &mut Source) -> Result<()> {
     let wanted: Vec<String> = map.index.values().map(|&i| header[i].clone()).collect();
     let units = src.units(Some(&map));
     let total = metadata.num_rows.max(1);
+    // Row groups are read, converted and checked on every core (each worker opens
+    // the file itself); this thread takes the rows back in file order.
+    let mut groups = Vec::with_capacity(metadata.row_groups.len());
     let mut offset = 0usize;
     for group in &metadata.row_groups {
-        let n = group.num_rows();
-        let mut reader = ParquetReader::new(&mut file).with_columns(Some(wanted.clone()));
-        reader.set_metadata(metadata.clone());
-        let df = reader
-            .with_slice(Some((offset, n)))
-            .finish()
-            .map_err(|e| src.bad(format!("row group at row {offset}: {e}")))?;
-        rows_of(src, &df, offset as u64, &map, &header, &units)?;
-        offset += n;
-        (src.progress)(offset as f64 / total as f64);
+        groups.push((offset, group.num_rows()));
+        offset += group.num_rows();
     }
-    Ok(())
+    let checker = src.ingest.checker().clone();
+    let (path, file_index) = (src.path, src.file);
+    let read_group = |(offset, n): (usize, usize)| -> Result<Vec<(u64, Checked)>> {
+        let bad = |e: polars::error::PolarsError| {
+            Error::invalid(format!(
+                "{}: row group at row {offset}: {e}",
+                path.display()
+            ))
+        };
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let mut reader = ParquetReader::new(file).with_columns(Some(wanted.clone()));
+        reader.set_metadata(metadata.clone());
+        let df = reader.with_slice(Some((offset, n))).finish().map_err(bad)?;
+        let mut out = Vec::with_capacity(n);
+        let mut raw = RawRow::default();
+        for_each_row(&df, offset as u64, &map, &header, &mut raw, |raw| {
+            out.push((raw.line, checker.check(raw, &units, file_index)));
+        })
+        .map_err(bad)?;
+        Ok(out)
+    };
+    let (ingest, progress) = (&mut *src.ingest, &mut *src.progress);
+    let mut done = 0usize;
+    fleetctl_core::parallel::map_in_order(
+        &read_group,
+        &mut |submit| groups.iter().try_for_each(|g| submit(*g)),
+        &mut |rows| {
+            let rows = rows?;
+            done += rows.len();
+            for (line, checked) in rows {
+                ingest.accept(file_index, line, checked)?;
+            }
+            progress(done as f64 / total as f64);
+            Ok(())
+        },
+    )
 }
 
 /// A column as text cells: timestamps as epoch seconds with milliseconds.
@@ -65,40 +96,34 @@ fn as_text(col: &Column) -> polars::error::PolarsResult<Column> {
     }
 }
 
-fn rows_of(
-    src: &mut Source,
+/// Calls `each` with every row of a row group as text cells, reusing `raw`.
+fn for_each_row(
     df: &DataFrame,
     first_row: u64,
     map: &ColumnMap,
     header: &[String],
-    units: &fleetctl_core::ingest::FileUnits,
-) -> Result<()> {
+    raw: &mut RawRow,
+    mut each: impl FnMut(&RawRow),
+) -> polars::error::PolarsResult<()> {
     let mut texts = std::collections::BTreeMap::new();
     for (&field, &i) in &map.index {
-        let col = df
-            .column(&header[i])
-            .and_then(as_text)
-            .map_err(|e| src.bad(format!("column {}: {e}", header[i])))?;
-        texts.insert(field, col);
+        texts.insert(field, df.column(&header[i]).and_then(as_text)?);
     }
     let strings: std::collections::BTreeMap<Field, _> = texts
         .iter()
         .map(|(f, c)| c.str().map(|s| (*f, s.clone())))
-        .collect::<polars::error::PolarsResult<_>>()
-        .map_err(|e| src.bad(e))?;
+        .collect::<polars::error::PolarsResult<_>>()?;
     let by_index: std::collections::BTreeMap<usize, Field> =
         map.index.iter().map(|(f, i)| (*i, *f)).collect();
-    // Cells by column index, looked up once per batch rather than per cell.
-    let width = header.len();
-    let columns: Vec<Option<&polars::prelude::StringChunked>> = (0..width)
+    // Cells by column index, looked up once per row group rather than per cell.
+    let columns: Vec<Option<&polars::prelude::StringChunked>> = (0..header.len())
         .map(|i| by_index.get(&i).and_then(|f| strings.get(f)))
         .collect();
-    let mut raw = fleetctl_core::ingest::RawRow::default();
     for row in 0..df.height() {
-        crate::fill_row(&mut raw, first_row + row as u64 + 1, map, |i| {
+        crate::fill_row(raw, first_row + row as u64 + 1, map, |i| {
             columns.get(i).copied().flatten().and_then(|s| s.get(row))
         });
-        src.row(&raw, units)?;
+        each(raw);
     }
     Ok(())
 }

@@ -331,8 +331,7 @@ pub struct ImportOptions {
 pub struct Ingest<'c, 'r> {
     importer: Importer<'c>,
     sorter: sort::Sorter,
-    zone: FleetZone,
-    wall_now: i64,
+    checker: Checker,
     plates: HashMap<String, i64>,
     added: Vec<i64>,
     files: Vec<FileTally>,
@@ -349,7 +348,7 @@ const SAME_PLACE_DEG: f64 = 5e-7;
 impl<'c, 'r> Ingest<'c, 'r> {
     /// The fleet's zone (naive local times in files are read in it).
     pub fn zone(&self) -> &FleetZone {
-        &self.zone
+        &self.checker.zone
     }
 
     /// Starts a file; returns its index for [`Ingest::row`].
@@ -366,10 +365,29 @@ impl<'c, 'r> Ingest<'c, 'r> {
 
     /// Checks one row alone and stages it, or rejects it.
     pub fn row(&mut self, file: usize, row: &RawRow, units: &FileUnits) -> Result<()> {
+        let outcome = self.checker.check(row, units, file);
+        self.accept(file, row.line, outcome)
+    }
+
+    /// The checks a row passes alone, to run on other threads (see [`Checker`]).
+    pub fn checker(&self) -> &Checker {
+        &self.checker
+    }
+
+    /// Takes a row checked by [`Checker::check`] (in file order): finds or adds its
+    /// vehicle and stages it, or counts and reports its rejection.
+    pub fn accept(&mut self, file: usize, line: u64, outcome: Checked) -> Result<()> {
         self.files[file].rows_read += 1;
-        match self.check(row, units, file) {
-            Ok(staged) => self.sorter.push(staged),
-            Err((reason, detail)) => self.reject(file, row.line, reason, detail),
+        let (plate, mut staged) = match outcome {
+            Ok(ok) => ok,
+            Err((reason, detail)) => return self.reject(file, line, reason, detail),
+        };
+        match self.vehicle(&plate) {
+            Ok(id) => {
+                staged.fix.vehicle_id = id;
+                self.sorter.push(staged)
+            }
+            Err(e) => self.reject(file, line, RejectReason::BadPlate, e.message),
         }
     }
 
@@ -394,13 +412,23 @@ impl<'c, 'r> Ingest<'c, 'r> {
             detail,
         })
     }
+}
 
-    fn check(
-        &mut self,
-        row: &RawRow,
-        units: &FileUnits,
-        file: usize,
-    ) -> std::result::Result<Staged, (RejectReason, String)> {
+/// A row after the checks it passes alone: its plate and staged fix (vehicle to be
+/// found), or why it is rejected and the offending value.
+pub type Checked = std::result::Result<(String, Staged), (RejectReason, String)>;
+
+/// The checks a row passes alone (plate, time, coordinates, numbers, units): no
+/// database, nothing mutable, so readers may run them on every core.
+#[derive(Debug, Clone)]
+pub struct Checker {
+    zone: FleetZone,
+    wall_now: i64,
+}
+
+impl Checker {
+    /// Checks one row of file `file`.
+    pub fn check(&self, row: &RawRow, units: &FileUnits, file: usize) -> Checked {
         use RejectReason as R;
         let plate = row
             .plate
@@ -460,10 +488,9 @@ impl<'c, 'r> Ingest<'c, 'r> {
         let odometer = non_empty(&row.odometer)
             .map(|t| number("odometer", t))
             .transpose()?;
-        let vehicle_id = self.vehicle(plate).map_err(|e| (R::BadPlate, e.message))?;
-        Ok(Staged {
+        let staged = Staged {
             fix: Fix {
-                vehicle_id,
+                vehicle_id: 0,
                 ts: at.ts,
                 lat,
                 lon,
@@ -476,9 +503,12 @@ impl<'c, 'r> Ingest<'c, 'r> {
             ts_ms: at.ms,
             file_index: file,
             line: row.line,
-        })
+        };
+        Ok((plate.to_string(), staged))
     }
+}
 
+impl<'c, 'r> Ingest<'c, 'r> {
     fn vehicle(&mut self, plate: &str) -> Result<i64> {
         if let Some(&id) = self.plates.get(plate) {
             return Ok(id);
@@ -746,8 +776,10 @@ pub fn import(
                         .map_or_else(|| "fleet.db".into(), |n| n.to_string_lossy().into_owned())
                 ),
             ),
-            zone: zone.clone(),
-            wall_now: opts.wall_now,
+            checker: Checker {
+                zone: zone.clone(),
+                wall_now: opts.wall_now,
+            },
             plates: HashMap::new(),
             added: Vec::new(),
             files: Vec::new(),
