@@ -404,14 +404,33 @@ impl<'c, 'r> Ingest<'c, 'r> {
         reason: RejectReason,
         detail: String,
     ) -> Result<()> {
-        *self.files[file].rejected.entry(reason).or_insert(0) += 1;
-        (self.rejects)(&Reject {
-            file: &self.files[file].name,
+        count_reject(
+            &mut self.files,
+            &mut *self.rejects,
+            file,
             line,
             reason,
             detail,
-        })
+        )
     }
+}
+
+/// Counts a rejected row in its file's tally and reports it.
+fn count_reject(
+    files: &mut [FileTally],
+    rejects: &mut dyn FnMut(&Reject) -> Result<()>,
+    file: usize,
+    line: u64,
+    reason: RejectReason,
+    detail: String,
+) -> Result<()> {
+    *files[file].rejected.entry(reason).or_insert(0) += 1;
+    rejects(&Reject {
+        file: &files[file].name,
+        line,
+        reason,
+        detail,
+    })
 }
 
 /// A row after the checks it passes alone: its plate and staged fix (vehicle to be
@@ -524,60 +543,90 @@ impl<'c, 'r> Ingest<'c, 'r> {
     /// Settles duplicates and jumps vehicle by vehicle, derives missing speeds,
     /// appends the survivors and re-analyses the vehicles touched.
     fn settle(
-        mut self,
+        self,
         progress: &mut dyn FnMut(f64),
     ) -> Result<(Vec<FileTally>, Vec<VehicleTally>, Vec<i64>)> {
+        let Ingest {
+            importer,
+            mut sorter,
+            plates,
+            added,
+            mut files,
+            rejects,
+            ..
+        } = self;
         let plate_of: HashMap<i64, String> =
-            self.plates.iter().map(|(p, &id)| (id, p.clone())).collect();
+            plates.iter().map(|(p, &id)| (id, p.clone())).collect();
+        let added: std::collections::HashSet<i64> = added.into_iter().collect();
         let mut tallies = Vec::new();
         let mut touched = Vec::new();
-        let vehicles = self.plates.len().max(1);
-        let sorter = std::mem::replace(&mut self.sorter, sort::Sorter::new(PathBuf::new(), ""));
+        let vehicles = plates.len().max(1);
         let mut done = 0usize;
-        sorter.for_each_vehicle(&mut |rows| {
-            progress(done as f64 / vehicles as f64);
-            done += 1;
-            let vehicle_id = rows[0].fix.vehicle_id;
-            let importer = &self.importer;
-            // A vehicle this import added has nothing stored to clash with.
-            let new_vehicle = self.added.contains(&vehicle_id);
-            let outcome = settle_vehicle(rows, &mut |ts, ms| {
-                if new_vehicle {
-                    Ok(None)
-                } else {
-                    importer.stored_at(vehicle_id, ts, ms)
+        // Each vehicle's rows are merged here, settled on every core (with the fixes
+        // already stored at their instants, read here), and appended here.
+        type Job = (i64, Vec<Staged>, HashMap<(i64, i64), (f64, f64)>);
+        let work = |(vehicle_id, rows, stored): Job| {
+            settle_vehicle(rows, &mut |ts, ms| Ok(stored.get(&(ts, ms)).copied()))
+                .map(|s| (vehicle_id, s))
+        };
+        crate::parallel::map_in_order(
+            &work,
+            &mut |submit| {
+                sorter.for_each_vehicle(&mut |rows| {
+                    let vehicle_id = rows[0].fix.vehicle_id;
+                    // A vehicle this import added has nothing stored to clash with.
+                    let stored = if added.contains(&vehicle_id) {
+                        HashMap::new()
+                    } else {
+                        let last = rows[rows.len() - 1].fix.ts;
+                        importer.stored_between(vehicle_id, rows[0].fix.ts, last)?
+                    };
+                    submit((vehicle_id, rows, stored))
+                })
+            },
+            &mut |outcome| {
+                let (vehicle_id, outcome) = outcome?;
+                progress(done as f64 / vehicles as f64);
+                done += 1;
+                for (s, reason, detail) in outcome.rejected {
+                    count_reject(
+                        &mut files,
+                        &mut *rejects,
+                        s.file_index,
+                        s.line,
+                        reason,
+                        detail,
+                    )?;
                 }
-            })?;
-            for (s, reason, detail) in outcome.rejected {
-                self.reject(s.file_index, s.line, reason, detail)?;
-            }
-            if outcome.kept.is_empty() {
-                return Ok(());
-            }
-            for s in &outcome.kept {
-                self.importer.insert(&s.fix, s.ts_ms)?;
-                self.files[s.file_index].imported += 1;
-            }
-            let mut intervals: Vec<f64> = outcome
-                .kept
-                .windows(2)
-                .map(|w| millis(&w[1]) as f64 / 1000.0 - millis(&w[0]) as f64 / 1000.0)
-                .collect();
-            intervals.sort_by(f64::total_cmp);
-            tallies.push(VehicleTally {
-                plate: plate_of.get(&vehicle_id).cloned().unwrap_or_default(),
-                added: self.added.contains(&vehicle_id),
-                imported: outcome.kept.len() as u64,
-                first_ts: outcome.kept[0].fix.ts,
-                last_ts: outcome.kept[outcome.kept.len() - 1].fix.ts,
-                median_interval_s: intervals.get(intervals.len() / 2).copied(),
-                derived_speeds: outcome.kept.iter().filter(|s| s.fix.speed_derived).count() as u64,
-            });
-            touched.push(vehicle_id);
-            Ok(())
-        })?;
+                if outcome.kept.is_empty() {
+                    return Ok(());
+                }
+                for s in &outcome.kept {
+                    importer.insert(&s.fix, s.ts_ms)?;
+                    files[s.file_index].imported += 1;
+                }
+                let mut intervals: Vec<f64> = outcome
+                    .kept
+                    .windows(2)
+                    .map(|w| (millis(&w[1]) - millis(&w[0])) as f64 / 1000.0)
+                    .collect();
+                intervals.sort_by(f64::total_cmp);
+                tallies.push(VehicleTally {
+                    plate: plate_of.get(&vehicle_id).cloned().unwrap_or_default(),
+                    added: added.contains(&vehicle_id),
+                    imported: outcome.kept.len() as u64,
+                    first_ts: outcome.kept[0].fix.ts,
+                    last_ts: outcome.kept[outcome.kept.len() - 1].fix.ts,
+                    median_interval_s: intervals.get(intervals.len() / 2).copied(),
+                    derived_speeds: outcome.kept.iter().filter(|s| s.fix.speed_derived).count()
+                        as u64,
+                });
+                touched.push(vehicle_id);
+                Ok(())
+            },
+        )?;
         tallies.sort_by(|a, b| a.plate.cmp(&b.plate));
-        Ok((self.files, tallies, touched))
+        Ok((files, tallies, touched))
     }
 }
 

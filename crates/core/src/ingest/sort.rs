@@ -74,7 +74,7 @@ impl Sorter {
 
     /// Hands each vehicle's rows, in time order, to `each`, vehicle after vehicle.
     pub fn for_each_vehicle(
-        mut self,
+        &mut self,
         each: &mut dyn FnMut(Vec<Staged>) -> Result<()>,
     ) -> Result<()> {
         if self.runs.is_empty() {

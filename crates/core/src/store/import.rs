@@ -53,6 +53,27 @@ impl<'c> Importer<'c> {
         Ok((self.conn.last_insert_rowid(), true))
     }
 
+    /// The positions already stored for a vehicle from `from_ts` to `to_ts`
+    /// (inclusive), by instant (seconds, milliseconds).
+    pub fn stored_between(
+        &self,
+        vehicle_id: i64,
+        from_ts: i64,
+        to_ts: i64,
+    ) -> Result<std::collections::HashMap<(i64, i64), (f64, f64)>> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT ts, ts_ms, lat, lon FROM positions WHERE vehicle_id = ?1 AND ts BETWEEN ?2 AND ?3",
+            )
+            .map_err(db_err)?;
+        st.query_map(params![vehicle_id, from_ts, to_ts], |r| {
+            Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?)))
+        })
+        .and_then(|rows| rows.collect())
+        .map_err(db_err)
+    }
+
     /// The position already stored for a vehicle at an instant, if any.
     pub fn stored_at(&self, vehicle_id: i64, ts: i64, ts_ms: i64) -> Result<Option<(f64, f64)>> {
         self.conn
