@@ -132,13 +132,13 @@ impl Db {
         Ok(&self.geofences[i])
     }
 
-    /// Resolves a place name through the geofences, then the gazetteer.
+    /// Resolves a place name through the geofences, then the places.
     pub fn resolve_place(&self, text: &str) -> Result<ResolvedPlace> {
         let names: Vec<&str> = self.places.iter().map(|c| c.name.as_str()).collect();
         let i = match_name(text, &names).map_err(|e| match e.code {
             ErrorCode::NotFound => Error::new(
                 ErrorCode::NotFound,
-                format!("no place named {text:?} in the geofences or the gazetteer"),
+                format!("no place named {text:?} in the geofences or the places"),
             )
             .with_hint("try a zone (\"Zona 10\"), a depot, a landmark, or give lat and lon"),
             _ => e,
@@ -187,7 +187,7 @@ pub fn place_candidates(
 pub enum PlaceSource {
     /// A geofence of the database.
     Geofence,
-    /// The offline gazetteer.
+    /// One of the database's places (the demo's gazetteer, or a fleet's own).
     Gazetteer,
     /// Coordinates given by the caller.
     Coordinates,
