@@ -1,6 +1,6 @@
--- fleetctl store, schema version 3 (2: latest_fix and the partial indexes; 3: imported
+-- fleetctl store, schema version 4 (2: latest_fix and the partial indexes; 3: imported
 -- data: fractional seconds, derived speeds, unknown heading and ignition, one fix per
--- vehicle and instant).
+-- vehicle and instant; 4: positions keyed by vehicle and instant, with no rowid).
 -- Times are UTC epoch seconds (INTEGER); coordinates are WGS84 degrees; units are in
 -- the column names. The indexes after the marker line at the end are built after a bulk
 -- load, which is several times faster than maintaining them row by row.
@@ -31,8 +31,12 @@ CREATE TABLE positions (
     speed_derived INTEGER NOT NULL DEFAULT 0,  -- 1: the source had no speed; derived from the fixes around it
     heading_deg   REAL,                 -- clockwise from north, [0, 360); NULL when unknown
     ignition      INTEGER,              -- 1 on, 0 off, NULL when the source does not say
-    odometer_km   REAL                  -- NULL when the device has no odometer
-);
+    odometer_km   REAL,                 -- NULL when the device has no odometer
+    -- One fix per vehicle and instant. The table is stored in this order (no rowid):
+    -- a vehicle's day is one range read, and rows written in vehicle and time order
+    -- (as generate and import write them) are appended, with no index to build.
+    PRIMARY KEY (vehicle_id, ts, ts_ms)
+) WITHOUT ROWID;
 
 -- A polygon is WKT in lon lat order: POLYGON((lon lat, lon lat, ...)), closed ring.
 -- A circle is WKT POINT(lon lat) with its radius in radius_m (NULL for polygons).
@@ -155,6 +159,4 @@ CREATE TABLE daily (
 CREATE INDEX daily_date ON daily (date);
 
 -- @indexes
-CREATE UNIQUE INDEX positions_vehicle_ts ON positions (vehicle_id, ts, ts_ms);
-CREATE INDEX positions_ts ON positions (ts);
 CREATE INDEX injected_events_vehicle ON injected_events (vehicle_id, start_ts);

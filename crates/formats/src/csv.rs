@@ -52,10 +52,8 @@ impl<R: BufRead> Records<R> {
                 }
                 chunk.lines.push(self.line);
             }
-            for &b in &chunk.bytes[start..] {
-                if b == b'"' {
-                    in_quotes = !in_quotes;
-                }
+            if memchr::memchr_iter(b'"', &chunk.bytes[start..]).count() % 2 == 1 {
+                in_quotes = !in_quotes;
             }
             if !in_quotes && !chunk.bytes.ends_with(b"\n") {
                 chunk.bytes.push(b'\n');

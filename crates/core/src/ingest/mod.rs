@@ -566,8 +566,10 @@ impl<'c, 'r> Ingest<'c, 'r> {
         // already stored at their instants, read here), and appended here.
         type Job = (i64, Vec<Staged>, HashMap<(i64, i64), (f64, f64)>);
         let work = |(vehicle_id, rows, stored): Job| {
-            settle_vehicle(rows, &mut |ts, ms| Ok(stored.get(&(ts, ms)).copied()))
-                .map(|s| (vehicle_id, s))
+            settle_vehicle(rows, &mut |ts, ms| Ok(stored.get(&(ts, ms)).copied())).map(|s| {
+                let median = median_interval_s(&s.kept);
+                (vehicle_id, s, median)
+            })
         };
         crate::parallel::map_in_order(
             &work,
@@ -585,7 +587,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
                 })
             },
             &mut |outcome| {
-                let (vehicle_id, outcome) = outcome?;
+                let (vehicle_id, outcome, median_interval_s) = outcome?;
                 progress(done as f64 / vehicles as f64);
                 done += 1;
                 for (s, reason, detail) in outcome.rejected {
@@ -601,23 +603,17 @@ impl<'c, 'r> Ingest<'c, 'r> {
                 if outcome.kept.is_empty() {
                     return Ok(());
                 }
+                importer.insert_all(&outcome.kept)?;
                 for s in &outcome.kept {
-                    importer.insert(&s.fix, s.ts_ms)?;
                     files[s.file_index].imported += 1;
                 }
-                let mut intervals: Vec<f64> = outcome
-                    .kept
-                    .windows(2)
-                    .map(|w| (millis(&w[1]) - millis(&w[0])) as f64 / 1000.0)
-                    .collect();
-                intervals.sort_by(f64::total_cmp);
                 tallies.push(VehicleTally {
                     plate: plate_of.get(&vehicle_id).cloned().unwrap_or_default(),
                     added: added.contains(&vehicle_id),
                     imported: outcome.kept.len() as u64,
                     first_ts: outcome.kept[0].fix.ts,
                     last_ts: outcome.kept[outcome.kept.len() - 1].fix.ts,
-                    median_interval_s: intervals.get(intervals.len() / 2).copied(),
+                    median_interval_s,
                     derived_speeds: outcome.kept.iter().filter(|s| s.fix.speed_derived).count()
                         as u64,
                 });
@@ -648,6 +644,16 @@ fn parse_bool(text: &str) -> Option<bool> {
         "0" | "false" | "f" | "off" | "no" | "n" => Some(false),
         _ => None,
     }
+}
+
+/// The median time between consecutive rows, seconds (None for a lone row).
+fn median_interval_s(rows: &[Staged]) -> Option<f64> {
+    let mut intervals: Vec<i64> = rows
+        .windows(2)
+        .map(|w| millis(&w[1]) - millis(&w[0]))
+        .collect();
+    let middle = intervals.len() / 2;
+    (!intervals.is_empty()).then(|| *intervals.select_nth_unstable(middle).1 as f64 / 1000.0)
 }
 
 fn millis(s: &Staged) -> i64 {

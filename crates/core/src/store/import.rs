@@ -74,43 +74,8 @@ impl<'c> Importer<'c> {
         .map_err(db_err)
     }
 
-    /// The position already stored for a vehicle at an instant, if any.
-    pub fn stored_at(&self, vehicle_id: i64, ts: i64, ts_ms: i64) -> Result<Option<(f64, f64)>> {
-        self.conn
-            .prepare_cached(
-                "SELECT lat, lon FROM positions WHERE vehicle_id = ?1 AND ts = ?2 AND ts_ms = ?3",
-            )
-            .and_then(|mut st| {
-                st.query_row(params![vehicle_id, ts, ts_ms], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })
-                .optional()
-            })
-            .map_err(db_err)
-    }
-
-    /// Appends one fix.
-    pub fn insert(&self, f: &Fix, ts_ms: i64) -> Result<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO positions (vehicle_id, ts, ts_ms, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            )
-            .and_then(|mut st| {
-                st.execute(params![
-                    f.vehicle_id,
-                    f.ts,
-                    ts_ms,
-                    f.lat,
-                    f.lon,
-                    f.speed_kmh,
-                    f.speed_derived,
-                    f.heading_deg,
-                    f.ignition,
-                    f.odometer_km
-                ])
-            })
-            .map(drop)
-            .map_err(db_write_err)
+    /// Appends a vehicle's settled rows.
+    pub fn insert_all(&self, rows: &[Staged]) -> Result<()> {
+        super::append_fixes(self.conn, rows.iter().map(|s| (&s.fix, s.ts_ms))).map_err(db_write_err)
     }
 }

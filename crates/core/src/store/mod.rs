@@ -19,7 +19,7 @@ pub mod read;
 pub use file::{APPLICATION_ID, Probe, probe};
 
 /// The schema this binary reads and writes.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The whole schema, tables then indexes, split at the `-- @indexes` line.
 pub const SCHEMA_SQL: &str = include_str!("../../../../schema.sql");
@@ -121,30 +121,9 @@ impl Writer {
             .map_err(|e| self.fail(e))
     }
 
-    /// Appends fixes.
+    /// Appends fixes (whole seconds).
     pub fn insert_fixes(&self, fixes: &[Fix]) -> Result<()> {
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO positions (vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )
-            .map_err(|e| self.fail(e))?;
-        for f in fixes {
-            st.execute(params![
-                f.vehicle_id,
-                f.ts,
-                f.lat,
-                f.lon,
-                f.speed_kmh,
-                f.speed_derived,
-                f.heading_deg,
-                f.ignition,
-                f.odometer_km
-            ])
-            .map_err(|e| self.fail(e))?;
-        }
-        Ok(())
+        append_fixes(&self.conn, fixes.iter().map(|f| (f, 0))).map_err(|e| self.fail(e))
     }
 
     /// Records one planted anomaly.
@@ -183,6 +162,55 @@ impl Writer {
             .and_then(|f| f.sync_all())
             .map_err(|e| Error::io(&path, e))
     }
+}
+
+/// Fixes written by one multi-row `INSERT`: SQLite's cost per statement (reset,
+/// step, the b-tree seek) is paid once per batch, not once per row, which makes a
+/// bulk append about twice as fast.
+const FIXES_PER_INSERT: usize = 100;
+
+/// Appends fixes, each with its milliseconds past the second, in batches of
+/// [`FIXES_PER_INSERT`] rows (the few left over one by one).
+pub(crate) fn append_fixes<'f>(
+    conn: &Connection,
+    fixes: impl Iterator<Item = (&'f Fix, i64)>,
+) -> rusqlite::Result<()> {
+    const COLUMNS: usize = 10;
+    let sql = |rows: usize| {
+        let one = format!("({})", ["?"; COLUMNS].join(","));
+        format!(
+            "INSERT INTO positions (vehicle_id, ts, ts_ms, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km) VALUES {}",
+            vec![one; rows].join(",")
+        )
+    };
+    let (full, single) = (sql(FIXES_PER_INSERT), sql(1));
+    let write = |rows: &[(&Fix, i64)]| -> rusqlite::Result<()> {
+        let mut st = conn.prepare_cached(if rows.len() == 1 { &single } else { &full })?;
+        for (row, (f, ms)) in rows.iter().enumerate() {
+            let at = row * COLUMNS;
+            st.raw_bind_parameter(at + 1, f.vehicle_id)?;
+            st.raw_bind_parameter(at + 2, f.ts)?;
+            st.raw_bind_parameter(at + 3, ms)?;
+            st.raw_bind_parameter(at + 4, f.lat)?;
+            st.raw_bind_parameter(at + 5, f.lon)?;
+            st.raw_bind_parameter(at + 6, f.speed_kmh)?;
+            st.raw_bind_parameter(at + 7, f.speed_derived)?;
+            st.raw_bind_parameter(at + 8, f.heading_deg)?;
+            st.raw_bind_parameter(at + 9, f.ignition)?;
+            st.raw_bind_parameter(at + 10, f.odometer_km)?;
+        }
+        st.raw_execute().map(drop)
+    };
+    // Full batches, then the last rows one statement each.
+    let mut batch: Vec<(&Fix, i64)> = Vec::with_capacity(FIXES_PER_INSERT);
+    for fix in fixes {
+        batch.push(fix);
+        if batch.len() == FIXES_PER_INSERT {
+            write(&batch)?;
+            batch.clear();
+        }
+    }
+    batch.chunks(1).try_for_each(write)
 }
 
 /// Builds a new database at `path` and puts it in place only once `build` has

@@ -61,7 +61,7 @@ pub fn fixes_between(
     let mut st = conn
         .prepare_cached(
             "SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km \
-             FROM positions WHERE vehicle_id = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts",
+             FROM positions WHERE vehicle_id = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts, ts_ms",
         )
         .map_err(db_err)?;
     let rows = st
@@ -326,8 +326,8 @@ pub fn data_days_by_vehicle(conn: &Connection) -> Result<Vec<(i64, String, Strin
     rows.collect::<rusqlite::Result<_>>().map_err(db_err)
 }
 
-/// The newest fix time in the store.
+/// The newest fix time in the store (each vehicle's newest is in `latest_fix`).
 pub fn newest_fix_ts(conn: &Connection) -> Result<Option<i64>> {
-    conn.query_row("SELECT MAX(ts) FROM positions", [], |r| r.get(0))
+    conn.query_row("SELECT MAX(ts) FROM latest_fix", [], |r| r.get(0))
         .map_err(db_err)
 }
