@@ -1,6 +1,7 @@
 -- fleetctl store, schema version 4 (2: latest_fix and the partial indexes; 3: imported
 -- data: fractional seconds, derived speeds, unknown heading and ignition, one fix per
--- vehicle and instant; 4: positions keyed by vehicle and instant, with no rowid).
+-- vehicle and instant; 4: positions keyed by vehicle and instant, with no rowid; a trip's moving and idle
+-- time, a stop's time without ignition, stops and trips by time).
 -- Times are UTC epoch seconds (INTEGER); coordinates are WGS84 degrees; units are in
 -- the column names. The indexes after the marker line at the end are built after a bulk
 -- load, which is several times faster than maintaining them row by row.
@@ -79,11 +80,13 @@ CREATE TABLE stops (
     lat        REAL NOT NULL,
     lon        REAL NOT NULL,
     idle_s     INTEGER NOT NULL,        -- engine on
-    parked_s   INTEGER NOT NULL,        -- engine off
+    parked_s   INTEGER NOT NULL,        -- engine off, or not reported
+    unknown_s  INTEGER NOT NULL,        -- of parked_s: the ignition not reported
     ongoing    INTEGER NOT NULL,        -- 1: still stopped at the vehicle's last fix
     place      TEXT NOT NULL
 );
 CREATE INDEX stops_vehicle_ts ON stops (vehicle_id, start_ts);
+CREATE INDEX stops_ts ON stops (start_ts);
 CREATE INDEX stops_ongoing ON stops (vehicle_id) WHERE ongoing = 1;
 
 CREATE TABLE trips (
@@ -94,12 +97,15 @@ CREATE TABLE trips (
     distance_km   REAL NOT NULL,
     gap_km        REAL NOT NULL,        -- straight line across signal losses, not in distance_km
     max_speed_kmh REAL NOT NULL,
+    moving_s      INTEGER NOT NULL,     -- between fixes at 5 km/h or more
+    idle_s        INTEGER NOT NULL,     -- slower, the ignition reported on (traffic, lights)
     start_lat     REAL NOT NULL,
     start_lon     REAL NOT NULL,
     end_lat       REAL NOT NULL,
     end_lon       REAL NOT NULL
 );
 CREATE INDEX trips_vehicle_ts ON trips (vehicle_id, start_ts);
+CREATE INDEX trips_ts ON trips (start_ts);
 
 -- kind: speeding | long_stop | signal_loss | geofence_enter | geofence_exit |
 --       ignition_on | ignition_off; detail is JSON with kind-specific figures.
@@ -137,6 +143,7 @@ CREATE TABLE visits (
     exit_ts     INTEGER                 -- first fix outside again; NULL: still inside
 );
 CREATE INDEX visits_vehicle ON visits (vehicle_id, geofence_id, enter_ts);
+CREATE INDEX visits_geofence ON visits (geofence_id, enter_ts);
 
 CREATE TABLE daily (
     vehicle_id           INTEGER NOT NULL,

@@ -622,7 +622,7 @@ mod tests {
     fn command_line_errors_are_read_from_their_kind_not_their_text() {
         let e = refusal(&["fleetctl", "query", "stoped"]);
         assert_eq!(e.message, "unknown command \"stoped\"");
-        assert_eq!(e.hint.as_deref(), Some("did you mean stopped?"));
+        assert_eq!(e.hint.as_deref(), Some("did you mean stops, stopped?"));
         let e = refusal(&["fleetctl", "query", "alerts", "--type", "bogus"]);
         assert!(
             e.message.starts_with("invalid value \"bogus\" for --type"),

@@ -47,6 +47,7 @@ fn sample_arguments(tool: &str) -> Map<String, Value> {
             serde_json::json!({"plate": plate, "geofence": "Centro Histórico", "date": "yesterday"}),
         ),
         "nearest_vehicles" => arguments(serde_json::json!({"place": "Bodega Mixco", "limit": 3})),
+        "geofence_report" => arguments(serde_json::json!({"geofence": "Bodega Mixco"})),
         _ => Map::new(),
     }
 }

@@ -48,7 +48,37 @@ fn snapshot_cases(db: &Path, scratch: &Path) -> Vec<(&'static str, Vec<String>)>
             "trip_summary",
             s(&["query", "trip", &plate, "--date", "yesterday"]),
         ),
+        (
+            "trips",
+            s(&[
+                "query",
+                "trips",
+                "--plate",
+                &plate,
+                "--from",
+                "yesterday",
+                "--to",
+                "yesterday",
+            ]),
+        ),
+        (
+            "stops",
+            s(&[
+                "query",
+                "stops",
+                "--min-minutes",
+                "20",
+                "--geofence",
+                &depot,
+            ]),
+        ),
+        ("daily_summary", s(&["query", "daily", "--plate", &plate])),
+        ("events", s(&["query", "events", "--kind", "speeding"])),
         ("alerts", s(&["query", "alerts"])),
+        (
+            "geofence_report",
+            s(&["query", "geofence-report", &depot, "--from", "yesterday"]),
+        ),
         (
             "geofence_visits",
             s(&["query", "geofence", &plate, &depot, "--date", "yesterday"]),
@@ -277,6 +307,108 @@ fn a_day_without_data_is_an_empty_report_and_an_inactive_vehicle_explains_itself
         "{r}"
     );
     assert_eq!(r["lat"], Value::Null);
+}
+
+#[test]
+fn range_reports_page_with_an_exact_total_and_every_row_once() {
+    let db = fixture_db();
+    let mut cursor: Option<String> = None;
+    let mut seen = Vec::new();
+    let mut total = None;
+    loop {
+        let mut words = vec!["query".to_string(), "stops".to_string()];
+        if let Some(c) = &cursor {
+            words.extend(["--cursor".to_string(), c.clone()]);
+        }
+        let answer = answer_json(db, &words);
+        let page = &answer["stops"];
+        assert!(page["items"].as_array().unwrap().len() <= 200);
+        assert_eq!(*total.get_or_insert(page["total"].clone()), page["total"]);
+        for row in page["items"].as_array().unwrap() {
+            seen.push(format!("{} {}", row["plate"], row["start"]));
+        }
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => break,
+        }
+    }
+    let total = total.unwrap().as_u64().unwrap() as usize;
+    assert!(
+        total > 400,
+        "the fixture has several pages of stops: {total}"
+    );
+    assert_eq!(seen.len(), total, "every stop on exactly one page");
+    let mut unique = seen.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), total, "no stop on two pages");
+    let (_, err) = query_fails(db, &["trips", "--cursor", "next"], 2);
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"next\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn range_reports_agree_with_the_day_reports() {
+    let db = fixture_db();
+    let plate = stopped_longest(db);
+    let day = answer_json(
+        db,
+        &["query", "trip", &plate, "--date", "yesterday"].map(String::from),
+    );
+    let daily = answer_json(
+        db,
+        &[
+            "query",
+            "daily",
+            "--plate",
+            &plate,
+            "--from",
+            "yesterday",
+            "--to",
+            "yesterday",
+        ]
+        .map(String::from),
+    );
+    let row = &daily["days"]["items"][0];
+    assert_eq!(row["distance_km"], day["distance_km"]);
+    assert_eq!(row["first_departure"], day["departure_at"]);
+    assert_eq!(row["last_return"], day["return_at"]);
+    assert_eq!(row["max_speed_kmh"], day["max_speed_kmh"]);
+    let trips = answer_json(
+        db,
+        &[
+            "query",
+            "trips",
+            "--plate",
+            &plate,
+            "--from",
+            "yesterday",
+            "--to",
+            "yesterday",
+        ]
+        .map(String::from),
+    );
+    assert_eq!(trips["trips"]["total"], day["trips"]);
+    let gps: f64 = day["gps_distance_km"].as_f64().unwrap();
+    let summed: f64 = trips["page_distance_km"].as_f64().unwrap();
+    assert!(
+        (gps - summed).abs() < 0.05,
+        "trips {summed} km, the day {gps} km"
+    );
+    let speeding = answer_json(
+        db,
+        &["query", "events", "--kind", "speeding", "--plate", &plate].map(String::from),
+    );
+    let alerts = answer_json(
+        db,
+        &["query", "alerts", "--type", "speeding", "--plate", &plate].map(String::from),
+    );
+    assert_eq!(speeding["events"]["total"], alerts["total"]);
 }
 
 #[test]

@@ -107,8 +107,10 @@ pub struct Stop {
     pub lon: f64,
     /// Seconds of the stop with the engine on.
     pub idle_s: i64,
-    /// Seconds of the stop with the engine off.
+    /// Seconds of the stop with the engine off, or not reported.
     pub parked_s: i64,
+    /// Of `parked_s`, the seconds whose ignition was not reported.
+    pub unknown_s: i64,
     /// Still going at the vehicle's last fix.
     pub ongoing: bool,
     /// Where, for people.
@@ -125,6 +127,29 @@ impl Stop {
     pub fn engine_on(&self) -> bool {
         self.idle_s > self.parked_s
     }
+
+    /// The engine for most of the stop: on, off, or unknown (not reported).
+    pub fn engine(&self) -> EngineState {
+        if self.engine_on() {
+            EngineState::On
+        } else if self.unknown_s * 2 > self.duration_s() {
+            EngineState::Unknown
+        } else {
+            EngineState::Off
+        }
+    }
+}
+
+/// What the ignition said for most of a stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineState {
+    /// Running (idle).
+    On,
+    /// Off (parked).
+    Off,
+    /// The tracker did not report the ignition.
+    Unknown,
 }
 
 /// A trip: the movement between two stops.
@@ -142,6 +167,10 @@ pub struct Trip {
     pub gap_km: f64,
     /// Highest speed reported, km/h.
     pub max_speed_kmh: f64,
+    /// Seconds between fixes at walking pace or faster (`MOVING_KMH`).
+    pub moving_s: i64,
+    /// Seconds slower than that with the ignition reported on: idling in traffic.
+    pub idle_s: i64,
     /// Start point.
     pub start_lat: f64,
     /// Start point.

@@ -122,15 +122,18 @@ pub fn stops(fixes: &[Fix], ranges: &[(usize, usize, LatLon)], namer: &Namer) ->
     ranges
         .iter()
         .map(|&(a, b, center)| {
-            let (mut idle_s, mut parked_s) = (0, 0);
+            let (mut idle_s, mut parked_s, mut unknown_s) = (0, 0, 0);
             for w in fixes[a..=b].windows(2) {
                 let dt = w[1].ts - w[0].ts;
                 // Idling is only claimed from an ignition that says so; time with
-                // the ignition unreported counts as parked.
-                if w[0].ignition == Some(true) {
-                    idle_s += dt
-                } else {
-                    parked_s += dt
+                // the ignition unreported counts as parked (and as unknown).
+                match w[0].ignition {
+                    Some(true) => idle_s += dt,
+                    Some(false) => parked_s += dt,
+                    None => {
+                        parked_s += dt;
+                        unknown_s += dt
+                    }
                 }
             }
             Stop {
@@ -141,6 +144,7 @@ pub fn stops(fixes: &[Fix], ranges: &[(usize, usize, LatLon)], namer: &Namer) ->
                 lon: center.lon,
                 idle_s,
                 parked_s,
+                unknown_s,
                 ongoing: b == last,
                 place: namer.name(center),
             }
@@ -248,6 +252,7 @@ pub fn trips(fixes: &[Fix], spans: &[(usize, usize)], th: &Thresholds) -> Vec<Tr
         .iter()
         .filter_map(|&(a, b)| {
             let d = moving_distance_m(fixes, a, b, th, |_, _, _| {});
+            let (moving_s, idle_s) = trip_time_s(&fixes[a..=b], th);
             (d.driven_m >= th.trip_min_m).then(|| Trip {
                 vehicle_id: fixes[a].vehicle_id,
                 start_ts: fixes[a].ts,
@@ -255,6 +260,8 @@ pub fn trips(fixes: &[Fix], spans: &[(usize, usize)], th: &Thresholds) -> Vec<Tr
                 distance_km: d.driven_m / 1000.0,
                 gap_km: d.gap_m / 1000.0,
                 max_speed_kmh: fixes[a..=b].iter().map(|f| f.speed_kmh).fold(0.0, f64::max),
+                moving_s,
+                idle_s,
                 start_lat: fixes[a].lat,
                 start_lon: fixes[a].lon,
                 end_lat: fixes[b].lat,
@@ -262,4 +269,26 @@ pub fn trips(fixes: &[Fix], spans: &[(usize, usize)], th: &Thresholds) -> Vec<Tr
             })
         })
         .collect()
+}
+
+/// A trip's time moving and idling, seconds: each interval between two fixes is
+/// moving when the fix that opens it is at `MOVING_KMH` or faster, idle when it is
+/// slower with the ignition reported on (lights, traffic); slower with the ignition
+/// off or unreported is neither, nor is a gap over the signal-loss threshold (the
+/// vehicle was unseen).
+pub fn trip_time_s(fixes: &[Fix], th: &Thresholds) -> (i64, i64) {
+    let gap_s = (th.signal_loss_min * 60.0) as i64;
+    let (mut moving_s, mut idle_s) = (0, 0);
+    for w in fixes.windows(2) {
+        let dt = w[1].ts - w[0].ts;
+        if dt > gap_s {
+            continue;
+        }
+        if w[0].speed_kmh >= super::events::MOVING_KMH {
+            moving_s += dt;
+        } else if w[0].ignition == Some(true) {
+            idle_s += dt;
+        }
+    }
+    (moving_s, idle_s)
 }

@@ -206,6 +206,29 @@ impl Shape {
         }
     }
 
+    /// The box around the shape: south, west, north, east degrees.
+    pub fn bbox(&self) -> [f64; 4] {
+        match self {
+            Shape::Polygon(poly) => {
+                let ring = &poly.exterior().0;
+                let fold = |f: fn(f64, f64) -> f64, pick: fn(&geo::Coord<f64>) -> f64, init| {
+                    ring.iter().map(pick).fold(init, f)
+                };
+                [
+                    fold(f64::min, |c| c.y, f64::INFINITY),
+                    fold(f64::min, |c| c.x, f64::INFINITY),
+                    fold(f64::max, |c| c.y, f64::NEG_INFINITY),
+                    fold(f64::max, |c| c.x, f64::NEG_INFINITY),
+                ]
+            }
+            Shape::Circle { center, radius_m } => {
+                let sw = offset_m(*center, -radius_m, -radius_m);
+                let ne = offset_m(*center, *radius_m, *radius_m);
+                [sw.lat, sw.lon, ne.lat, ne.lon]
+            }
+        }
+    }
+
     /// A representative centre point (ring vertex mean, or the circle's centre).
     pub fn center(&self) -> LatLon {
         match self {

@@ -5,6 +5,9 @@
 //! front ends (the CLI's `query` and the MCP tools) are generated from.
 
 pub mod alerts;
+pub mod daily_summary;
+pub mod events;
+pub mod geofence_report;
 pub mod geofence_visits;
 pub mod list_geofences;
 pub mod list_vehicles;
@@ -14,7 +17,9 @@ pub mod resolve;
 pub mod route_map;
 pub mod schema;
 pub mod stopped_vehicles;
+pub mod stops;
 pub mod trip_summary;
+pub mod trips;
 pub mod vehicle_position;
 
 use crate::analyze::Thresholds;
@@ -80,6 +85,52 @@ impl<T> List<T> {
             truncated: total > MAX_ROWS,
             items: rows,
         }
+    }
+}
+
+/// One page of a long list: the rows from a cursor on, how many there are in all
+/// over every page, and the cursor of the page after.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Page<T> {
+    /// Rows in all, over every page.
+    pub total: usize,
+    /// True when more rows follow this page.
+    pub truncated: bool,
+    /// Give it as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+    /// This page's rows (at most 200).
+    pub items: Vec<T>,
+}
+
+impl<T> Page<T> {
+    /// The page of `items` that starts at row `offset` of `total`.
+    pub fn new(total: usize, offset: usize, items: Vec<T>) -> Page<T> {
+        let next = offset + items.len();
+        Page {
+            total,
+            truncated: next < total,
+            next_cursor: (next < total).then(|| next.to_string()),
+            items,
+        }
+    }
+
+    /// The page at `offset` of rows already in hand.
+    pub fn slice(mut rows: Vec<T>, offset: usize) -> Page<T> {
+        let total = rows.len();
+        let items: Vec<T> = rows.drain(offset.min(total)..).take(MAX_ROWS).collect();
+        Page::new(total, offset, items)
+    }
+}
+
+/// The row a cursor (a page's `next_cursor`) starts at; none is the first page.
+pub fn cursor_offset(cursor: Option<&str>) -> Result<usize> {
+    match cursor {
+        None => Ok(0),
+        Some(text) => text.trim().parse::<usize>().map_err(|_| {
+            Error::invalid(format!("cursor {text:?} is not one this report gave")).with_hint(
+                "leave cursor out for the first page, then pass each answer's next_cursor",
+            )
+        }),
     }
 }
 
@@ -374,12 +425,17 @@ pub fn params_from_schema(schema: &Value) -> Vec<Param> {
 
 /// Every report, in the fixed order tools are listed in.
 pub fn registry() -> &'static [ReportSpec] {
-    static REGISTRY: [ReportSpec; 10] = [
+    static REGISTRY: [ReportSpec; 15] = [
         vehicle_position::SPEC,
         stopped_vehicles::SPEC,
         trip_summary::SPEC,
+        trips::SPEC,
+        stops::SPEC,
+        daily_summary::SPEC,
+        events::SPEC,
         alerts::SPEC,
         geofence_visits::SPEC,
+        geofence_report::SPEC,
         mileage_ranking::SPEC,
         list_vehicles::SPEC,
         list_geofences::SPEC,

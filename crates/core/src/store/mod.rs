@@ -620,8 +620,8 @@ impl<'c> DerivedWriter<'c> {
         }
         let mut st = c
             .prepare_cached(
-                "INSERT INTO stops (vehicle_id, start_ts, end_ts, lat, lon, idle_s, parked_s, ongoing, place) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                "INSERT INTO stops (vehicle_id, start_ts, end_ts, lat, lon, idle_s, parked_s, ongoing, place, unknown_s) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )
             .map_err(db_write_err)?;
         for s in &a.stops {
@@ -634,14 +634,15 @@ impl<'c> DerivedWriter<'c> {
                 s.idle_s,
                 s.parked_s,
                 s.ongoing,
-                s.place
+                s.place,
+                s.unknown_s
             ])
             .map_err(db_write_err)?;
         }
         let mut st = c
             .prepare_cached(
-                "INSERT INTO trips (vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon, gap_km) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                "INSERT INTO trips (vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon, gap_km, moving_s, idle_s) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             )
             .map_err(db_write_err)?;
         for t in &a.trips {
@@ -655,7 +656,9 @@ impl<'c> DerivedWriter<'c> {
                 t.start_lon,
                 t.end_lat,
                 t.end_lon,
-                t.gap_km
+                t.gap_km,
+                t.moving_s,
+                t.idle_s
             ])
             .map_err(db_write_err)?;
         }

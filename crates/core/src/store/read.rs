@@ -81,11 +81,12 @@ fn stop_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Stop> {
         parked_s: r.get(6)?,
         ongoing: r.get(7)?,
         place: r.get(8)?,
+        unknown_s: r.get(9)?,
     })
 }
 
 const STOP_COLUMNS: &str =
-    "vehicle_id, start_ts, end_ts, lat, lon, idle_s, parked_s, ongoing, place";
+    "vehicle_id, start_ts, end_ts, lat, lon, idle_s, parked_s, ongoing, place, unknown_s";
 
 /// The vehicle's stop still going on at its last fix, if any.
 pub fn ongoing_stop(conn: &Connection, vehicle_id: i64) -> Result<Option<Stop>> {
@@ -136,7 +137,7 @@ pub fn trips_between(
 ) -> Result<Vec<Trip>> {
     let mut st = conn
         .prepare_cached(
-            "SELECT vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon, gap_km \
+            "SELECT vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon, gap_km, moving_s, idle_s \
              FROM trips WHERE vehicle_id = ?1 AND start_ts >= ?2 AND start_ts < ?3 ORDER BY start_ts",
         )
         .map_err(db_err)?;
@@ -153,6 +154,8 @@ pub fn trips_between(
                 end_lat: r.get(7)?,
                 end_lon: r.get(8)?,
                 gap_km: r.get(9)?,
+                moving_s: r.get(10)?,
+                idle_s: r.get(11)?,
             })
         })
         .map_err(db_err)?;
@@ -199,37 +202,13 @@ pub fn events_between(
     let mut out = Vec::new();
     for row in rows {
         let (kind, text, (vehicle_id, start_ts, end_ts, lat, lon)) = row.map_err(db_err)?;
-        // What detection wrote must read back: anything else is a damaged database,
-        // said so, never skipped or read as empty.
-        let kind = EventKind::parse(&kind).ok_or_else(|| {
-            Error::new(
-                ErrorCode::DbSchema,
-                format!("the events table holds an unknown kind {kind:?}"),
-            )
-            .with_hint("run `fleetctl analyze` to rebuild the detected events")
-        })?;
+        let kind = event_kind(&kind)?;
         if kinds.is_empty() || kinds.contains(&kind) {
-            // Read into the type the kind names: every figure there, with its type.
-            let detail = EventDetail::from_json(kind, &text).map_err(|why| {
-                Error::new(
-                    ErrorCode::DbSchema,
-                    format!(
-                        "a {} event's detail is not what detection writes ({why}): {:?}",
-                        kind.as_str(),
-                        text.chars().take(200).collect::<String>()
-                    ),
-                )
-                .with_hint("run `fleetctl analyze` to rebuild the detected events")
-            })?;
-            out.push(Event {
-                vehicle_id,
+            out.push(event_from(
                 kind,
-                start_ts,
-                end_ts,
-                lat,
-                lon,
-                detail,
-            });
+                &text,
+                (vehicle_id, start_ts, end_ts, lat, lon),
+            )?);
         }
     }
     Ok(out)
@@ -330,4 +309,319 @@ pub fn data_days_by_vehicle(conn: &Connection) -> Result<Vec<(i64, String, Strin
 pub fn newest_fix_ts(conn: &Connection) -> Result<Option<i64>> {
     conn.query_row("SELECT MAX(ts) FROM latest_fix", [], |r| r.get(0))
         .map_err(db_err)
+}
+
+/// Stop and trip rows of a range, for the range reports: one vehicle's (through
+/// `(vehicle_id, start_ts)`) or the fleet's (through `start_ts`), begun in
+/// `[from_ts, to_ts)`, in time order then vehicle, lasting at least `min_s`.
+pub struct RangeQuery {
+    /// One vehicle, or every one.
+    pub vehicle_id: Option<i64>,
+    /// Begun at or after, UTC epoch seconds.
+    pub from_ts: i64,
+    /// Begun before.
+    pub to_ts: i64,
+    /// Lasting at least this many seconds.
+    pub min_s: i64,
+    /// Only rows whose point lies in this box (south, west, north, east degrees).
+    pub bbox: Option<[f64; 4]>,
+}
+
+impl RangeQuery {
+    fn filter(&self, lat: &str, lon: &str) -> String {
+        let mut sql = String::from("start_ts >= ?1 AND start_ts < ?2 AND end_ts - start_ts >= ?3");
+        sql += if self.vehicle_id.is_some() {
+            " AND vehicle_id = ?4"
+        } else {
+            " AND ?4 IS NULL"
+        };
+        if self.bbox.is_some() {
+            sql += &format!(" AND {lat} BETWEEN ?5 AND ?7 AND {lon} BETWEEN ?6 AND ?8");
+        } else {
+            sql += " AND ?5 IS NULL AND ?6 IS NULL AND ?7 IS NULL AND ?8 IS NULL";
+        }
+        sql
+    }
+
+    fn params(&self) -> [rusqlite::types::Value; 8] {
+        use rusqlite::types::Value as V;
+        let b = |i: usize| self.bbox.map_or(V::Null, |b| V::Real(b[i]));
+        [
+            V::Integer(self.from_ts),
+            V::Integer(self.to_ts),
+            V::Integer(self.min_s),
+            self.vehicle_id.map_or(V::Null, V::Integer),
+            b(0),
+            b(1),
+            b(2),
+            b(3),
+        ]
+    }
+}
+
+/// How many stops match, and the `limit` of them from `offset` on.
+pub fn stops_page(
+    conn: &Connection,
+    q: &RangeQuery,
+    offset: usize,
+    limit: usize,
+) -> Result<(usize, Vec<Stop>)> {
+    let filter = q.filter("lat", "lon");
+    let total: i64 = conn
+        .prepare_cached(&format!("SELECT COUNT(*) FROM stops WHERE {filter}"))
+        .and_then(|mut st| st.query_row(rusqlite::params_from_iter(q.params()), |r| r.get(0)))
+        .map_err(db_err)?;
+    let mut st = conn
+        .prepare_cached(&format!(
+            "SELECT {STOP_COLUMNS} FROM stops WHERE {filter} ORDER BY start_ts, vehicle_id LIMIT {limit} OFFSET {offset}"
+        ))
+        .map_err(db_err)?;
+    let rows = st
+        .query_map(rusqlite::params_from_iter(q.params()), stop_from_row)
+        .map_err(db_err)?;
+    Ok((
+        total as usize,
+        rows.collect::<rusqlite::Result<_>>().map_err(db_err)?,
+    ))
+}
+
+/// How many trips match, and the `limit` of them from `offset` on.
+pub fn trips_page(
+    conn: &Connection,
+    q: &RangeQuery,
+    offset: usize,
+    limit: usize,
+) -> Result<(usize, Vec<Trip>)> {
+    let filter = q.filter("start_lat", "start_lon");
+    let total: i64 = conn
+        .prepare_cached(&format!("SELECT COUNT(*) FROM trips WHERE {filter}"))
+        .and_then(|mut st| st.query_row(rusqlite::params_from_iter(q.params()), |r| r.get(0)))
+        .map_err(db_err)?;
+    let mut st = conn
+        .prepare_cached(&format!(
+            "SELECT vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon, gap_km, moving_s, idle_s \
+             FROM trips WHERE {filter} ORDER BY start_ts, vehicle_id LIMIT {limit} OFFSET {offset}"
+        ))
+        .map_err(db_err)?;
+    let rows = st
+        .query_map(rusqlite::params_from_iter(q.params()), |r| {
+            Ok(Trip {
+                vehicle_id: r.get(0)?,
+                start_ts: r.get(1)?,
+                end_ts: r.get(2)?,
+                distance_km: r.get(3)?,
+                max_speed_kmh: r.get(4)?,
+                start_lat: r.get(5)?,
+                start_lon: r.get(6)?,
+                end_lat: r.get(7)?,
+                end_lon: r.get(8)?,
+                gap_km: r.get(9)?,
+                moving_s: r.get(10)?,
+                idle_s: r.get(11)?,
+            })
+        })
+        .map_err(db_err)?;
+    Ok((
+        total as usize,
+        rows.collect::<rusqlite::Result<_>>().map_err(db_err)?,
+    ))
+}
+
+/// How many events match, and the `limit` of them from `offset` on: begun in
+/// `[from_ts, to_ts)`, of `kinds` (all when empty), one vehicle's or the fleet's,
+/// and, with `geofence_id`, only the entries and exits of that geofence.
+pub fn events_page(
+    conn: &Connection,
+    vehicle_id: Option<i64>,
+    kinds: &[EventKind],
+    geofence_id: Option<i64>,
+    (from_ts, to_ts): (i64, i64),
+    offset: usize,
+    limit: usize,
+) -> Result<(usize, Vec<Event>)> {
+    // The kinds come from the closed `EventKind` set, never from user text.
+    let kind_filter = if kinds.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = kinds.iter().map(|k| format!("'{}'", k.as_str())).collect();
+        format!(" AND kind IN ({})", names.join(", "))
+    };
+    let vehicle_filter = if vehicle_id.is_some() {
+        " AND vehicle_id = ?3"
+    } else {
+        " AND ?3 IS NULL"
+    };
+    let geofence_filter = if geofence_id.is_some() {
+        " AND kind IN ('geofence_enter', 'geofence_exit') AND json_extract(detail, '$.geofence_id') = ?4"
+    } else {
+        " AND ?4 IS NULL"
+    };
+    let filter =
+        format!("start_ts >= ?1 AND start_ts < ?2{vehicle_filter}{geofence_filter}{kind_filter}");
+    let p = params![from_ts, to_ts, vehicle_id, geofence_id];
+    let total: i64 = conn
+        .prepare_cached(&format!("SELECT COUNT(*) FROM events WHERE {filter}"))
+        .and_then(|mut st| st.query_row(p, |r| r.get(0)))
+        .map_err(db_err)?;
+    let ids: Vec<i64> = conn
+        .prepare_cached(&format!(
+            "SELECT id FROM events WHERE {filter} ORDER BY start_ts, vehicle_id, id LIMIT {limit} OFFSET {offset}"
+        ))
+        .and_then(|mut st| st.query_map(p, |r| r.get(0))?.collect())
+        .map_err(db_err)?;
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        out.extend(events_by_id(conn, id)?);
+    }
+    Ok((total as usize, out))
+}
+
+/// The event with this id, read and checked as `events_between` reads them.
+fn events_by_id(conn: &Connection, id: i64) -> Result<Option<Event>> {
+    let row = conn
+        .prepare_cached(
+            "SELECT vehicle_id, kind, start_ts, end_ts, lat, lon, detail FROM events WHERE id = ?1",
+        )
+        .and_then(|mut st| {
+            st.query_row([id], |r| {
+                Ok((
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(6)?,
+                    (r.get(0)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?),
+                ))
+            })
+            .optional()
+        })
+        .map_err(db_err)?;
+    row.map(|(kind, text, place)| event_from(event_kind(&kind)?, &text, place))
+        .transpose()
+}
+
+/// An event kind as detection writes it; anything else is a damaged database, said
+/// so, never skipped.
+fn event_kind(name: &str) -> Result<EventKind> {
+    EventKind::parse(name).ok_or_else(|| {
+        Error::new(
+            ErrorCode::DbSchema,
+            format!("the events table holds an unknown kind {name:?}"),
+        )
+        .with_hint("run `fleetctl analyze` to rebuild the detected events")
+    })
+}
+
+/// An event row, its detail read into the type its kind names (every figure there,
+/// with its type), or a `db_schema` error quoting it.
+fn event_from(
+    kind: EventKind,
+    text: &str,
+    (vehicle_id, start_ts, end_ts, lat, lon): (i64, i64, i64, f64, f64),
+) -> Result<Event> {
+    let detail = EventDetail::from_json(kind, text).map_err(|why| {
+        Error::new(
+            ErrorCode::DbSchema,
+            format!(
+                "a {} event's detail is not what detection writes ({why}): {:?}",
+                kind.as_str(),
+                text.chars().take(200).collect::<String>()
+            ),
+        )
+        .with_hint("run `fleetctl analyze` to rebuild the detected events")
+    })?;
+    Ok(Event {
+        vehicle_id,
+        kind,
+        start_ts,
+        end_ts,
+        lat,
+        lon,
+        detail,
+    })
+}
+
+/// How many visits to a geofence overlap `[from_ts, to_ts)`, and the `limit` of
+/// them from `offset` on, by entry time then vehicle.
+pub fn geofence_visits_page(
+    conn: &Connection,
+    geofence_id: i64,
+    vehicle_id: Option<i64>,
+    (from_ts, to_ts): (i64, i64),
+    offset: usize,
+    limit: usize,
+) -> Result<(usize, Vec<Visit>)> {
+    let vehicle_filter = if vehicle_id.is_some() {
+        " AND vehicle_id = ?4"
+    } else {
+        " AND ?4 IS NULL"
+    };
+    let filter = format!(
+        "geofence_id = ?1 AND enter_ts < ?3 AND (exit_ts IS NULL OR exit_ts > ?2){vehicle_filter}"
+    );
+    let p = params![geofence_id, from_ts, to_ts, vehicle_id];
+    let total: i64 = conn
+        .prepare_cached(&format!("SELECT COUNT(*) FROM visits WHERE {filter}"))
+        .and_then(|mut st| st.query_row(p, |r| r.get(0)))
+        .map_err(db_err)?;
+    let mut st = conn
+        .prepare_cached(&format!(
+            "SELECT vehicle_id, geofence_id, enter_ts, exit_ts FROM visits WHERE {filter} \
+             ORDER BY enter_ts, vehicle_id LIMIT {limit} OFFSET {offset}"
+        ))
+        .map_err(db_err)?;
+    let rows = st
+        .query_map(p, |r| {
+            Ok(Visit {
+                vehicle_id: r.get(0)?,
+                geofence_id: r.get(1)?,
+                enter_ts: r.get(2)?,
+                exit_ts: r.get(3)?,
+            })
+        })
+        .map_err(db_err)?;
+    Ok((
+        total as usize,
+        rows.collect::<rusqlite::Result<_>>().map_err(db_err)?,
+    ))
+}
+
+/// A vehicle's trips begun in `[from_ts, to_ts)`, summed: the first start, the last
+/// end, and moving and idle seconds (None without trips).
+pub fn trips_span(
+    conn: &Connection,
+    vehicle_id: i64,
+    from_ts: i64,
+    to_ts: i64,
+) -> Result<Option<(i64, i64, i64, i64)>> {
+    conn.prepare_cached(
+        "SELECT MIN(start_ts), MAX(end_ts), SUM(moving_s), SUM(idle_s) FROM trips \
+         WHERE vehicle_id = ?1 AND start_ts >= ?2 AND start_ts < ?3",
+    )
+    .and_then(|mut st| {
+        st.query_row(params![vehicle_id, from_ts, to_ts], |r| {
+            let first: Option<i64> = r.get(0)?;
+            Ok(first.map(|f| Ok::<_, rusqlite::Error>((f, r.get(1)?, r.get(2)?, r.get(3)?))))
+        })
+    })
+    .and_then(|o| o.transpose())
+    .map_err(db_err)
+}
+
+/// A vehicle's events begun in `[from_ts, to_ts)`: how many in all, how many
+/// speeding, and the speeding seconds.
+pub fn event_counts(
+    conn: &Connection,
+    vehicle_id: i64,
+    from_ts: i64,
+    to_ts: i64,
+) -> Result<(i64, i64, i64)> {
+    conn.prepare_cached(
+        "SELECT COUNT(*), COALESCE(SUM(kind = 'speeding'), 0), \
+         COALESCE(SUM(CASE WHEN kind = 'speeding' THEN json_extract(detail, '$.duration_s') END), 0) \
+         FROM events WHERE vehicle_id = ?1 AND start_ts >= ?2 AND start_ts < ?3",
+    )
+    .and_then(|mut st| {
+        st.query_row(params![vehicle_id, from_ts, to_ts], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+    })
+    .map_err(db_err)
 }

@@ -1,0 +1,164 @@
+//! `trips` (`fleetctl query trips`): every trip over a range, one vehicle's or the
+//! fleet's, with its km, times, places, driving and idle minutes and the events
+//! inside it — a week in one call instead of seven `trip_summary` calls.
+
+use super::{Db, DistanceSource, MAX_ROWS, Page, ReportSpec, cursor_offset, round1, round2};
+use crate::error::Result;
+use crate::store::read::{self, RangeQuery};
+use serde::{Deserialize, Serialize};
+
+/// Range, vehicle and page.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TripsRequest {
+    /// First local date: YYYY-MM-DD, today or yesterday (default: 6 days before to)
+    #[schemars(extend("x-kind" = "date"))]
+    pub from: Option<String>,
+    /// Last local date (default today)
+    #[schemars(extend("x-kind" = "date"))]
+    pub to: Option<String>,
+    /// Only this vehicle (default: the whole fleet)
+    #[schemars(extend("x-kind" = "plate"))]
+    pub plate: Option<String>,
+    /// The next_cursor of the previous page (default: the first page)
+    #[schemars(extend("x-kind" = "text"))]
+    pub cursor: Option<String>,
+}
+
+/// An event inside a trip.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct TripEvent {
+    /// Event kind.
+    pub kind: &'static str,
+    /// When it began.
+    pub at: String,
+}
+
+/// One trip.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct TripRow {
+    /// Plate.
+    pub plate: String,
+    /// When movement began.
+    pub start: String,
+    /// When the next stop began (or the data ended).
+    pub end: String,
+    /// Where it began, for people.
+    pub start_place: String,
+    /// Where it ended, for people.
+    pub end_place: String,
+    /// Kilometres driven.
+    pub distance_km: f64,
+    /// Where distance_km comes from (trips are measured on the GPS track).
+    pub distance_source: DistanceSource,
+    /// Straight-line kilometres across signal losses inside the trip, not in distance_km.
+    pub gap_km: f64,
+    /// Minutes from start to end.
+    pub duration_min: f64,
+    /// Minutes moving (5 km/h or faster).
+    pub driving_min: f64,
+    /// Minutes slower with the engine reported on (traffic, lights).
+    pub idle_min: f64,
+    /// Highest speed, km/h.
+    pub max_speed_kmh: f64,
+    /// distance_km over driving time, km/h.
+    pub avg_speed_kmh: f64,
+    /// Events that began during the trip, in time order.
+    pub events: Vec<TripEvent>,
+}
+
+/// The trips of a range.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct TripsReport {
+    /// First local date.
+    pub from: String,
+    /// Last local date.
+    pub to: String,
+    /// The data clock.
+    pub data_now: String,
+    /// The vehicle filter (resolved plate), if any.
+    pub plate: Option<String>,
+    /// Kilometres of the trips on this page.
+    pub page_distance_km: f64,
+    /// The trips, by start time then plate.
+    pub trips: Page<TripRow>,
+}
+
+/// Runs the report.
+pub fn run(db: &Db, req: &TripsRequest) -> Result<TripsReport> {
+    let (from, to) = db.resolve_range(req.from.as_deref(), req.to.as_deref())?;
+    let vehicle = req
+        .plate
+        .as_deref()
+        .map(|p| db.resolve_plate(p))
+        .transpose()?;
+    let offset = cursor_offset(req.cursor.as_deref())?;
+    let query = RangeQuery {
+        vehicle_id: vehicle.map(|v| v.id),
+        from_ts: db.day_bounds(from).0,
+        to_ts: db.day_bounds(to).1,
+        min_s: 0,
+        bbox: None,
+    };
+    let (total, trips) = read::trips_page(db.conn(), &query, offset, MAX_ROWS)?;
+    let mut rows = Vec::with_capacity(trips.len());
+    for t in &trips {
+        let events =
+            read::events_between(db.conn(), Some(t.vehicle_id), &[], t.start_ts, t.end_ts + 1)?
+                .into_iter()
+                .map(|e| TripEvent {
+                    kind: e.kind.as_str(),
+                    at: db.time(e.start_ts),
+                })
+                .collect();
+        let driving_h = t.moving_s as f64 / 3600.0;
+        rows.push(TripRow {
+            plate: db
+                .vehicle(t.vehicle_id)
+                .map_or_else(String::new, |v| v.plate.clone()),
+            start: db.time(t.start_ts),
+            end: db.time(t.end_ts),
+            start_place: db.place(t.start_lat, t.start_lon),
+            end_place: db.place(t.end_lat, t.end_lon),
+            distance_km: round2(t.distance_km),
+            distance_source: DistanceSource::Gps,
+            gap_km: round2(t.gap_km),
+            duration_min: round1((t.end_ts - t.start_ts) as f64 / 60.0),
+            driving_min: round1(t.moving_s as f64 / 60.0),
+            idle_min: round1(t.idle_s as f64 / 60.0),
+            max_speed_kmh: round1(t.max_speed_kmh),
+            avg_speed_kmh: if driving_h > 0.0 {
+                round1(t.distance_km / driving_h)
+            } else {
+                0.0
+            },
+            events,
+        });
+    }
+    Ok(TripsReport {
+        from: from.to_string(),
+        to: to.to_string(),
+        data_now: db.time(db.now_ts),
+        plate: vehicle.map(|v| v.plate.clone()),
+        page_distance_km: round2(trips.iter().map(|t| t.distance_km).sum()),
+        trips: Page::new(total, offset, rows),
+    })
+}
+
+/// The registry entry.
+pub const SPEC: ReportSpec = ReportSpec {
+    tool: "trips",
+    cli: "trips",
+    title: "Trips over a date range",
+    description: "Every trip (movement of at least 500 m between two stops) that began in an inclusive range of local \
+dates (default: the last 7 days; at most 92), for one vehicle (plate) or the whole fleet, by start time: start and end \
+time and place, distance_km (GPS track, jitter filtered; gap_km apart for signal losses), duration, driving and idle \
+minutes, max and average speed, and the events inside it. Lists over 200 trips come in pages: pass next_cursor as \
+cursor for the next; total is exact. Use it for 'last week's trips of P-123BCD' instead of one trip_summary call per \
+day; use trip_summary for one vehicle's whole day (stops, signal losses) and mileage_ranking for km totals.",
+    input: super::schema::derived_input::<TripsRequest>,
+    rows: "trips",
+    run: |db, args| super::invoke(db, args, run),
+    output_schema: super::schema::derived::<TripsReport>,
+    draws: false,
+};
