@@ -39,7 +39,7 @@ pub const PROMPTS: &[Prompt] = &[
     Prompt {
         name: "daily_fleet_briefing",
         title: "Daily fleet briefing",
-        description: "A dispatcher's briefing for one day: who is stopped now, the day's alerts, and kilometres.",
+        description: "A dispatcher's briefing for one day: who is stopped now, the day's alerts, and each vehicle's day (km, hours, speeding).",
         arguments: &[PromptArg {
             name: "date",
             description: "YYYY-MM-DD, today or yesterday (default today)",
@@ -52,7 +52,7 @@ pub const PROMPTS: &[Prompt] = &[
                  1. list_vehicles — note the data clock (data_now) and the time zone; say aloud which calendar date \"{date}\" resolves to.\n\
                  2. stopped_vehicles with min_minutes 30 — who is stopped now, since when, engine on or off, where; mention offline vehicles separately.\n\
                  3. alerts with from \"{date}\" and to \"{date}\" — the counts by kind and the most severe of each kind, each in its own unit (km/h over the limit, minutes stopped, minutes without fixes).\n\
-                 4. mileage_ranking with from \"{date}\" and to \"{date}\" — the fleet total and the top three vehicles.\n\
+                 4. daily_summary with from \"{date}\" and to \"{date}\" — per vehicle: km, first departure and last return, driving and idle hours, speeding minutes; name the three with the most km and any that never left.\n\
                  Answer in short sections. Quote plates, times (local) and places exactly as the tools return them; never estimate a number a tool did not give."
             )
         },
