@@ -86,7 +86,9 @@ CREATE TABLE stops (
     place      TEXT NOT NULL
 );
 CREATE INDEX stops_vehicle_ts ON stops (vehicle_id, start_ts);
-CREATE INDEX stops_ts ON stops (start_ts);
+-- The fleet's stops and trips by time, covering what a range report counts by.
+CREATE INDEX stops_ts ON stops (start_ts, vehicle_id, end_ts);
+CREATE INDEX stops_lat ON stops (lat, lon, start_ts, end_ts);
 CREATE INDEX stops_ongoing ON stops (vehicle_id) WHERE ongoing = 1;
 
 CREATE TABLE trips (
@@ -105,7 +107,7 @@ CREATE TABLE trips (
     end_lon       REAL NOT NULL
 );
 CREATE INDEX trips_vehicle_ts ON trips (vehicle_id, start_ts);
-CREATE INDEX trips_ts ON trips (start_ts);
+CREATE INDEX trips_ts ON trips (start_ts, vehicle_id, end_ts);
 
 -- kind: speeding | long_stop | signal_loss | geofence_enter | geofence_exit |
 --       ignition_on | ignition_off; detail is JSON with kind-specific figures.

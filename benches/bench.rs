@@ -20,6 +20,8 @@ fn main() {
         Some("--child-generate") => return child_generate(&args[2..]),
         Some("--child-analyze") => return child_analyze(&args[2]),
         Some("--child-import") => return child_import(&args[2], &args[3]),
+        // Only the report timings, on a database already made (a quick check).
+        Some("--reports") => return bench_reports(Path::new(&args[2]), "given", 50.0),
         _ => {}
     }
     let quick = std::env::var_os("FLEETCTL_BENCH_QUICK").is_some();
@@ -526,6 +528,11 @@ fn report_cases(db: &Db) -> Vec<(&'static str, Args)> {
             "trip_summary",
             args(json!({"plate": vehicle.plate, "date": "yesterday"})),
         ),
+        ("trips", args(json!({}))),
+        ("stops", args(json!({"min_minutes": 20, "geofence": depot}))),
+        ("daily_summary", args(json!({}))),
+        ("events", args(json!({}))),
+        ("geofence_report", args(json!({"geofence": depot}))),
         ("alerts", args(json!({}))),
         (
             "geofence_visits",

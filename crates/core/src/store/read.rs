@@ -328,35 +328,52 @@ pub struct RangeQuery {
 }
 
 impl RangeQuery {
-    fn filter(&self, lat: &str, lon: &str) -> String {
-        let mut sql = String::from("start_ts >= ?1 AND start_ts < ?2 AND end_ts - start_ts >= ?3");
-        sql += if self.vehicle_id.is_some() {
-            " AND vehicle_id = ?4"
-        } else {
-            " AND ?4 IS NULL"
-        };
-        if self.bbox.is_some() {
-            sql += &format!(" AND {lat} BETWEEN ?5 AND ?7 AND {lon} BETWEEN ?6 AND ?8");
-        } else {
-            sql += " AND ?5 IS NULL AND ?6 IS NULL AND ?7 IS NULL AND ?8 IS NULL";
-        }
-        sql
-    }
-
-    fn params(&self) -> [rusqlite::types::Value; 8] {
+    /// The WHERE clause and its values: only the conditions asked for, so that the
+    /// fleet's rows are counted and paged on the covering `(start_ts, vehicle_id,
+    /// end_ts)` index, and a box is searched through the `lat` index instead.
+    fn filter(&self, lat: &str, lon: &str) -> (String, Vec<rusqlite::types::Value>) {
         use rusqlite::types::Value as V;
-        let b = |i: usize| self.bbox.map_or(V::Null, |b| V::Real(b[i]));
-        [
-            V::Integer(self.from_ts),
-            V::Integer(self.to_ts),
-            V::Integer(self.min_s),
-            self.vehicle_id.map_or(V::Null, V::Integer),
-            b(0),
-            b(1),
-            b(2),
-            b(3),
-        ]
+        // Unary + keeps SQLite off the time index when the box is the narrower one.
+        let ts = if self.bbox.is_some() {
+            "+start_ts"
+        } else {
+            "start_ts"
+        };
+        let mut sql = format!("{ts} >= ?1 AND {ts} < ?2");
+        let mut values = vec![V::Integer(self.from_ts), V::Integer(self.to_ts)];
+        let mut add = |clause: String, v: &[V]| {
+            sql += &clause;
+            values.extend_from_slice(v);
+        };
+        if self.min_s > 0 {
+            add(
+                " AND end_ts - start_ts >= ?3".into(),
+                &[V::Integer(self.min_s)],
+            );
+        }
+        if let Some(id) = self.vehicle_id {
+            let n = values_len(self.min_s);
+            add(format!(" AND vehicle_id = ?{n}"), &[V::Integer(id)]);
+        }
+        if let Some([south, west, north, east]) = self.bbox {
+            let n = values_len(self.min_s) + self.vehicle_id.is_some() as usize;
+            add(
+                format!(
+                    " AND {lat} BETWEEN ?{n} AND ?{} AND {lon} BETWEEN ?{} AND ?{}",
+                    n + 1,
+                    n + 2,
+                    n + 3
+                ),
+                &[V::Real(south), V::Real(north), V::Real(west), V::Real(east)],
+            );
+        }
+        (sql, values)
     }
+}
+
+/// The number of the next `?N` after the times and the optional length.
+fn values_len(min_s: i64) -> usize {
+    3 + (min_s > 0) as usize
 }
 
 /// How many stops match, and the `limit` of them from `offset` on.
@@ -366,10 +383,10 @@ pub fn stops_page(
     offset: usize,
     limit: usize,
 ) -> Result<(usize, Vec<Stop>)> {
-    let filter = q.filter("lat", "lon");
+    let (filter, values) = q.filter("lat", "lon");
     let total: i64 = conn
         .prepare_cached(&format!("SELECT COUNT(*) FROM stops WHERE {filter}"))
-        .and_then(|mut st| st.query_row(rusqlite::params_from_iter(q.params()), |r| r.get(0)))
+        .and_then(|mut st| st.query_row(rusqlite::params_from_iter(&values), |r| r.get(0)))
         .map_err(db_err)?;
     let mut st = conn
         .prepare_cached(&format!(
@@ -377,7 +394,7 @@ pub fn stops_page(
         ))
         .map_err(db_err)?;
     let rows = st
-        .query_map(rusqlite::params_from_iter(q.params()), stop_from_row)
+        .query_map(rusqlite::params_from_iter(&values), stop_from_row)
         .map_err(db_err)?;
     Ok((
         total as usize,
@@ -392,10 +409,10 @@ pub fn trips_page(
     offset: usize,
     limit: usize,
 ) -> Result<(usize, Vec<Trip>)> {
-    let filter = q.filter("start_lat", "start_lon");
+    let (filter, values) = q.filter("start_lat", "start_lon");
     let total: i64 = conn
         .prepare_cached(&format!("SELECT COUNT(*) FROM trips WHERE {filter}"))
-        .and_then(|mut st| st.query_row(rusqlite::params_from_iter(q.params()), |r| r.get(0)))
+        .and_then(|mut st| st.query_row(rusqlite::params_from_iter(&values), |r| r.get(0)))
         .map_err(db_err)?;
     let mut st = conn
         .prepare_cached(&format!(
@@ -404,7 +421,7 @@ pub fn trips_page(
         ))
         .map_err(db_err)?;
     let rows = st
-        .query_map(rusqlite::params_from_iter(q.params()), |r| {
+        .query_map(rusqlite::params_from_iter(&values), |r| {
             Ok(Trip {
                 vehicle_id: r.get(0)?,
                 start_ts: r.get(1)?,
