@@ -19,7 +19,8 @@ CREATE TABLE vehicles (
     kind   TEXT NOT NULL,               -- truck | van | pickup | minibus
     driver TEXT NOT NULL,
     active INTEGER NOT NULL,            -- 0: out of service, no positions
-    route  TEXT                         -- the synthetic route slug it drives, if any
+    route  TEXT,                        -- the synthetic route slug it drives, if any
+    speed_limit_kmh REAL                -- its own limit (`vehicles set`); NULL: the fleet's
 );
 
 CREATE TABLE positions (

@@ -8,6 +8,7 @@ use crate::{render, report, store, synth};
 pub mod import;
 pub mod places;
 pub mod query;
+pub mod vehicles;
 use clap::{Args, Parser, Subcommand};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -59,6 +60,10 @@ enum Command {
     /// remove.
     #[command(subcommand)]
     Geofences(places::GeofencesCommand),
+
+    /// A vehicle's own settings: its speed limit (`vehicles set PLATE --speed-limit 90`).
+    #[command(subcommand)]
+    Vehicles(vehicles::VehiclesCommand),
 
     /// Import a fleet's own positions: CSV/TSV, Parquet, Traccar CSV or JSON, GPX,
     /// GeoJSON.
@@ -232,6 +237,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Import(args) => import::run(db, args),
         Command::Places(cmd) => places::run_places(db, cmd),
         Command::Geofences(cmd) => places::run_geofences(db, cmd),
+        Command::Vehicles(cmd) => vehicles::run(db, cmd),
         Command::Settings => {
             let (zone, thresholds) = crate::pipeline::settings(&db)?;
             print_stdout(&render::settings(&db, &zone, &thresholds))

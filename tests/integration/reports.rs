@@ -663,3 +663,103 @@ fn the_readme_error_table_is_the_code_s() {
         .collect();
     assert_eq!(rows, expected, "README's error table against ErrorCode");
 }
+
+#[test]
+fn speeding_is_judged_against_the_lowest_limit_that_applies_and_says_which() {
+    let dir = TempDir::new("limits");
+    let db = dir.join("fleet.db");
+    std::fs::copy(fixture_db(), &db).unwrap();
+    let plate = stopped_longest(&db);
+    let speeding = |db: &Path, plate: &str| {
+        query_json(db, &["events", "--kind", "speeding", "--plate", plate])["events"]["items"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let before = speeding(&db, &plate);
+    assert!(
+        before
+            .iter()
+            .all(|e| e["detail"]["limit_source"] == "fleet")
+    );
+    let set = |limit: &str| {
+        run(fleetctl(&[
+            "--db",
+            db.to_str().unwrap(),
+            "vehicles",
+            "set",
+            &plate.to_lowercase(),
+            "--speed-limit",
+            limit,
+        ]))
+        .ok()
+    };
+    assert!(set("50").stdout.contains("above 50 km/h"));
+    let own = speeding(&db, &plate);
+    assert!(
+        own.len() > before.len(),
+        "a lower own limit finds more speeding"
+    );
+    for e in &own {
+        assert_eq!(e["detail"]["limit_source"], "vehicle", "{e}");
+        assert_eq!(e["detail"]["limit_kmh"], 50.0, "{e}");
+    }
+    // Another vehicle keeps the fleet's limit.
+    let fleet_wide = query_json(&db, &["events", "--kind", "speeding"]);
+    assert!(
+        fleet_wide["events"]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["plate"] != plate.as_str())
+            .all(|e| e["detail"]["limit_kmh"] == 80.0)
+    );
+    // A school zone at 30 around where the vehicle drove wins inside it.
+    let first = &own[0];
+    let (lat, lon): (f64, f64) = open(&db)
+        .query_row(
+            "SELECT lat, lon FROM events WHERE kind = 'speeding' AND vehicle_id = \
+             (SELECT id FROM vehicles WHERE plate = ?1) ORDER BY start_ts LIMIT 1",
+            [&plate],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let zone = dir.join("school.geojson");
+    std::fs::write(
+        &zone,
+        format!(
+            r#"{{"type":"FeatureCollection","features":[{{"type":"Feature","properties":{{"name":"Escuela","speed_limit_kmh":30,"radius_m":300}},"geometry":{{"type":"Point","coordinates":[{lon},{lat}]}}}}]}}"#
+        ),
+    )
+    .unwrap();
+    run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "geofences",
+        "import",
+        zone.to_str().unwrap(),
+    ]))
+    .ok();
+    let zoned = speeding(&db, &plate);
+    let in_school = zoned
+        .iter()
+        .find(|e| e["at"] == first["at"])
+        .unwrap_or_else(|| panic!("the episode at {} is still found", first["at"]));
+    assert_eq!(in_school["detail"]["limit_source"], "geofence");
+    assert_eq!(in_school["detail"]["limit_geofence"], "Escuela");
+    assert_eq!(in_school["detail"]["limit_kmh"], 30.0);
+    assert!(set("none").stdout.contains("fleet's speed limit again"));
+    let (_, err) = query_fails(&db, &["position", "P-000XXX"], 3);
+    assert!(err["error"]["code"] == "not_found");
+    let bad = run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "vehicles",
+        "set",
+        &plate,
+        "--speed-limit",
+        "fast",
+    ]))
+    .fails(2);
+    assert!(bad.stderr.contains("\"fast\""), "{}", bad.stderr);
+}

@@ -275,8 +275,13 @@ pub enum EventDetail {
 pub struct SpeedingDetail {
     /// The highest speed, km/h.
     pub max_speed_kmh: f64,
-    /// The limit it broke, km/h.
+    /// The limit it broke, km/h: the lowest that applied during it.
     pub limit_kmh: f64,
+    /// Where that limit comes from: `fleet` (the default), `vehicle` (its own) or
+    /// `geofence` (a zone's, named in `limit_geofence`).
+    pub limit_source: String,
+    /// The geofence whose limit it broke, when `limit_source` is `geofence`.
+    pub limit_geofence: Option<String>,
     /// How far over, km/h.
     pub over_limit_kmh: f64,
     /// From the first to the last fix above the limit, seconds.

@@ -46,7 +46,8 @@ pub fn detect_into(
         zone,
         store::read_geofences(conn)?,
         &store::read_places(conn)?,
-    );
+    )
+    .with_vehicle_limits(store::read::vehicle_speed_limits(conn)?);
     let mut out = store::DerivedWriter::start(conn)?;
     for (k, v) in ctx.thresholds.to_meta() {
         out.set_meta(k, &v)?;
@@ -104,7 +105,8 @@ pub fn detect_vehicles(
         zone,
         store::read_geofences(conn)?,
         &store::read_places(conn)?,
-    );
+    )
+    .with_vehicle_limits(store::read::vehicle_speed_limits(conn)?);
     let mut out = store::DerivedWriter::for_vehicles(conn, vehicle_ids)?;
     for (k, v) in ctx.thresholds.to_meta() {
         out.set_meta(k, &v)?;

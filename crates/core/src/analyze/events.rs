@@ -36,21 +36,24 @@ fn event(f: &Fix, kind: EventKind, end_ts: i64, detail: EventDetail) -> Event {
 /// definition holds at every cadence: at a fix every 15 s one fast fix (15 s) is not
 /// an episode and two are; at a fix every 60 s one fast fix is. The event runs from
 /// the first fast fix to the last; `duration_s` is the estimate.
-pub fn speeding(fixes: &[Fix], th: &Thresholds, namer: &Namer) -> Vec<Event> {
+pub fn speeding(
+    fixes: &[Fix],
+    limits: &[(f64, super::LimitSource)],
+    th: &Thresholds,
+    namer: &Namer,
+) -> Vec<Event> {
     let max_gap_s = (th.signal_loss_min * 60.0) as i64;
     let half = |a: usize, b: usize| (fixes[b].ts - fixes[a].ts).min(max_gap_s) as f64 / 2.0;
+    let fast = |k: usize| fixes[k].speed_kmh > limits[k].0;
     let mut out = Vec::new();
     let mut i = 0;
     while i < fixes.len() {
-        if fixes[i].speed_kmh <= th.speed_limit_kmh {
+        if !fast(i) {
             i += 1;
             continue;
         }
         let mut j = i;
-        while j + 1 < fixes.len()
-            && fixes[j + 1].speed_kmh > th.speed_limit_kmh
-            && fixes[j + 1].ts - fixes[j].ts <= max_gap_s
-        {
+        while j + 1 < fixes.len() && fast(j + 1) && fixes[j + 1].ts - fixes[j].ts <= max_gap_s {
             j += 1;
         }
         let before = if i > 0 { half(i - 1, i) } else { 0.0 };
@@ -62,14 +65,27 @@ pub fn speeding(fixes: &[Fix], th: &Thresholds, namer: &Namer) -> Vec<Event> {
         let duration_s = ((fixes[j].ts - fixes[i].ts) as f64 + before + after).round() as i64;
         if duration_s >= th.speeding_min_s {
             let max = fixes[i..=j].iter().map(|f| f.speed_kmh).fold(0.0, f64::max);
+            // The episode broke the lowest limit that applied during it.
+            let (limit, source) = limits[i..=j]
+                .iter()
+                .min_by(|a, b| a.0.total_cmp(&b.0))
+                .cloned()
+                .expect("an episode has a fix");
+            let (limit_source, limit_geofence) = match source {
+                super::LimitSource::Fleet => ("fleet", None),
+                super::LimitSource::Vehicle => ("vehicle", None),
+                super::LimitSource::Geofence(name) => ("geofence", Some(name)),
+            };
             out.push(event(
                 &fixes[i],
                 EventKind::Speeding,
                 fixes[j].ts,
                 EventDetail::Speeding(SpeedingDetail {
                     max_speed_kmh: round1(max),
-                    limit_kmh: th.speed_limit_kmh,
-                    over_limit_kmh: round1(max - th.speed_limit_kmh),
+                    limit_kmh: limit,
+                    limit_source: limit_source.to_string(),
+                    limit_geofence,
+                    over_limit_kmh: round1(max - limit),
                     duration_s,
                     place: namer.name(LatLon::new(fixes[i].lat, fixes[i].lon)),
                 }),

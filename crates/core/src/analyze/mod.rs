@@ -149,6 +149,8 @@ pub struct Context {
     pub geofences: Vec<Geofence>,
     /// Names points.
     pub namer: Namer,
+    /// Vehicles with a limit of their own, km/h, by id.
+    pub vehicle_limits: std::collections::HashMap<i64, f64>,
 }
 
 impl Context {
@@ -165,8 +167,49 @@ impl Context {
             zone,
             geofences,
             namer,
+            vehicle_limits: Default::default(),
         }
     }
+
+    /// The same context, with the vehicles' own speed limits.
+    pub fn with_vehicle_limits(
+        self,
+        vehicle_limits: std::collections::HashMap<i64, f64>,
+    ) -> Context {
+        Context {
+            vehicle_limits,
+            ..self
+        }
+    }
+
+    /// The limit that applies to a fix and where it comes from: the lowest of the
+    /// limited geofences it is inside and the vehicle's own limit (else the fleet's).
+    pub fn speed_limit(&self, f: &Fix) -> (f64, LimitSource) {
+        let mut best = match self.vehicle_limits.get(&f.vehicle_id) {
+            Some(&v) => (v, LimitSource::Vehicle),
+            None => (self.thresholds.speed_limit_kmh, LimitSource::Fleet),
+        };
+        for g in &self.geofences {
+            if let Some(limit) = g.speed_limit_kmh
+                && limit < best.0
+                && g.shape.contains(crate::geo::LatLon::new(f.lat, f.lon))
+            {
+                best = (limit, LimitSource::Geofence(g.name.clone()));
+            }
+        }
+        best
+    }
+}
+
+/// Where a speed limit comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LimitSource {
+    /// The fleet's default (`analyze --speed-limit`).
+    Fleet,
+    /// The vehicle's own (`vehicles set --speed-limit`).
+    Vehicle,
+    /// A geofence's `speed_limit_kmh`, by name.
+    Geofence(String),
 }
 
 /// Analyses one vehicle's time-ordered fixes.
@@ -179,7 +222,8 @@ pub fn analyze_vehicle(fixes: &[Fix], ctx: &Context) -> VehicleAnalysis {
     let stops = motion::stops(fixes, &ranges, &ctx.namer);
     let spans = motion::movement_spans(fixes, &ranges, th);
     let trips = motion::trips(fixes, &spans, th);
-    let mut events = events::speeding(fixes, th, &ctx.namer);
+    let limits: Vec<(f64, LimitSource)> = fixes.iter().map(|f| ctx.speed_limit(f)).collect();
+    let mut events = events::speeding(fixes, &limits, th, &ctx.namer);
     events.extend(events::long_stops(&stops, th));
     events.extend(events::signal_losses(fixes, th, &ctx.namer));
     events.extend(events::ignition(fixes));
@@ -436,6 +480,7 @@ mod tests {
             name: "Bodega".into(),
             kind: "depot".into(),
             shape: zone,
+            speed_limit_kmh: None,
         }]);
         let mut t = T0;
         // At 48 km/h a fix every 200 m: only one lands inside a 120 m wide circle.

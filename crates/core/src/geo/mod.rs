@@ -124,6 +124,8 @@ pub struct Geofence {
     pub kind: String,
     /// Its area.
     pub shape: Shape,
+    /// A speed limit inside it (a school zone), km/h.
+    pub speed_limit_kmh: Option<f64>,
 }
 
 /// A geofence's area: a polygon (exterior ring, lon/lat) or a circle.

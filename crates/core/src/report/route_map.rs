@@ -149,7 +149,8 @@ pub struct MapInput {
     /// The signal losses detection found (the fix before the gap, the fix after):
     /// only these gaps are dashed "signal lost"; other gaps (engine off) stay blank.
     pub signal_losses: Vec<(i64, i64)>,
-    /// The speed limit that applied, km/h: the legend's top class starts there.
+    /// The vehicle's speed limit (its own, else the fleet's), km/h: the legend's top
+    /// class starts there.
     pub speed_limit_kmh: f64,
     /// Stops.
     pub stops: Vec<MapStop>,
@@ -388,7 +389,12 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
             .filter(|e| e.kind == EventKind::SignalLoss)
             .map(|e| (e.start_ts, e.end_ts))
             .collect(),
-        speed_limit_kmh: db.thresholds.speed_limit_kmh,
+        // The vehicle's own limit when it has one (a zone's lower limit shows in
+        // the episodes detection found, drawn with their halo).
+        speed_limit_kmh: read::vehicle_speed_limits(db.conn())?
+            .get(&v.id)
+            .copied()
+            .unwrap_or(db.thresholds.speed_limit_kmh),
         stops: stops
             .iter()
             .map(|s| MapStop {

@@ -164,6 +164,18 @@ impl Writer {
     }
 }
 
+/// Sets (or, with `None`, clears) a vehicle's own speed limit, km/h.
+pub fn set_vehicle_speed_limit(
+    conn: &Connection,
+    vehicle_id: i64,
+    limit_kmh: Option<f64>,
+) -> Result<()> {
+    conn.prepare_cached("UPDATE vehicles SET speed_limit_kmh = ?2 WHERE id = ?1")
+        .and_then(|mut st| st.execute(params![vehicle_id, limit_kmh]))
+        .map(drop)
+        .map_err(db_write_err)
+}
+
 /// Fixes written by one multi-row `INSERT`: SQLite's cost per statement (reset,
 /// step, the b-tree seek) is paid once per batch, not once per row, which makes a
 /// bulk append about twice as fast.
@@ -401,7 +413,9 @@ pub fn read_zone(conn: &Connection) -> Result<FleetZone> {
 /// Every geofence with its parsed shape, by id.
 pub fn read_geofences(conn: &Connection) -> Result<Vec<Geofence>> {
     let mut st = conn
-        .prepare_cached("SELECT id, name, kind, wkt, radius_m FROM geofences ORDER BY id")
+        .prepare_cached(
+            "SELECT id, name, kind, wkt, radius_m, speed_limit_kmh FROM geofences ORDER BY id",
+        )
         .map_err(db_err)?;
     let rows = st
         .query_map([], |r| {
@@ -411,12 +425,13 @@ pub fn read_geofences(conn: &Connection) -> Result<Vec<Geofence>> {
                 r.get::<_, String>(2)?,
                 r.get::<_, String>(3)?,
                 r.get(4)?,
+                r.get(5)?,
             ))
         })
         .map_err(db_err)?;
     let mut out = Vec::new();
     for row in rows {
-        let (id, name, kind, wkt, radius_m) = row.map_err(db_err)?;
+        let (id, name, kind, wkt, radius_m, speed_limit_kmh) = row.map_err(db_err)?;
         let shape = Shape::from_wkt(&wkt, radius_m).map_err(|e| {
             Error::new(
                 ErrorCode::DbSchema,
@@ -428,6 +443,7 @@ pub fn read_geofences(conn: &Connection) -> Result<Vec<Geofence>> {
             name,
             kind,
             shape,
+            speed_limit_kmh,
         });
     }
     Ok(out)

@@ -642,3 +642,16 @@ pub fn event_counts(
     })
     .map_err(db_err)
 }
+
+/// The vehicles with a speed limit of their own, km/h, by id.
+pub fn vehicle_speed_limits(conn: &Connection) -> Result<std::collections::HashMap<i64, f64>> {
+    let mut st = conn
+        .prepare_cached(
+            "SELECT id, speed_limit_kmh FROM vehicles WHERE speed_limit_kmh IS NOT NULL",
+        )
+        .map_err(db_err)?;
+    let rows = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .map_err(db_err)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(db_err)
+}
