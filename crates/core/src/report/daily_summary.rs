@@ -2,7 +2,7 @@
 //! a range — km, first departure, last return, driving, idle and engine hours,
 //! stops, top speed, speeding and events — the sheet a fleet pays drivers from.
 
-use super::{Db, Page, ReportSpec, cursor_offset, round1, round2};
+use super::{Db, Page, ReportSpec, round1, round2};
 use crate::error::Result;
 use crate::store::read;
 use serde::{Deserialize, Serialize};
@@ -83,13 +83,12 @@ pub struct DailySummaryReport {
 
 /// Runs the report.
 pub fn run(db: &Db, req: &DailySummaryRequest) -> Result<DailySummaryReport> {
-    let (from, to) = db.resolve_range(req.from.as_deref(), req.to.as_deref())?;
-    let vehicle = req
-        .plate
-        .as_deref()
-        .map(|p| db.resolve_plate(p))
-        .transpose()?;
-    let offset = cursor_offset(req.cursor.as_deref())?;
+    let (from, to, vehicle, offset) = db.resolve_scope(
+        req.from.as_deref(),
+        req.to.as_deref(),
+        req.plate.as_deref(),
+        req.cursor.as_deref(),
+    )?;
     let mut days = read::daily_between(
         db.conn(),
         vehicle.map(|v| v.id),

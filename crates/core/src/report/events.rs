@@ -2,7 +2,7 @@
 //! speeding, long stops, signal losses, geofence entries and exits, ignition on and
 //! off — filtered by kind, vehicle and geofence, page by page.
 
-use super::{Db, MAX_ROWS, Page, ReportSpec, cursor_offset};
+use super::{Db, MAX_ROWS, Page, ReportSpec};
 use crate::error::Result;
 use crate::model::EventKind;
 use crate::store::read;
@@ -104,18 +104,17 @@ pub struct EventsReport {
 
 /// Runs the report.
 pub fn run(db: &Db, req: &EventsRequest) -> Result<EventsReport> {
-    let (from, to) = db.resolve_range(req.from.as_deref(), req.to.as_deref())?;
-    let vehicle = req
-        .plate
-        .as_deref()
-        .map(|p| db.resolve_plate(p))
-        .transpose()?;
+    let (from, to, vehicle, offset) = db.resolve_scope(
+        req.from.as_deref(),
+        req.to.as_deref(),
+        req.plate.as_deref(),
+        req.cursor.as_deref(),
+    )?;
     let geofence = req
         .geofence
         .as_deref()
         .map(|g| db.resolve_geofence(g))
         .transpose()?;
-    let offset = cursor_offset(req.cursor.as_deref())?;
     let kinds: Vec<EventKind> = req.kind.map(EventKindName::kind).into_iter().collect();
     let (total, events) = read::events_page(
         db.conn(),

@@ -2,7 +2,7 @@
 //! vehicles and days — who entered, when, for how long — with each vehicle's visits
 //! and dwell minutes summed.
 
-use super::{Db, List, MAX_ROWS, Page, ReportSpec, cursor_offset, round1};
+use super::{Db, List, MAX_ROWS, Page, ReportSpec, round1};
 use crate::error::Result;
 use crate::store::read;
 use serde::{Deserialize, Serialize};
@@ -79,13 +79,12 @@ pub struct GeofenceReport {
 /// Runs the report.
 pub fn run(db: &Db, req: &GeofenceReportRequest) -> Result<GeofenceReport> {
     let geofence = db.resolve_geofence(&req.geofence)?;
-    let (from, to) = db.resolve_range(req.from.as_deref(), req.to.as_deref())?;
-    let vehicle = req
-        .plate
-        .as_deref()
-        .map(|p| db.resolve_plate(p))
-        .transpose()?;
-    let offset = cursor_offset(req.cursor.as_deref())?;
+    let (from, to, vehicle, offset) = db.resolve_scope(
+        req.from.as_deref(),
+        req.to.as_deref(),
+        req.plate.as_deref(),
+        req.cursor.as_deref(),
+    )?;
     let range = (db.day_bounds(from).0, db.day_bounds(to).1);
     let end = range.1.min(db.now_ts);
     // Minutes inside, clipped to the range (and the data clock).

@@ -76,6 +76,20 @@ impl Db {
         Ok((from, to))
     }
 
+    /// What a range report is asked for: its dates (see `resolve_range`), its
+    /// vehicle if one is named, and the row its cursor starts at.
+    pub fn resolve_scope(
+        &self,
+        from: Option<&str>,
+        to: Option<&str>,
+        plate: Option<&str>,
+        cursor: Option<&str>,
+    ) -> Result<(Date, Date, Option<&Vehicle>, usize)> {
+        let (from, to) = self.resolve_range(from, to)?;
+        let vehicle = plate.map(|p| self.resolve_plate(p)).transpose()?;
+        Ok((from, to, vehicle, super::cursor_offset(cursor)?))
+    }
+
     /// Finds a vehicle by plate, ignoring case, spaces and dashes; a unique partial
     /// plate (`123BCD`) is accepted.
     pub fn resolve_plate(&self, text: &str) -> Result<&Vehicle> {

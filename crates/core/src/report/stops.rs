@@ -2,7 +2,7 @@
 //! fleet's, with its place, times, minutes and engine state; filtered by length and
 //! by geofence ("every stop over 20 minutes at a customer").
 
-use super::{Db, MAX_ROWS, Page, ReportSpec, cursor_offset, round1};
+use super::{Db, MAX_ROWS, Page, ReportSpec, round1};
 use crate::error::Result;
 use crate::geo::LatLon;
 use crate::model::EngineState;
@@ -79,18 +79,17 @@ pub struct StopsReport {
 
 /// Runs the report.
 pub fn run(db: &Db, req: &StopsRequest) -> Result<StopsReport> {
-    let (from, to) = db.resolve_range(req.from.as_deref(), req.to.as_deref())?;
-    let vehicle = req
-        .plate
-        .as_deref()
-        .map(|p| db.resolve_plate(p))
-        .transpose()?;
+    let (from, to, vehicle, offset) = db.resolve_scope(
+        req.from.as_deref(),
+        req.to.as_deref(),
+        req.plate.as_deref(),
+        req.cursor.as_deref(),
+    )?;
     let geofence = req
         .geofence
         .as_deref()
         .map(|g| db.resolve_geofence(g))
         .transpose()?;
-    let offset = cursor_offset(req.cursor.as_deref())?;
     let min_minutes = req.min_minutes.unwrap_or(0);
     let query = RangeQuery {
         vehicle_id: vehicle.map(|v| v.id),

@@ -2,7 +2,7 @@
 //! fleet's, with its km, times, places, driving and idle minutes and the events
 //! inside it — a week in one call instead of seven `trip_summary` calls.
 
-use super::{Db, DistanceSource, MAX_ROWS, Page, ReportSpec, cursor_offset, round1, round2};
+use super::{Db, DistanceSource, MAX_ROWS, Page, ReportSpec, round1, round2};
 use crate::error::Result;
 use crate::store::read::{self, RangeQuery};
 use serde::{Deserialize, Serialize};
@@ -86,13 +86,12 @@ pub struct TripsReport {
 
 /// Runs the report.
 pub fn run(db: &Db, req: &TripsRequest) -> Result<TripsReport> {
-    let (from, to) = db.resolve_range(req.from.as_deref(), req.to.as_deref())?;
-    let vehicle = req
-        .plate
-        .as_deref()
-        .map(|p| db.resolve_plate(p))
-        .transpose()?;
-    let offset = cursor_offset(req.cursor.as_deref())?;
+    let (from, to, vehicle, offset) = db.resolve_scope(
+        req.from.as_deref(),
+        req.to.as_deref(),
+        req.plate.as_deref(),
+        req.cursor.as_deref(),
+    )?;
     let query = RangeQuery {
         vehicle_id: vehicle.map(|v| v.id),
         from_ts: db.day_bounds(from).0,
