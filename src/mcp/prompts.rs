@@ -104,6 +104,44 @@ pub const PROMPTS: &[Prompt] = &[
             )
         },
     },
+    Prompt {
+        name: "weekly_speeding_review",
+        title: "Review a week of speeding by the limit broken",
+        description: "Every speeding episode of a range, grouped by where its limit came from (a geofence's, a vehicle's own, the fleet's), with the worst per group and the drivers to talk to.",
+        arguments: &[
+            PromptArg {
+                name: "from",
+                description: "First date: YYYY-MM-DD, today or yesterday (default: 6 days before to)",
+                required: false,
+            },
+            PromptArg {
+                name: "to",
+                description: "Last date (default today)",
+                required: false,
+            },
+        ],
+        text: |a| {
+            let to = arg(a, "to", "today");
+            let from = arg(a, "from", "");
+            let range = if from.is_empty() {
+                format!("the 7 days up to {to}")
+            } else {
+                format!("{from} to {to}")
+            };
+            format!(
+                "Review the speeding of {range}. Use the fleetctl tools in this order:\n\
+                 1. events with kind \"speeding\"{from_arg} and to \"{to}\" — fetch every page (pass next_cursor as cursor until it is null); say the exact total and the dates it resolved.\n\
+                 2. Group the episodes by detail.limit_source: geofence (name each zone from detail.limit_geofence, with its limit_kmh), vehicle (its own limit), fleet (the default). For each group give the count, the total minutes (duration_s), and the worst episode by over_limit_kmh with plate, time and place.\n\
+                 3. daily_summary with the same dates — the vehicles with the most speeding_min, with their drivers.\n\
+                 Put episodes in a school or other limited zone first. Quote plates, times (local), limits and places exactly as the tools return them; never estimate a number a tool did not give.",
+                from_arg = if from.is_empty() {
+                    String::new()
+                } else {
+                    format!(", from \"{from}\"")
+                }
+            )
+        },
+    },
 ];
 
 /// The `prompts/list` entries.

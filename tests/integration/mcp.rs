@@ -133,6 +133,18 @@ fn a_legacy_session_lists_and_calls_every_tool_and_gets_every_prompt() {
                 .any(|t| text.contains(t.tool)),
             "names the tools"
         );
+        // Each step opens with the tool it calls: a tool that exists.
+        for step in text.lines().filter_map(|l| l.trim().split_once(". ")) {
+            if step.0.chars().all(|c| c.is_ascii_digit()) {
+                let tool = step.1.split([' ', ',']).next().unwrap_or_default();
+                assert!(
+                    fleetctl::report::find(tool).is_some()
+                        || tool.chars().next().is_some_and(char::is_uppercase),
+                    "{}: step names {tool:?}, not a tool",
+                    p["name"]
+                );
+            }
+        }
     }
     let r = s.request(
         "prompts/get",
