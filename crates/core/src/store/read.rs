@@ -128,6 +128,25 @@ pub fn stops_between(
     rows.collect::<rusqlite::Result<_>>().map_err(db_err)
 }
 
+fn trip_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Trip> {
+    Ok(Trip {
+        vehicle_id: r.get(0)?,
+        start_ts: r.get(1)?,
+        end_ts: r.get(2)?,
+        distance_km: r.get(3)?,
+        max_speed_kmh: r.get(4)?,
+        start_lat: r.get(5)?,
+        start_lon: r.get(6)?,
+        end_lat: r.get(7)?,
+        end_lon: r.get(8)?,
+        gap_km: r.get(9)?,
+        moving_s: r.get(10)?,
+        idle_s: r.get(11)?,
+    })
+}
+
+const TRIP_COLUMNS: &str = "vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon, gap_km, moving_s, idle_s";
+
 /// A vehicle's trips that began in `[from_ts, to_ts)`.
 pub fn trips_between(
     conn: &Connection,
@@ -136,30 +155,24 @@ pub fn trips_between(
     to_ts: i64,
 ) -> Result<Vec<Trip>> {
     let mut st = conn
-        .prepare_cached(
-            "SELECT vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon, gap_km, moving_s, idle_s \
-             FROM trips WHERE vehicle_id = ?1 AND start_ts >= ?2 AND start_ts < ?3 ORDER BY start_ts",
-        )
+        .prepare_cached(&format!(
+            "SELECT {TRIP_COLUMNS} FROM trips WHERE vehicle_id = ?1 AND start_ts >= ?2 AND start_ts < ?3 ORDER BY start_ts"
+        ))
         .map_err(db_err)?;
     let rows = st
-        .query_map(params![vehicle_id, from_ts, to_ts], |r| {
-            Ok(Trip {
-                vehicle_id: r.get(0)?,
-                start_ts: r.get(1)?,
-                end_ts: r.get(2)?,
-                distance_km: r.get(3)?,
-                max_speed_kmh: r.get(4)?,
-                start_lat: r.get(5)?,
-                start_lon: r.get(6)?,
-                end_lat: r.get(7)?,
-                end_lon: r.get(8)?,
-                gap_km: r.get(9)?,
-                moving_s: r.get(10)?,
-                idle_s: r.get(11)?,
-            })
-        })
+        .query_map(params![vehicle_id, from_ts, to_ts], trip_from_row)
         .map_err(db_err)?;
     rows.collect::<rusqlite::Result<_>>().map_err(db_err)
+}
+
+/// ` AND kind IN (…)` for these kinds (nothing for none). The kinds come from the
+/// closed `EventKind` set, never from user text.
+fn kind_filter(kinds: &[EventKind]) -> String {
+    if kinds.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = kinds.iter().map(|k| format!("'{}'", k.as_str())).collect();
+    format!(" AND kind IN ({})", names.join(", "))
 }
 
 /// Events that began in `[from_ts, to_ts)`, optionally for one vehicle and of some
@@ -171,13 +184,7 @@ pub fn events_between(
     from_ts: i64,
     to_ts: i64,
 ) -> Result<Vec<Event>> {
-    // The kinds come from the closed `EventKind` set, never from user text.
-    let kind_filter = if kinds.is_empty() {
-        String::new()
-    } else {
-        let names: Vec<String> = kinds.iter().map(|k| format!("'{}'", k.as_str())).collect();
-        format!(" AND kind IN ({})", names.join(", "))
-    };
+    let kind_filter = kind_filter(kinds);
     // One vehicle reads through (vehicle_id, start_ts); the fleet through
     // (kind, start_ts) or start_ts — an OR on the vehicle would defeat both.
     let vehicle_filter = if vehicle_id.is_some() {
@@ -191,13 +198,7 @@ pub fn events_between(
     );
     let mut st = conn.prepare_cached(&sql).map_err(db_err)?;
     let rows = st
-        .query_map(params![from_ts, to_ts, vehicle_id], |r| {
-            Ok((
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(6)?,
-                (r.get(0)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?),
-            ))
-        })
+        .query_map(params![from_ts, to_ts, vehicle_id], raw_event)
         .map_err(db_err)?;
     let mut out = Vec::new();
     for row in rows {
@@ -212,6 +213,15 @@ pub fn events_between(
         }
     }
     Ok(out)
+}
+
+fn visit_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Visit> {
+    Ok(Visit {
+        vehicle_id: r.get(0)?,
+        geofence_id: r.get(1)?,
+        enter_ts: r.get(2)?,
+        exit_ts: r.get(3)?,
+    })
 }
 
 /// A vehicle's visits to a geofence overlapping `[from_ts, to_ts)`.
@@ -230,14 +240,10 @@ pub fn visits_overlapping(
         )
         .map_err(db_err)?;
     let rows = st
-        .query_map(params![vehicle_id, geofence_id, from_ts, to_ts], |r| {
-            Ok(Visit {
-                vehicle_id: r.get(0)?,
-                geofence_id: r.get(1)?,
-                enter_ts: r.get(2)?,
-                exit_ts: r.get(3)?,
-            })
-        })
+        .query_map(
+            params![vehicle_id, geofence_id, from_ts, to_ts],
+            visit_from_row,
+        )
         .map_err(db_err)?;
     rows.collect::<rusqlite::Result<_>>().map_err(db_err)
 }
@@ -416,27 +422,11 @@ pub fn trips_page(
         .map_err(db_err)?;
     let mut st = conn
         .prepare_cached(&format!(
-            "SELECT vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon, gap_km, moving_s, idle_s \
-             FROM trips WHERE {filter} ORDER BY start_ts, vehicle_id LIMIT {limit} OFFSET {offset}"
+            "SELECT {TRIP_COLUMNS} FROM trips WHERE {filter} ORDER BY start_ts, vehicle_id LIMIT {limit} OFFSET {offset}"
         ))
         .map_err(db_err)?;
     let rows = st
-        .query_map(rusqlite::params_from_iter(&values), |r| {
-            Ok(Trip {
-                vehicle_id: r.get(0)?,
-                start_ts: r.get(1)?,
-                end_ts: r.get(2)?,
-                distance_km: r.get(3)?,
-                max_speed_kmh: r.get(4)?,
-                start_lat: r.get(5)?,
-                start_lon: r.get(6)?,
-                end_lat: r.get(7)?,
-                end_lon: r.get(8)?,
-                gap_km: r.get(9)?,
-                moving_s: r.get(10)?,
-                idle_s: r.get(11)?,
-            })
-        })
+        .query_map(rusqlite::params_from_iter(&values), trip_from_row)
         .map_err(db_err)?;
     Ok((
         total as usize,
@@ -456,13 +446,7 @@ pub fn events_page(
     offset: usize,
     limit: usize,
 ) -> Result<(usize, Vec<Event>)> {
-    // The kinds come from the closed `EventKind` set, never from user text.
-    let kind_filter = if kinds.is_empty() {
-        String::new()
-    } else {
-        let names: Vec<String> = kinds.iter().map(|k| format!("'{}'", k.as_str())).collect();
-        format!(" AND kind IN ({})", names.join(", "))
-    };
+    let kind_filter = kind_filter(kinds);
     let vehicle_filter = if vehicle_id.is_some() {
         " AND vehicle_id = ?3"
     } else {
@@ -480,38 +464,30 @@ pub fn events_page(
         .prepare_cached(&format!("SELECT COUNT(*) FROM events WHERE {filter}"))
         .and_then(|mut st| st.query_row(p, |r| r.get(0)))
         .map_err(db_err)?;
-    let ids: Vec<i64> = conn
+    let mut st = conn
         .prepare_cached(&format!(
-            "SELECT id FROM events WHERE {filter} ORDER BY start_ts, vehicle_id, id LIMIT {limit} OFFSET {offset}"
+            "SELECT vehicle_id, kind, start_ts, end_ts, lat, lon, detail FROM events WHERE {filter} \
+             ORDER BY start_ts, vehicle_id, id LIMIT {limit} OFFSET {offset}"
         ))
-        .and_then(|mut st| st.query_map(p, |r| r.get(0))?.collect())
         .map_err(db_err)?;
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
-        out.extend(events_by_id(conn, id)?);
+    let rows = st.query_map(p, raw_event).map_err(db_err)?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (kind, text, place) = row.map_err(db_err)?;
+        out.push(event_from(event_kind(&kind)?, &text, place)?);
     }
     Ok((total as usize, out))
 }
 
-/// The event with this id, read and checked as `events_between` reads them.
-fn events_by_id(conn: &Connection, id: i64) -> Result<Option<Event>> {
-    let row = conn
-        .prepare_cached(
-            "SELECT vehicle_id, kind, start_ts, end_ts, lat, lon, detail FROM events WHERE id = ?1",
-        )
-        .and_then(|mut st| {
-            st.query_row([id], |r| {
-                Ok((
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(6)?,
-                    (r.get(0)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?),
-                ))
-            })
-            .optional()
-        })
-        .map_err(db_err)?;
-    row.map(|(kind, text, place)| event_from(event_kind(&kind)?, &text, place))
-        .transpose()
+/// An event row as stored (vehicle_id, kind, start_ts, end_ts, lat, lon, detail): kind, detail text, and the rest.
+type RawEvent = (String, String, (i64, i64, i64, f64, f64));
+
+fn raw_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawEvent> {
+    Ok((
+        r.get(1)?,
+        r.get(6)?,
+        (r.get(0)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?),
+    ))
 }
 
 /// An event kind as detection writes it; anything else is a damaged database, said
@@ -584,16 +560,7 @@ pub fn geofence_visits_page(
              ORDER BY enter_ts, vehicle_id LIMIT {limit} OFFSET {offset}"
         ))
         .map_err(db_err)?;
-    let rows = st
-        .query_map(p, |r| {
-            Ok(Visit {
-                vehicle_id: r.get(0)?,
-                geofence_id: r.get(1)?,
-                enter_ts: r.get(2)?,
-                exit_ts: r.get(3)?,
-            })
-        })
-        .map_err(db_err)?;
+    let rows = st.query_map(p, visit_from_row).map_err(db_err)?;
     Ok((
         total as usize,
         rows.collect::<rusqlite::Result<_>>().map_err(db_err)?,
