@@ -2,7 +2,7 @@
 //! vehicles and days — who entered, when, for how long — with each vehicle's visits
 //! and dwell minutes summed.
 
-use super::{Db, List, MAX_ROWS, Page, ReportSpec, round1};
+use super::{Db, List, Page, ReportSpec, round1};
 use crate::error::Result;
 use crate::store::read;
 use serde::{Deserialize, Serialize};
@@ -94,14 +94,8 @@ pub fn run(db: &Db, req: &GeofenceReportRequest) -> Result<GeofenceReport> {
     };
     let plate = |id: i64| db.vehicle(id).map_or_else(String::new, |v| v.plate.clone());
     let vehicle_id = vehicle.map(|v| v.id);
-    let (total, all) = read::geofence_visits_page(
-        db.conn(),
-        geofence.id,
-        vehicle_id,
-        range,
-        0,
-        usize::MAX >> 1,
-    )?;
+    // Every visit is read: the per-vehicle sums cover them all, not one page.
+    let all = read::geofence_visits_between(db.conn(), geofence.id, vehicle_id, range)?;
     let mut sums: BTreeMap<i64, (usize, f64)> = BTreeMap::new();
     for v in &all {
         let s = sums.entry(v.vehicle_id).or_default();
@@ -121,10 +115,10 @@ pub fn run(db: &Db, req: &GeofenceReportRequest) -> Result<GeofenceReport> {
             .total_cmp(&a.dwell_min)
             .then_with(|| a.plate.cmp(&b.plate))
     });
-    let rows = all
+    let page = Page::slice(all, offset);
+    let rows = page
+        .items
         .iter()
-        .skip(offset)
-        .take(MAX_ROWS)
         .map(|v| GeofenceVisitRow {
             plate: plate(v.vehicle_id),
             entered_at: db.time(v.enter_ts),
@@ -141,7 +135,7 @@ pub fn run(db: &Db, req: &GeofenceReportRequest) -> Result<GeofenceReport> {
         data_now: db.time(db.now_ts),
         plate: vehicle.map(|v| v.plate.clone()),
         by_vehicle: List::capped(by_vehicle),
-        visits: Page::new(total, offset, rows),
+        visits: Page::new(page.total, offset, rows),
     })
 }
 

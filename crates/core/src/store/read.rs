@@ -531,40 +531,33 @@ fn event_from(
     })
 }
 
-/// How many visits to a geofence overlap `[from_ts, to_ts)`, and the `limit` of
-/// them from `offset` on, by entry time then vehicle.
-pub fn geofence_visits_page(
+/// The visits to a geofence overlapping `[from_ts, to_ts)`, every vehicle's or one's,
+/// by entry time then vehicle (through `(geofence_id, enter_ts)`).
+pub fn geofence_visits_between(
     conn: &Connection,
     geofence_id: i64,
     vehicle_id: Option<i64>,
     (from_ts, to_ts): (i64, i64),
-    offset: usize,
-    limit: usize,
-) -> Result<(usize, Vec<Visit>)> {
+) -> Result<Vec<Visit>> {
     let vehicle_filter = if vehicle_id.is_some() {
         " AND vehicle_id = ?4"
     } else {
         " AND ?4 IS NULL"
     };
-    let filter = format!(
-        "geofence_id = ?1 AND enter_ts < ?3 AND (exit_ts IS NULL OR exit_ts > ?2){vehicle_filter}"
-    );
-    let p = params![geofence_id, from_ts, to_ts, vehicle_id];
-    let total: i64 = conn
-        .prepare_cached(&format!("SELECT COUNT(*) FROM visits WHERE {filter}"))
-        .and_then(|mut st| st.query_row(p, |r| r.get(0)))
-        .map_err(db_err)?;
     let mut st = conn
         .prepare_cached(&format!(
-            "SELECT vehicle_id, geofence_id, enter_ts, exit_ts FROM visits WHERE {filter} \
-             ORDER BY enter_ts, vehicle_id LIMIT {limit} OFFSET {offset}"
+            "SELECT vehicle_id, geofence_id, enter_ts, exit_ts FROM visits \
+             WHERE geofence_id = ?1 AND enter_ts < ?3 AND (exit_ts IS NULL OR exit_ts > ?2){vehicle_filter} \
+             ORDER BY enter_ts, vehicle_id"
         ))
         .map_err(db_err)?;
-    let rows = st.query_map(p, visit_from_row).map_err(db_err)?;
-    Ok((
-        total as usize,
-        rows.collect::<rusqlite::Result<_>>().map_err(db_err)?,
-    ))
+    let rows = st
+        .query_map(
+            params![geofence_id, from_ts, to_ts, vehicle_id],
+            visit_from_row,
+        )
+        .map_err(db_err)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(db_err)
 }
 
 /// A vehicle's trips begun in `[from_ts, to_ts)`, summed: the first start, the last
