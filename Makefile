@@ -5,7 +5,7 @@ AHORA  ?= 2026-11-25T15:30
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS := jsonrpc_line tool_arguments wkt polyline tile
 
-.PHONY: build run test bench lint fmt clean interop-python interop-inspector fuzz
+.PHONY: build run test bench lint fmt clean interop-python interop-inspector interop-duckdb fuzz
 
 build:
 	$(CARGO) build --release
@@ -36,6 +36,16 @@ interop-python: build
 	target/py-mcp/bin/pip install -q "mcp>=2.3,<3" openapi-spec-validator
 	$(BIN) --db target/interop.db generate --ahora $(AHORA) --if-missing
 	target/py-mcp/bin/python tests/interop/python_client.py $(BIN) target/interop.db
+
+# A data engine we did not write: DuckDB's Python package reads the Hive-partitioned
+# Parquet datasets `fleetctl export` writes, and its km per vehicle equal `query
+# mileage`. Needs PyPI once, to fill target/py-duckdb.
+interop-duckdb: build
+	test -x target/py-duckdb/bin/python || python3 -m venv target/py-duckdb
+	target/py-duckdb/bin/pip install -q "duckdb>=1.1"
+	$(BIN) --db target/interop.db generate --ahora $(AHORA) --if-missing
+	mkdir -p target/interop-export
+	target/py-duckdb/bin/python tests/interop/duckdb_check.py $(BIN) target/interop.db target/interop-export
 
 # Runs each cargo-fuzz target in turn for FUZZ_SECONDS (see fuzz/README.md). Needs a
 # nightly toolchain and cargo-fuzz; crashing inputs land in fuzz/artifacts/<target>/.

@@ -5,6 +5,7 @@ use crate::clock::{self, FleetZone};
 use crate::error::{Error, Result};
 use crate::{render, report, store, synth};
 
+pub mod export;
 pub mod import;
 pub mod places;
 pub mod query;
@@ -80,6 +81,24 @@ enum Command {
     ///   fleetctl import feed.csv --map plate=unit_name --speed-unit mph
     #[command(verbatim_doc_comment)]
     Import(import::ImportArgs),
+
+    /// Write positions or a report's rows to a file for people or data engines:
+    /// CSV, Parquet (optionally a Hive-style dataset), GeoJSON, GPX, KML, XLSX.
+    ///
+    /// Columns carry their units in their names; CSV and Parquet times are UTC
+    /// (`…_utc`) with the local `date` beside them; XLSX shows them in the fleet's
+    /// zone. The file is written under a temporary name and renamed when complete;
+    /// an existing one is replaced only with --force. Positions stay on this machine:
+    /// exports are not MCP tools.
+    ///
+    /// Examples:
+    ///   fleetctl export trips --from 2026-11-18 --to 2026-11-24 -o trips.csv
+    ///   fleetctl export positions --format parquet --partition-by date -o positions
+    ///   fleetctl export positions --plate P-123BCD --from yesterday --to yesterday -o day.gpx
+    ///   fleetctl export stops --format geojson -o stops.geojson
+    ///   fleetctl export trips stops events daily -o week.xlsx
+    #[command(verbatim_doc_comment)]
+    Export(export::ExportArgs),
 
     /// Ask the fleet a question: one report, computed from the positions.
     ///
@@ -235,6 +254,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Generate(args) => generate(db, args),
         Command::Analyze(args) => analyze(db, args),
         Command::Import(args) => import::run(db, args),
+        Command::Export(args) => export::run(db, args),
         Command::Places(cmd) => places::run_places(db, cmd),
         Command::Geofences(cmd) => places::run_geofences(db, cmd),
         Command::Vehicles(cmd) => vehicles::run(db, cmd),

@@ -165,6 +165,8 @@ const LAYERS: &[&[&str]] = &[
     &["store", "analyze"],
     &["pipeline"],
     &["synth", "ingest", "report"],
+    // Exports are the reports' rows (and the positions) as columns.
+    &["export"],
     &["render", "formats"],
     &["mcp"],
     &["cli"],

@@ -18,7 +18,7 @@ fn import(db: &Path, args: &[&str]) -> crate::harness::Run {
 /// The demo fleet's positions as a CSV of `plate,timestamp,…` rows (epoch seconds),
 /// in the order `order` gives, and its geofences and places as GeoJSON, as a fleet
 /// operator would hand them over.
-fn write_demo_as_files(dir: &TempDir, order: impl Fn(&mut Vec<String>)) -> usize {
+pub(crate) fn write_demo_as_files(dir: &TempDir, order: impl Fn(&mut Vec<String>)) -> usize {
     let conn = open(fixture_db());
     let mut st = conn
         .prepare(
@@ -122,13 +122,19 @@ fn comparable(mut v: Value) -> Value {
 }
 
 fn import_demo_copy(dir: &TempDir) -> std::path::PathBuf {
-    let db = dir.join("fleet.db");
+    import_demo_copy_of(dir, "positions.csv")
+}
+
+/// Imports `positions` (a file in `dir`) into a new database there, with the demo's
+/// geofences and places written beside it by `write_demo_as_files`.
+pub(crate) fn import_demo_copy_of(dir: &TempDir, positions: &str) -> std::path::PathBuf {
+    let db = dir.join(&format!("{positions}.db"));
     import(
         &db,
         &[
             "--time-zone",
             "America/Guatemala",
-            dir.join("positions.csv").to_str().unwrap(),
+            dir.join(positions).to_str().unwrap(),
         ],
     )
     .ok();
@@ -148,7 +154,7 @@ fn import_demo_copy(dir: &TempDir) -> std::path::PathBuf {
     db
 }
 
-fn assert_same_reports(copy: &Path) {
+pub(crate) fn assert_same_reports(copy: &Path) {
     let demo = fixture_db();
     for args in [
         vec!["stopped"],

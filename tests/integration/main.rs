@@ -4,6 +4,7 @@
 mod architecture;
 mod cadence;
 mod detection;
+mod export;
 mod faults;
 mod generate;
 mod harness;

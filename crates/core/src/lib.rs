@@ -10,6 +10,7 @@
 pub mod analyze;
 pub mod clock;
 pub mod error;
+pub mod export;
 pub mod geo;
 pub mod ingest;
 pub mod model;

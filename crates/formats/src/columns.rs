@@ -187,9 +187,13 @@ impl ColumnMap {
 /// suffix it carries (`speed_kmh` → `kmh`, `odometer (km)` → `km`).
 fn match_name(field: Field, name: &str) -> Option<(usize, Option<&'static str>)> {
     let key = normalise(name);
+    // Suffixes that say a unit (or, for times, the zone: `time_utc`, as `fleetctl
+    // export` writes; the cells carry their offset anyway).
     let units: &[&'static str] = match field {
         Field::Speed => &["kmh", "kph", "knots", "kn", "mps", "mph"],
         Field::Odometer => &["km", "mi", "m"],
+        Field::Heading => &["deg", "degrees"],
+        Field::Time => &["utc"],
         _ => &[],
     };
     for (rank, known) in field.known_names().iter().enumerate() {
@@ -249,6 +253,25 @@ mod tests {
             m.missing_required(),
             vec![Field::Time, Field::Lat, Field::Lon]
         );
+        // What `fleetctl export positions` writes reads back.
+        let exported = header(&[
+            "plate",
+            "date",
+            "time_utc",
+            "lat",
+            "lon",
+            "speed_kmh",
+            "speed_derived",
+            "heading_deg",
+            "ignition",
+            "odometer_km",
+        ]);
+        let m = ColumnMap::from_header(&exported, &[]).unwrap();
+        assert_eq!(
+            [Field::Time, Field::Speed, Field::Heading, Field::Odometer].map(|f| m.index[&f]),
+            [2, 5, 7, 9]
+        );
+        assert_eq!(m.date_index, Some(1));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 pub mod columns;
 mod csv;
+pub mod export;
 mod gpx;
 mod json;
 mod parquet;

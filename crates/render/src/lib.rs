@@ -303,6 +303,38 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
+/// What `fleetctl export` wrote: where, how many rows and files, how fast.
+pub fn export_summary(
+    s: &fleetctl_core::export::ExportSummary,
+    scope: &fleetctl_core::export::Scope,
+) -> String {
+    let rows: Vec<String> = s
+        .rows
+        .iter()
+        .map(|(d, n)| format!("{} {}", thousands(*n), d.as_str()))
+        .collect();
+    let rate = s.rows.iter().map(|r| r.1).sum::<u64>() as f64 / s.seconds.max(1e-6);
+    format!(
+        "Wrote {} ({}, {} to {}, {} vehicle{}) to {}: {} file{}, {:.1} MB in {:.2} s ({} rows/s)\n",
+        rows.join(", "),
+        if scope.vehicles.len() == 1 {
+            scope.vehicles[0].1.as_str()
+        } else {
+            "fleet"
+        },
+        scope.from,
+        scope.to,
+        scope.vehicles.len(),
+        if scope.vehicles.len() == 1 { "" } else { "s" },
+        s.output.display(),
+        s.files,
+        if s.files == 1 { "" } else { "s" },
+        s.bytes as f64 / 1e6,
+        s.seconds,
+        thousands(rate as u64)
+    )
+}
+
 /// What `fleetctl import` did: files, rejections by reason, vehicles, detection.
 pub fn import_summary(s: &fleetctl_core::ingest::ImportSummary) -> String {
     let mut out = String::new();

@@ -41,8 +41,10 @@ pub struct DayRow {
     /// Straight-line kilometres across signal losses, not in distance_km.
     pub gap_km: f64,
     /// Start of the day's first trip.
+    #[schemars(extend("format" = "date-time"))]
     pub first_departure: Option<String>,
     /// End of the day's last trip.
+    #[schemars(extend("format" = "date-time"))]
     pub last_return: Option<String>,
     /// Hours moving.
     pub driving_h: f64,
@@ -106,50 +108,61 @@ pub fn run(db: &Db, req: &DailySummaryRequest) -> Result<DailySummaryReport> {
         .into_iter()
         .map(|f| (f.vehicle_id, f.ignition.is_some()))
         .collect();
-    let mut rows = Vec::with_capacity(page.items.len());
-    for d in &page.items {
-        let date = crate::clock::Date::parse(&d.date).unwrap_or(from);
-        let (start, end) = db.day_bounds(date);
-        let span = read::trips_span(db.conn(), d.vehicle_id, start, end)?;
-        let (events, speeding_count, speeding_s) =
-            read::event_counts(db.conn(), d.vehicle_id, start, end)?;
-        let trip_idle_s = span.map_or(0, |s| s.3);
-        // The rollup's moving time is all the time outside stops; slow time with the
-        // engine on inside trips is idle, not driving.
-        let driving_h = (d.moving_min * 60.0 - trip_idle_s as f64).max(0.0) / 3600.0;
-        let idle_h = (d.idle_min * 60.0 + trip_idle_s as f64) / 3600.0;
-        let v = db.vehicle(d.vehicle_id);
-        rows.push(DayRow {
-            date: d.date.clone(),
-            plate: v.map_or_else(String::new, |v| v.plate.clone()),
-            driver: v.map_or_else(String::new, |v| v.driver.clone()),
-            distance_km: round2(d.odometer_distance_km.unwrap_or(d.gps_distance_km)),
-            distance_source: super::DistanceSource::from_odometer(d.odometer_distance_km.is_some()),
-            gap_km: round2(d.gap_km),
-            first_departure: span.map(|s| db.time(s.0)),
-            last_return: span.map(|s| db.time(s.1)),
-            driving_h: round2(driving_h),
-            idle_h: round2(idle_h),
-            engine_h: reports_ignition
+    let rows = page
+        .items
+        .iter()
+        .map(|d| {
+            let ignition = reports_ignition
                 .get(&d.vehicle_id)
                 .copied()
-                .unwrap_or(false)
-                .then(|| round2(driving_h + idle_h)),
-            stops: d.stops,
-            trips: d.trips,
-            max_speed_kmh: round1(d.max_speed_kmh),
-            speeding_count,
-            speeding_min: round1(speeding_s as f64 / 60.0),
-            signal_losses: d.signal_losses,
-            events,
-        });
-    }
+                .unwrap_or(false);
+            day_row(db, d, ignition)
+        })
+        .collect::<Result<Vec<_>>>()?;
     Ok(DailySummaryReport {
         from: from.to_string(),
         to: to.to_string(),
         data_now: db.time(db.now_ts),
         plate: vehicle.map(|v| v.plate.clone()),
         days: Page::new(page.total, offset, rows),
+    })
+}
+
+/// One stored daily rollup as the report shows it (also what `fleetctl export daily`
+/// writes); `reports_ignition`: the vehicle's tracker reports the ignition, so engine
+/// hours are known.
+pub fn day_row(db: &Db, d: &crate::model::DailyRollup, reports_ignition: bool) -> Result<DayRow> {
+    let date = crate::clock::Date::parse(&d.date)
+        .ok_or_else(|| crate::error::Error::internal(format!("daily row dated {:?}", d.date)))?;
+    let (start, end) = db.day_bounds(date);
+    let span = read::trips_span(db.conn(), d.vehicle_id, start, end)?;
+    let (events, speeding_count, speeding_s) =
+        read::event_counts(db.conn(), d.vehicle_id, start, end)?;
+    let trip_idle_s = span.map_or(0, |s| s.3);
+    // The rollup's moving time is all the time outside stops; slow time with the
+    // engine on inside trips is idle, not driving.
+    let driving_h = (d.moving_min * 60.0 - trip_idle_s as f64).max(0.0) / 3600.0;
+    let idle_h = (d.idle_min * 60.0 + trip_idle_s as f64) / 3600.0;
+    let v = db.vehicle(d.vehicle_id);
+    Ok(DayRow {
+        date: d.date.clone(),
+        plate: v.map_or_else(String::new, |v| v.plate.clone()),
+        driver: v.map_or_else(String::new, |v| v.driver.clone()),
+        distance_km: round2(d.odometer_distance_km.unwrap_or(d.gps_distance_km)),
+        distance_source: super::DistanceSource::from_odometer(d.odometer_distance_km.is_some()),
+        gap_km: round2(d.gap_km),
+        first_departure: span.map(|s| db.time(s.0)),
+        last_return: span.map(|s| db.time(s.1)),
+        driving_h: round2(driving_h),
+        idle_h: round2(idle_h),
+        engine_h: reports_ignition.then(|| round2(driving_h + idle_h)),
+        stops: d.stops,
+        trips: d.trips,
+        max_speed_kmh: round1(d.max_speed_kmh),
+        speeding_count,
+        speeding_min: round1(speeding_s as f64 / 60.0),
+        signal_losses: d.signal_losses,
+        events,
     })
 }
 

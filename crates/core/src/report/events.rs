@@ -73,8 +73,10 @@ pub struct EventsRow {
     /// Event kind.
     pub kind: &'static str,
     /// When it began.
+    #[schemars(extend("format" = "date-time"))]
     pub at: String,
     /// When it ended.
+    #[schemars(extend("format" = "date-time"))]
     pub until: String,
     /// Where, for people.
     pub place: String,
@@ -125,22 +127,7 @@ pub fn run(db: &Db, req: &EventsRequest) -> Result<EventsReport> {
         offset,
         MAX_ROWS,
     )?;
-    let rows = events
-        .iter()
-        .map(|e| {
-            let row = super::trip_summary::event_row(db, e);
-            EventsRow {
-                plate: db
-                    .vehicle(e.vehicle_id)
-                    .map_or_else(String::new, |v| v.plate.clone()),
-                kind: row.kind,
-                at: row.at,
-                until: row.until,
-                place: row.place,
-                detail: row.detail,
-            }
-        })
-        .collect();
+    let rows = events.iter().map(|e| events_row(db, e)).collect();
     Ok(EventsReport {
         from: from.to_string(),
         to: to.to_string(),
@@ -150,6 +137,21 @@ pub fn run(db: &Db, req: &EventsRequest) -> Result<EventsReport> {
         geofence: geofence.map(|g| g.name.clone()),
         events: Page::new(total, offset, rows),
     })
+}
+
+/// One stored event as the report shows it (also what `fleetctl export events` writes).
+pub fn events_row(db: &Db, e: &crate::model::Event) -> EventsRow {
+    let row = super::trip_summary::event_row(db, e);
+    EventsRow {
+        plate: db
+            .vehicle(e.vehicle_id)
+            .map_or_else(String::new, |v| v.plate.clone()),
+        kind: row.kind,
+        at: row.at,
+        until: row.until,
+        place: row.place,
+        detail: row.detail,
+    }
 }
 
 /// The registry entry.

@@ -41,8 +41,10 @@ pub struct StopsRow {
     /// Where, for people.
     pub place: String,
     /// When it began (the first stationary fix).
+    #[schemars(extend("format" = "date-time"))]
     pub start: String,
     /// When movement began again (or the last fix, if still stopped).
+    #[schemars(extend("format" = "date-time"))]
     pub end: String,
     /// Minutes.
     pub minutes: f64,
@@ -114,24 +116,7 @@ pub fn run(db: &Db, req: &StopsRequest) -> Result<StopsReport> {
             Page::slice(inside, offset)
         }
     };
-    let rows = page
-        .items
-        .iter()
-        .map(|s| StopsRow {
-            plate: db
-                .vehicle(s.vehicle_id)
-                .map_or_else(String::new, |v| v.plate.clone()),
-            place: s.place.clone(),
-            start: db.time(s.start_ts),
-            end: db.time(s.end_ts),
-            minutes: round1(s.duration_s() as f64 / 60.0),
-            engine: s.engine(),
-            idle_min: round1(s.idle_s as f64 / 60.0),
-            ongoing: s.ongoing,
-            lat: s.lat,
-            lon: s.lon,
-        })
-        .collect();
+    let rows = page.items.iter().map(|s| stop_row(db, s)).collect();
     Ok(StopsReport {
         from: from.to_string(),
         to: to.to_string(),
@@ -146,6 +131,24 @@ pub fn run(db: &Db, req: &StopsRequest) -> Result<StopsReport> {
             items: rows,
         },
     })
+}
+
+/// One stored stop as the report shows it (also what `fleetctl export stops` writes).
+pub fn stop_row(db: &Db, s: &crate::model::Stop) -> StopsRow {
+    StopsRow {
+        plate: db
+            .vehicle(s.vehicle_id)
+            .map_or_else(String::new, |v| v.plate.clone()),
+        place: s.place.clone(),
+        start: db.time(s.start_ts),
+        end: db.time(s.end_ts),
+        minutes: round1(s.duration_s() as f64 / 60.0),
+        engine: s.engine(),
+        idle_min: round1(s.idle_s as f64 / 60.0),
+        ongoing: s.ongoing,
+        lat: s.lat,
+        lon: s.lon,
+    }
 }
 
 /// The registry entry.

@@ -40,8 +40,10 @@ pub struct TripRow {
     /// Plate.
     pub plate: String,
     /// When movement began.
+    #[schemars(extend("format" = "date-time"))]
     pub start: String,
     /// When the next stop began (or the data ended).
+    #[schemars(extend("format" = "date-time"))]
     pub end: String,
     /// Where it began, for people.
     pub start_place: String,
@@ -100,40 +102,10 @@ pub fn run(db: &Db, req: &TripsRequest) -> Result<TripsReport> {
         bbox: None,
     };
     let (total, trips) = read::trips_page(db.conn(), &query, offset, MAX_ROWS)?;
-    let mut rows = Vec::with_capacity(trips.len());
-    for t in &trips {
-        let events =
-            read::events_between(db.conn(), Some(t.vehicle_id), &[], t.start_ts, t.end_ts + 1)?
-                .into_iter()
-                .map(|e| TripEvent {
-                    kind: e.kind.as_str(),
-                    at: db.time(e.start_ts),
-                })
-                .collect();
-        let driving_h = t.moving_s as f64 / 3600.0;
-        rows.push(TripRow {
-            plate: db
-                .vehicle(t.vehicle_id)
-                .map_or_else(String::new, |v| v.plate.clone()),
-            start: db.time(t.start_ts),
-            end: db.time(t.end_ts),
-            start_place: db.place(t.start_lat, t.start_lon),
-            end_place: db.place(t.end_lat, t.end_lon),
-            distance_km: round2(t.distance_km),
-            distance_source: DistanceSource::Gps,
-            gap_km: round2(t.gap_km),
-            duration_min: round1((t.end_ts - t.start_ts) as f64 / 60.0),
-            driving_min: round1(t.moving_s as f64 / 60.0),
-            idle_min: round1(t.idle_s as f64 / 60.0),
-            max_speed_kmh: round1(t.max_speed_kmh),
-            avg_speed_kmh: if driving_h > 0.0 {
-                round1(t.distance_km / driving_h)
-            } else {
-                0.0
-            },
-            events,
-        });
-    }
+    let rows = trips
+        .iter()
+        .map(|t| trip_row(db, t))
+        .collect::<Result<Vec<_>>>()?;
     Ok(TripsReport {
         from: from.to_string(),
         to: to.to_string(),
@@ -141,6 +113,41 @@ pub fn run(db: &Db, req: &TripsRequest) -> Result<TripsReport> {
         plate: vehicle.map(|v| v.plate.clone()),
         page_distance_km: round2(trips.iter().map(|t| t.distance_km).sum()),
         trips: Page::new(total, offset, rows),
+    })
+}
+
+/// One stored trip as the report shows it (also what `fleetctl export trips` writes).
+pub fn trip_row(db: &Db, t: &crate::model::Trip) -> Result<TripRow> {
+    let events =
+        read::events_between(db.conn(), Some(t.vehicle_id), &[], t.start_ts, t.end_ts + 1)?
+            .into_iter()
+            .map(|e| TripEvent {
+                kind: e.kind.as_str(),
+                at: db.time(e.start_ts),
+            })
+            .collect();
+    let driving_h = t.moving_s as f64 / 3600.0;
+    Ok(TripRow {
+        plate: db
+            .vehicle(t.vehicle_id)
+            .map_or_else(String::new, |v| v.plate.clone()),
+        start: db.time(t.start_ts),
+        end: db.time(t.end_ts),
+        start_place: db.place(t.start_lat, t.start_lon),
+        end_place: db.place(t.end_lat, t.end_lon),
+        distance_km: round2(t.distance_km),
+        distance_source: DistanceSource::Gps,
+        gap_km: round2(t.gap_km),
+        duration_min: round1((t.end_ts - t.start_ts) as f64 / 60.0),
+        driving_min: round1(t.moving_s as f64 / 60.0),
+        idle_min: round1(t.idle_s as f64 / 60.0),
+        max_speed_kmh: round1(t.max_speed_kmh),
+        avg_speed_kmh: if driving_h > 0.0 {
+            round1(t.distance_km / driving_h)
+        } else {
+            0.0
+        },
+        events,
     })
 }
 

@@ -70,6 +70,31 @@ pub fn fixes_between(
     rows.collect::<rusqlite::Result<_>>().map_err(db_err)
 }
 
+/// Hands `each` a vehicle's fixes in `[from_ts, to_ts)` in time order, each with its
+/// milliseconds past `ts` (exports keep them), without collecting them.
+pub fn positions_between(
+    conn: &Connection,
+    vehicle_id: i64,
+    from_ts: i64,
+    to_ts: i64,
+    each: &mut dyn FnMut(&Fix, i64),
+) -> Result<()> {
+    let mut st = conn
+        .prepare_cached(
+            "SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km, ts_ms \
+             FROM positions WHERE vehicle_id = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts, ts_ms",
+        )
+        .map_err(db_err)?;
+    let mut rows = st
+        .query(params![vehicle_id, from_ts, to_ts])
+        .map_err(db_err)?;
+    while let Some(row) = rows.next().map_err(db_err)? {
+        let fix = super::fix_from_row(row).map_err(db_err)?;
+        each(&fix, row.get(9).map_err(db_err)?);
+    }
+    Ok(())
+}
+
 fn stop_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Stop> {
     Ok(Stop {
         vehicle_id: r.get(0)?,

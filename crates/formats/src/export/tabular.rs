@@ -1,0 +1,221 @@
+//! CSV and Parquet out, through polars: vehicle-days gathered into batches of a
+//! quarter of a million rows, each written as it fills (a Parquet row group), so an
+//! export of any size runs in flat memory.
+
+use super::Sink;
+use fleetctl_core::error::{Error, Result};
+use fleetctl_core::export::{Cells, Chunk, ColumnKind, Dataset, Table, utc_text};
+use polars::prelude::{
+    Column, CsvWriter, DataFrame, DataType, ParquetCompression, ParquetWriter, Schema, SerWriter,
+    TimeUnit, TimeZone,
+};
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+/// Rows gathered before a batch is written (a Parquet row group).
+const BATCH_ROWS: usize = 1 << 18;
+
+/// How a file stores times: Parquet as timestamps, CSV as RFC 3339 UTC text.
+#[derive(Clone, Copy, PartialEq)]
+enum Times {
+    Timestamps,
+    Text,
+}
+
+fn frame(table: Table, times: Times) -> polars::error::PolarsResult<DataFrame> {
+    let height = table.rows();
+    let columns = table
+        .specs
+        .into_iter()
+        .zip(table.cells)
+        .map(|(spec, cells)| {
+            let name = spec.name.as_str().into();
+            Ok(match cells {
+                Cells::Int(v) => Column::new(name, v),
+                Cells::Float(v) => Column::new(name, v),
+                Cells::Bool(v) => Column::new(name, v),
+                Cells::Text(v) => Column::new(name, v),
+                Cells::TimeUtc(v) => match times {
+                    Times::Text => Column::new(
+                        name,
+                        v.into_iter()
+                            .map(|ms| ms.map(utc_text))
+                            .collect::<Vec<Option<String>>>(),
+                    ),
+                    Times::Timestamps => Column::new(name, v).cast(&DataType::Datetime(
+                        TimeUnit::Milliseconds,
+                        Some(TimeZone::UTC),
+                    ))?,
+                },
+            })
+        })
+        .collect::<polars::error::PolarsResult<Vec<Column>>>()?;
+    DataFrame::new(height, columns)
+}
+
+fn schema_of(dataset: Dataset, times: Times, without: Option<&str>) -> Schema {
+    Schema::from_iter(
+        dataset
+            .columns()
+            .into_iter()
+            .filter(|s| Some(s.name.as_str()) != without)
+            .map(|s| {
+                let dtype = match s.kind {
+                    ColumnKind::Int => DataType::Int64,
+                    ColumnKind::Float => DataType::Float64,
+                    ColumnKind::Bool => DataType::Boolean,
+                    ColumnKind::Text => DataType::String,
+                    ColumnKind::TimeUtc if times == Times::Text => DataType::String,
+                    ColumnKind::TimeUtc => {
+                        DataType::Datetime(TimeUnit::Milliseconds, Some(TimeZone::UTC))
+                    }
+                };
+                polars::prelude::Field::new(s.name.as_str().into(), dtype)
+            }),
+    )
+}
+
+fn write_err(path: &Path) -> impl Fn(polars::error::PolarsError) -> Error + '_ {
+    move |e| Error::io(path, std::io::Error::other(e.to_string()))
+}
+
+/// Rows gathered until a batch is full.
+struct Pending {
+    table: Option<Table>,
+    /// A partition key the folder names: left out of the file.
+    without: Option<&'static str>,
+}
+
+impl Pending {
+    fn add(&mut self, chunk: Chunk) -> bool {
+        let table = match self.without {
+            Some(key) => chunk.table.without(key),
+            None => chunk.table,
+        };
+        match &mut self.table {
+            Some(t) => t.append(table),
+            None => self.table = Some(table),
+        }
+        self.table.as_ref().is_some_and(|t| t.rows() >= BATCH_ROWS)
+    }
+}
+
+/// A CSV file with a header row.
+pub(super) struct CsvSink {
+    writer: polars::io::csv::write::BatchedWriter<BufWriter<File>>,
+    pending: Pending,
+    path: PathBuf,
+}
+
+impl CsvSink {
+    pub(super) fn new(file: File, path: &Path, dataset: Dataset) -> Result<CsvSink> {
+        let schema = schema_of(dataset, Times::Text, None);
+        let writer = CsvWriter::new(BufWriter::with_capacity(1 << 20, file))
+            .include_header(true)
+            .batched(&schema)
+            .map_err(write_err(path))?;
+        Ok(CsvSink {
+            writer,
+            pending: Pending {
+                table: None,
+                without: None,
+            },
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if let Some(table) = self.pending.table.take() {
+            let df = frame(table, Times::Text).map_err(write_err(&self.path))?;
+            self.writer
+                .write_batch(&df)
+                .map_err(write_err(&self.path))?;
+        }
+        Ok(())
+    }
+}
+
+impl Sink for CsvSink {
+    fn write(&mut self, chunk: Chunk) -> Result<()> {
+        if self.pending.add(chunk) {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<u64> {
+        self.flush()?;
+        self.writer.finish().map_err(write_err(&self.path))?;
+        Ok(std::fs::metadata(&self.path).map_or(0, |m| m.len()))
+    }
+}
+
+/// A Parquet file, a row group per batch, zstd-compressed.
+pub(super) struct ParquetSink {
+    writer: polars::io::parquet::write::BatchedWriter<BufWriter<File>>,
+    pending: Pending,
+    path: PathBuf,
+}
+
+impl ParquetSink {
+    pub(super) fn new(file: File, path: &Path, dataset: Dataset) -> Result<ParquetSink> {
+        ParquetSink::open(file, path, dataset, None)
+    }
+
+    /// A file of a partitioned dataset: the partition's column is in its folder's
+    /// name (`date=2026-11-24`), not in the file, as Hive readers expect.
+    pub(super) fn partition(
+        file: File,
+        path: &Path,
+        dataset: Dataset,
+        key: &'static str,
+    ) -> Result<ParquetSink> {
+        ParquetSink::open(file, path, dataset, Some(key))
+    }
+
+    fn open(
+        file: File,
+        path: &Path,
+        dataset: Dataset,
+        without: Option<&'static str>,
+    ) -> Result<ParquetSink> {
+        let schema = schema_of(dataset, Times::Timestamps, without);
+        let writer = ParquetWriter::new(BufWriter::with_capacity(1 << 20, file))
+            .with_compression(ParquetCompression::Zstd(None))
+            .batched(&schema)
+            .map_err(write_err(path))?;
+        Ok(ParquetSink {
+            writer,
+            pending: Pending {
+                table: None,
+                without,
+            },
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if let Some(table) = self.pending.table.take() {
+            let df = frame(table, Times::Timestamps).map_err(write_err(&self.path))?;
+            self.writer
+                .write_batch(&df)
+                .map_err(write_err(&self.path))?;
+        }
+        Ok(())
+    }
+}
+
+impl Sink for ParquetSink {
+    fn write(&mut self, chunk: Chunk) -> Result<()> {
+        if self.pending.add(chunk) {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<u64> {
+        self.flush()?;
+        self.writer.finish().map_err(write_err(&self.path))
+    }
+}
