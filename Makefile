@@ -1,6 +1,6 @@
 # fleetctl — the everyday commands. `make run` and `make test` are all a newcomer needs.
 CARGO  ?= cargo
-BIN    := target/release/fleetctl
+BIN    := $(or $(CARGO_TARGET_DIR),target)/release/fleetctl
 AHORA  ?= 2026-11-25T15:30
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS := jsonrpc_line tool_arguments wkt polyline tile

@@ -20,6 +20,7 @@ fn main() {
         Some("--child-generate") => return child_generate(&args[2..]),
         Some("--child-analyze") => return child_analyze(&args[2]),
         Some("--child-import") => return child_import(&args[2], &args[3]),
+        Some("--child-export") => return child_export(&args[2..]),
         // Only the report timings, on a database already made (a quick check).
         Some("--reports") => return bench_reports(Path::new(&args[2]), "given", 50.0),
         _ => {}
@@ -61,6 +62,10 @@ fn main() {
     println!();
     println!("import (in a child process: dedup, staging, indexes; detection timed apart)");
     bench_import(&dir, quick);
+
+    println!();
+    println!("export (in a child process: read, columns, encode, write)");
+    bench_export(&dir, quick);
 
     println!();
     println!("reports (in-process, median of 50 calls)");
@@ -474,6 +479,90 @@ fn bench_import(dir: &Path, quick: bool) {
         );
         let _ = std::fs::remove_file(&db);
     }
+}
+
+/// Exports from the 15 × 7 database, and (unless quick) the 1000 × 30 one's
+/// positions (about 50 M) to Parquet and CSV: rows/s and peak memory against the
+/// targets (≥ 2 M rows/s, ≤ 500 MB for Parquet).
+fn bench_export(dir: &Path, quick: bool) {
+    let verdict = |f: &Figures, rate_target: f64, mib_target: f64| {
+        let rate = f.rows as f64 / f.seconds / 1e6;
+        let ok = rate >= rate_target && f.peak_mib <= mib_target;
+        format!(
+            "  (target ≥ {rate_target} M rows/s, ≤ {mib_target} MiB: {})",
+            if ok { "met" } else { "MISSED" }
+        )
+    };
+    let mut cases: Vec<(&str, &str, &str, &[&str])> = vec![
+        ("default-0.db", "positions", "parquet", &[]),
+        ("default-0.db", "trips", "xlsx", &[]),
+    ];
+    if !quick {
+        cases.extend([
+            ("1000x30.db", "positions", "parquet", &[][..]),
+            (
+                "1000x30.db",
+                "positions",
+                "parquet",
+                &["--partition-by", "date"][..],
+            ),
+            ("1000x30.db", "positions", "csv", &[][..]),
+        ]);
+    }
+    for (db, dataset, format, extra) in cases {
+        let out = dir.join(format!("export-{dataset}.{format}"));
+        let db_path = dir.join(db);
+        let mut args = vec![
+            "--child-export",
+            db_path.to_str().unwrap(),
+            dataset,
+            format,
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let refs = args;
+        let f = child(&refs);
+        let label = format!("{dataset} → {format} {} ({db})", extra.join(" "));
+        let target = if dataset == "positions" && format == "parquet" && db == "1000x30.db" {
+            verdict(&f, 2.0, 500.0)
+        } else {
+            String::new()
+        };
+        println!(
+            "  {label:<52} {:>8.2} s  {:>12} rows  {:>6.2} M rows/s  peak {:>6.1} MiB{target}",
+            f.seconds,
+            fleetctl::render::thousands(f.rows),
+            f.rows as f64 / f.seconds / 1e6,
+            f.peak_mib
+        );
+        let _ = std::fs::remove_dir_all(&out);
+        let _ = std::fs::remove_file(&out);
+    }
+}
+
+fn child_export(args: &[String]) {
+    use fleetctl::formats::export::{ExportOptions, OutFormat, Partition};
+    let db = report::Db::open(Path::new(&args[0])).expect("open");
+    let dataset = fleetctl::export::Dataset::parse(&args[1]).expect("dataset");
+    let opts = ExportOptions {
+        datasets: vec![dataset],
+        format: OutFormat::parse(&args[2]).expect("format"),
+        partition: (args.get(4).map(String::as_str) == Some("--partition-by"))
+            .then(|| Partition::parse(&args[5]).expect("partition")),
+        output: PathBuf::from(&args[3]),
+        force: true,
+    };
+    let scope = fleetctl::export::Scope::resolve(&db, None, None, None).expect("scope");
+    let started = Instant::now();
+    let summary =
+        fleetctl::formats::export::export(&db, &scope, &opts, &mut |_| {}).expect("export");
+    let rows: u64 = summary.rows.iter().map(|r| r.1).sum();
+    println!(
+        "{} {} {}",
+        started.elapsed().as_secs_f64(),
+        rows,
+        peak_rss_mib()
+    );
 }
 
 fn child_import(db: &str, file: &str) {

@@ -538,3 +538,18 @@ fn a_killed_export_leaves_nothing_under_the_target_name() {
         .collect();
     assert_eq!(names, ["all.csv"]);
 }
+
+#[test]
+fn the_readme_lists_every_exported_column_in_order() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for dataset in fleetctl::export::Dataset::ALL {
+        let columns: Vec<String> = dataset
+            .columns()
+            .iter()
+            .map(|c| format!("`{}`", c.name))
+            .collect();
+        let row = format!("| {} | {} |", dataset.as_str(), columns.join(", "));
+        assert!(readme.contains(&row), "README lacks the row\n{row}");
+    }
+}

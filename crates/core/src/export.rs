@@ -230,6 +230,8 @@ pub enum Cells {
     Bool(Vec<Option<bool>>),
     /// Text.
     Text(Vec<Option<String>>),
+    /// Text as runs of one value (a vehicle-day's plate and date): no string per row.
+    Runs(Vec<(String, usize)>),
     /// UTC milliseconds since the epoch.
     TimeUtc(Vec<Option<i64>>),
 }
@@ -252,6 +254,7 @@ impl Cells {
             Cells::Float(v) => v.len(),
             Cells::Bool(v) => v.len(),
             Cells::Text(v) => v.len(),
+            Cells::Runs(v) => v.iter().map(|r| r.1).sum(),
         }
     }
 
@@ -266,6 +269,14 @@ impl Cells {
             (Cells::Float(a), Cells::Float(b)) => a.extend(b),
             (Cells::Bool(a), Cells::Bool(b)) => a.extend(b),
             (Cells::Text(a), Cells::Text(b)) => a.extend(b),
+            (Cells::Runs(a), Cells::Runs(b)) => {
+                for (value, n) in b {
+                    match a.last_mut() {
+                        Some(last) if last.0 == value => last.1 += n,
+                        _ => a.push((value, n)),
+                    }
+                }
+            }
             _ => unreachable!("tables of one dataset have one column set"),
         }
     }
@@ -277,7 +288,26 @@ impl Cells {
             Cells::Float(v) => v[row].map_or(Value::Null, Value::from),
             Cells::Bool(v) => v[row].map_or(Value::Null, Value::from),
             Cells::Text(v) => v[row].as_deref().map_or(Value::Null, Value::from),
+            Cells::Runs(_) => self.text(row).map_or(Value::Null, Value::from),
             Cells::TimeUtc(v) => v[row].map_or(Value::Null, |ms| Value::from(utc_text(ms))),
+        }
+    }
+
+    /// One cell of a text column.
+    pub fn text(&self, row: usize) -> Option<&str> {
+        match self {
+            Cells::Text(v) => v[row].as_deref(),
+            Cells::Runs(runs) => {
+                let mut left = row;
+                for (value, n) in runs {
+                    if left < *n {
+                        return Some(value);
+                    }
+                    left -= n;
+                }
+                None
+            }
+            _ => None,
         }
     }
 }
@@ -344,10 +374,7 @@ impl Table {
 
     /// A text column's cell.
     pub fn text(&self, name: &str, row: usize) -> Option<&str> {
-        match self.column(name)? {
-            Cells::Text(v) => v[row].as_deref(),
-            _ => None,
-        }
+        self.column(name)?.text(row)
     }
 
     /// Drops a column (a partition key the file's path already holds).
@@ -471,32 +498,80 @@ pub fn for_each_chunk(
     tracks: bool,
     each: &mut dyn FnMut(Chunk) -> Result<()>,
 ) -> Result<()> {
-    let specs = dataset.columns();
-    let ignition = reports_ignition(db)?;
-    let mut day = |id: i64, plate: &str, date: Date| -> Result<()> {
-        let chunk = vehicle_day(db, dataset, &specs, &ignition, (id, plate), date, tracks)?;
-        match chunk {
-            Some(chunk) => each(chunk),
-            None => Ok(()),
-        }
-    };
+    let mut days: Vec<(i64, &str, Date)> = Vec::new();
     match order {
         Order::ByVehicle => {
             for (id, plate) in &scope.vehicles {
-                for date in scope.dates() {
-                    day(*id, plate, date)?;
-                }
+                days.extend(scope.dates().map(|date| (*id, plate.as_str(), date)));
             }
         }
         Order::ByDate => {
             for date in scope.dates() {
-                for (id, plate) in &scope.vehicles {
-                    day(*id, plate, date)?;
-                }
+                days.extend(
+                    scope
+                        .vehicles
+                        .iter()
+                        .map(|(id, plate)| (*id, plate.as_str(), date)),
+                );
             }
         }
     }
+    if dataset == Dataset::Positions {
+        return positions_in_parallel(db, &days, tracks, each);
+    }
+    let specs = dataset.columns();
+    let ignition = reports_ignition(db)?;
+    for (id, plate, date) in days {
+        if let Some(chunk) = vehicle_day(db, dataset, &specs, &ignition, (id, plate), date, tracks)?
+        {
+            each(chunk)?;
+        }
+    }
     Ok(())
+}
+
+/// Vehicle-days of positions a worker reads on one connection of its own.
+const DAYS_PER_JOB: usize = 32;
+
+/// Positions are most of any database: they are read on every core, each worker on
+/// its own read-only connection, and handed to `each` in order on this thread.
+fn positions_in_parallel(
+    db: &Db,
+    days: &[(i64, &str, Date)],
+    tracks: bool,
+    each: &mut dyn FnMut(Chunk) -> Result<()>,
+) -> Result<()> {
+    type Job = Vec<(i64, String, Date, (i64, i64))>;
+    let path = db.path.clone();
+    let work = |job: Job| -> Result<Vec<Chunk>> {
+        let conn = crate::store::open_read_only(&path)?;
+        let mut chunks = Vec::with_capacity(job.len());
+        for (vehicle_id, plate, date, bounds) in job {
+            if let Some(chunk) = positions_day(&conn, vehicle_id, plate, date, bounds, tracks)? {
+                chunks.push(chunk);
+            }
+        }
+        Ok(chunks)
+    };
+    crate::parallel::map_in_order(
+        &work,
+        &mut |submit| {
+            for batch in days.chunks(DAYS_PER_JOB) {
+                let job: Job = batch
+                    .iter()
+                    .map(|&(id, plate, date)| (id, plate.to_string(), date, db.day_bounds(date)))
+                    .collect();
+                submit(job)?;
+            }
+            Ok(())
+        },
+        &mut |chunks| {
+            for chunk in chunks? {
+                each(chunk)?;
+            }
+            Ok(())
+        },
+    )
 }
 
 /// Which vehicles' trackers report the ignition (their daily rows have engine hours).
@@ -527,15 +602,7 @@ fn vehicle_day(
     let mut table = Table::empty(specs.to_vec());
     let mut tracks = Vec::new();
     match dataset {
-        Dataset::Positions => positions_day(
-            db,
-            vehicle_id,
-            plate,
-            date,
-            &mut table,
-            &mut tracks,
-            with_tracks,
-        )?,
+        Dataset::Positions => unreachable!("positions are read in parallel"),
         Dataset::Trips => {
             let (_, trips) = read::trips_page(db.conn(), &range, 0, i64::MAX as usize)?;
             for (i, t) in trips.iter().enumerate() {
@@ -600,21 +667,19 @@ fn vehicle_day(
 }
 
 fn positions_day(
-    db: &Db,
+    conn: &rusqlite::Connection,
     vehicle_id: i64,
-    plate: &str,
+    plate: String,
     date: Date,
-    table: &mut Table,
-    tracks: &mut Vec<Track>,
+    (start, end): (i64, i64),
     with_tracks: bool,
-) -> Result<()> {
-    let (start, end) = db.day_bounds(date);
+) -> Result<Option<Chunk>> {
     let mut time = Vec::new();
     let (mut lat, mut lon, mut speed, mut derived) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut heading, mut ignition, mut odometer) = (Vec::new(), Vec::new(), Vec::new());
     let mut points = Vec::new();
-    read::positions_between(db.conn(), vehicle_id, start, end, &mut |f, ms| {
+    read::positions_between(conn, vehicle_id, start, end, &mut |f, ms| {
         let time_ms = f.ts * 1000 + ms;
         time.push(Some(time_ms));
         lat.push(Some(f.lat));
@@ -636,24 +701,34 @@ fn positions_day(
     })?;
     let n = time.len();
     if n == 0 {
-        return Ok(());
+        return Ok(None);
     }
-    table.cells = vec![
-        Cells::Text(vec![Some(plate.to_string()); n]),
-        Cells::Text(vec![Some(date.to_string()); n]),
-        Cells::TimeUtc(time),
-        Cells::Float(lat),
-        Cells::Float(lon),
-        Cells::Float(speed),
-        Cells::Bool(derived),
-        Cells::Float(heading),
-        Cells::Bool(ignition),
-        Cells::Float(odometer),
-    ];
-    if with_tracks {
-        tracks.push(Track { row: None, points });
-    }
-    Ok(())
+    let table = Table {
+        specs: POSITION_COLUMNS.clone(),
+        cells: vec![
+            Cells::Runs(vec![(plate.clone(), n)]),
+            Cells::Runs(vec![(date.to_string(), n)]),
+            Cells::TimeUtc(time),
+            Cells::Float(lat),
+            Cells::Float(lon),
+            Cells::Float(speed),
+            Cells::Bool(derived),
+            Cells::Float(heading),
+            Cells::Bool(ignition),
+            Cells::Float(odometer),
+        ],
+    };
+    let tracks = if with_tracks {
+        vec![Track { row: None, points }]
+    } else {
+        Vec::new()
+    };
+    Ok(Some(Chunk {
+        plate,
+        date,
+        table,
+        tracks,
+    }))
 }
 
 /// Appends one report row to `table`, field by field as its specs say.
@@ -673,6 +748,7 @@ fn push_row(table: &mut Table, row: &impl Serialize, zone: &FleetZone) -> Result
             Cells::Int(c) => c.push(v.as_i64()),
             Cells::Float(c) => c.push(v.as_f64()),
             Cells::Bool(c) => c.push(v.as_bool()),
+            Cells::Runs(c) => c.push((v.as_str().unwrap_or_default().to_string(), 1)),
             Cells::TimeUtc(c) => {
                 let ms = v
                     .as_str()

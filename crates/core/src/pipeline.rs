@@ -70,6 +70,7 @@ pub fn detect_into(
             out.write(&a)
         },
     )?;
+    out.finish()?;
     summary.events = counts.into_iter().map(|(k, n)| (k.as_str(), n)).collect();
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)

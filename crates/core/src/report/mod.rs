@@ -138,6 +138,8 @@ pub fn cursor_offset(cursor: Option<&str>) -> Result<usize> {
 /// clock, the zone, the vehicles, the geofences and the point namer.
 pub struct Db {
     conn: Connection,
+    /// The database file (exports read it on several connections at once).
+    pub path: std::path::PathBuf,
     /// The fleet's time zone.
     pub zone: FleetZone,
     /// The data clock's "now", UTC epoch seconds.
@@ -186,6 +188,7 @@ impl Db {
         let places = resolve::place_candidates(&geofences, &known_places);
         Ok(Db {
             conn,
+            path: path.to_path_buf(),
             zone,
             now_ts,
             vehicles,

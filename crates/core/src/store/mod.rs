@@ -30,6 +30,29 @@ fn schema_parts() -> (&'static str, &'static str) {
         .unwrap_or((SCHEMA_SQL, ""))
 }
 
+/// The derived tables' indexes as the schema declares them: (name, statement).
+fn derived_indexes() -> Vec<(&'static str, &'static str)> {
+    let tables = schema_parts().0;
+    let derived = tables
+        .split_once("-- ---- Derived by detection")
+        .map_or("", |(_, d)| d);
+    derived
+        .split(';')
+        .map(str::trim)
+        .filter_map(|statement| {
+            let line = statement
+                .lines()
+                .map(str::trim_start)
+                .find(|l| !l.starts_with("--"))?;
+            let name = line
+                .strip_prefix("CREATE INDEX ")?
+                .split_whitespace()
+                .next()?;
+            Some((name, statement))
+        })
+        .collect()
+}
+
 /// Where the database lives when neither `--db` nor `FLEETCTL_DB` says: `fleet.db` in
 /// a `fleetctl` folder of the user's data directory.
 pub fn default_db_path() -> PathBuf {
@@ -605,11 +628,29 @@ impl<'c> DerivedWriter<'c> {
         Ok(DerivedWriter { conn })
     }
 
-    /// Empties the derived tables.
+    /// Empties the derived tables for a full rewrite, their indexes dropped until
+    /// [`DerivedWriter::finish`] builds them again: building an index over rows
+    /// already written is several times faster than keeping it up to date row by
+    /// row. Inside the caller's transaction, so a failure restores them.
     pub fn start(conn: &'c Connection) -> Result<DerivedWriter<'c>> {
+        for (name, _) in derived_indexes() {
+            conn.execute_batch(&format!("DROP INDEX IF EXISTS {name}"))
+                .map_err(db_write_err)?;
+        }
         conn.execute_batch("DELETE FROM stops; DELETE FROM trips; DELETE FROM events; DELETE FROM latest_fix; DELETE FROM visits; DELETE FROM daily;")
             .map_err(db_write_err)?;
         Ok(DerivedWriter { conn })
+    }
+
+    /// Builds the derived tables' indexes (those `start` dropped; a no-op for the
+    /// ones that exist).
+    pub fn finish(self) -> Result<()> {
+        for (_, create) in derived_indexes() {
+            self.conn
+                .execute_batch(&create.replacen("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))
+                .map_err(db_write_err)?;
+        }
+        Ok(())
     }
 
     /// Sets one `meta` entry.
@@ -733,5 +774,30 @@ impl<'c> DerivedWriter<'c> {
             .map_err(db_write_err)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod derived_index_tests {
+    #[test]
+    fn every_derived_index_of_the_schema_is_found() {
+        let names: Vec<&str> = super::derived_indexes().iter().map(|i| i.0).collect();
+        assert_eq!(
+            names,
+            [
+                "stops_vehicle_ts",
+                "stops_ts",
+                "stops_lat",
+                "stops_ongoing",
+                "trips_vehicle_ts",
+                "trips_ts",
+                "events_ts",
+                "events_vehicle_ts",
+                "events_kind_ts",
+                "visits_vehicle",
+                "visits_geofence",
+                "daily_date"
+            ]
+        );
     }
 }

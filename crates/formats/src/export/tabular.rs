@@ -6,8 +6,8 @@ use super::Sink;
 use fleetctl_core::error::{Error, Result};
 use fleetctl_core::export::{Cells, Chunk, ColumnKind, Dataset, Table, utc_text};
 use polars::prelude::{
-    Column, CsvWriter, DataFrame, DataType, ParquetCompression, ParquetWriter, Schema, SerWriter,
-    TimeUnit, TimeZone,
+    Column, CsvWriter, DataFrame, DataType, IntoColumn, NewChunkedArray, ParquetCompression,
+    ParquetWriter, Schema, SerWriter, StringChunked, TimeUnit, TimeZone,
 };
 use std::fs::File;
 use std::io::BufWriter;
@@ -36,6 +36,12 @@ fn frame(table: Table, times: Times) -> polars::error::PolarsResult<DataFrame> {
                 Cells::Float(v) => Column::new(name, v),
                 Cells::Bool(v) => Column::new(name, v),
                 Cells::Text(v) => Column::new(name, v),
+                Cells::Runs(runs) => StringChunked::from_iter_values(
+                    name,
+                    runs.iter()
+                        .flat_map(|(value, n)| std::iter::repeat_n(value.as_str(), *n)),
+                )
+                .into_column(),
                 Cells::TimeUtc(v) => match times {
                     Times::Text => Column::new(
                         name,
@@ -182,7 +188,12 @@ impl ParquetSink {
     ) -> Result<ParquetSink> {
         let schema = schema_of(dataset, Times::Timestamps, without);
         let writer = ParquetWriter::new(BufWriter::with_capacity(1 << 20, file))
-            .with_compression(ParquetCompression::Zstd(None))
+            .with_compression(match std::env::var("TMP_CODEC").as_deref() {
+                Ok("snappy") => ParquetCompression::Snappy,
+                Ok("lz4") => ParquetCompression::Lz4Raw,
+                Ok("none") => ParquetCompression::Uncompressed,
+                _ => ParquetCompression::Zstd(None),
+            })
             .batched(&schema)
             .map_err(write_err(path))?;
         Ok(ParquetSink {

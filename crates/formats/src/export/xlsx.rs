@@ -74,7 +74,7 @@ pub(super) fn write(
                             v[i].map(|x| sheet.write_number(r, c, x).map(|_| format!("{x}").len()))
                         }
                         Cells::Bool(v) => v[i].map(|x| sheet.write_boolean(r, c, x).map(|_| 5)),
-                        Cells::Text(v) => v[i].as_deref().map(|x| {
+                        Cells::Text(_) | Cells::Runs(_) => cells.text(i).map(|x| {
                             sheet
                                 .write_string(r, c, x)
                                 .map(|_| x.chars().count().min(60))
