@@ -44,6 +44,7 @@ pub fn spec_args(spec: &'static ReportSpec) -> Vec<Arg> {
                 arg.long(flag_name(p.name)).value_name(match p.kind {
                     ParamKind::Date => "DATE",
                     ParamKind::TimeOfDay => "HH:MM",
+                    ParamKind::DateTime => "TIME",
                     ParamKind::Integer { .. } => "N",
                     ParamKind::Number { .. } => "X",
                     _ => "TEXT",

@@ -293,6 +293,8 @@ pub enum ParamKind {
     Enum(&'static [&'static str]),
     /// A local time of day, `HH:MM`.
     TimeOfDay,
+    /// A local instant: `YYYY-MM-DDTHH:MM`, or `HH:MM` on the data clock's day.
+    DateTime,
     /// A whole number within bounds.
     Integer {
         /// Smallest accepted.
@@ -370,7 +372,7 @@ impl ReportSpec {
 
 /// The parameters a request type's derived schema describes: each property in
 /// order, its doc line as help, its kind from `x-kind` (`plate`, `date`, `time`,
-/// `text`), a closed set, or an integer or number range; `x-positional`, `x-pair`
+/// `datetime`, `text`), a closed set, or an integer or number range; `x-positional`, `x-pair`
 /// and `x-conflicts` for the command line and the pairing rules. Names and help are
 /// leaked once per report (they live as long as the program).
 pub fn params_from_schema(schema: &Value) -> Vec<Param> {
@@ -391,6 +393,7 @@ pub fn params_from_schema(schema: &Value) -> Vec<Param> {
                 Some("plate") => ParamKind::Plate,
                 Some("date") => ParamKind::Date,
                 Some("time") => ParamKind::TimeOfDay,
+                Some("datetime") => ParamKind::DateTime,
                 Some("text") => ParamKind::Text,
                 Some(other) => panic!("{name}: unknown x-kind {other}"),
                 None => match p["enum"].as_array() {
@@ -455,6 +458,7 @@ fn describe(kind: ParamKind) -> String {
         ParamKind::Plate => "a plate such as P-123BCD".into(),
         ParamKind::Date => "YYYY-MM-DD, today or yesterday".into(),
         ParamKind::TimeOfDay => "a local time HH:MM".into(),
+        ParamKind::DateTime => "a local time YYYY-MM-DDTHH:MM, or HH:MM for today".into(),
         ParamKind::Text => "text".into(),
         ParamKind::Enum(values) => format!("one of {}", values.join(", ")),
         ParamKind::Integer { min, max } => format!("a whole number from {min} to {max}"),
@@ -476,6 +480,9 @@ pub fn input_schema(spec: &ReportSpec) -> Value {
             }
             ParamKind::TimeOfDay => {
                 serde_json::json!({"type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$"})
+            }
+            ParamKind::DateTime => {
+                serde_json::json!({"type": "string", "pattern": "^([0-9]{4}-[0-9]{2}-[0-9]{2}[T ])?([01][0-9]|2[0-3]):[0-5][0-9]$"})
             }
             ParamKind::Enum(values) => serde_json::json!({"type": "string", "enum": values}),
             ParamKind::Integer { min, max } => {
@@ -557,6 +564,9 @@ pub fn validate(spec: &ReportSpec, args: &Args) -> Result<()> {
                 .as_str()
                 .is_some_and(|s| resolve::parse_date_word(s).is_some()),
             ParamKind::TimeOfDay => v.as_str().is_some_and(|s| resolve::parse_hhmm(s).is_some()),
+            ParamKind::DateTime => v
+                .as_str()
+                .is_some_and(|s| resolve::parse_local_time(s).is_some()),
             ParamKind::Enum(values) => v.as_str().is_some_and(|s| values.contains(&s)),
             ParamKind::Integer { min, max } => v.as_i64().is_some_and(|n| (min..=max).contains(&n)),
             ParamKind::Number { min, max } => v.as_f64().is_some_and(|n| (min..=max).contains(&n)),
