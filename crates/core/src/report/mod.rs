@@ -646,7 +646,7 @@ pub fn catch_panic<T>(tool: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
     }
 }
 
-/// What a report answers: the report object, and for the route map its picture.
+/// What a report answers: the report object, and for a report that draws its picture.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
     /// The report object (the CLI's JSON, the MCP `structuredContent`).
@@ -654,7 +654,15 @@ pub struct Answer {
     /// A PNG image, for reports that draw one (made by `render::call`).
     pub png: Option<Vec<u8>>,
     /// What to draw, for reports that draw: `render::call` turns it into `png`.
-    pub drawing: Option<route_map::MapInput>,
+    pub drawing: Option<Drawing>,
+}
+
+/// The data of a picture, one kind per report that draws. The domain gathers it;
+/// `render::call` draws it (the domain never draws).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Drawing {
+    /// `route_map`: one vehicle's track on a map.
+    Route(route_map::MapInput),
 }
 
 /// Adapts a typed report function to the registry's JSON signature.

@@ -443,7 +443,7 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
     Ok(Answer {
         value,
         png: None,
-        drawing: Some(input),
+        drawing: Some(super::Drawing::Route(input)),
     })
 }
 
