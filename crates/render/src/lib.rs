@@ -5,6 +5,7 @@
 
 #![warn(missing_docs)]
 
+pub mod chart;
 pub mod map;
 
 // The domain's modules, under the paths the code here names them by.
@@ -19,10 +20,10 @@ use serde_json::{Map, Value};
 use std::fmt::Write;
 use std::path::Path;
 
-/// Runs a report and, when its answer asks for a picture, draws it (the drawing its
-/// kind names): the PNG, and the picture's own figures in the answer (`png_bytes`;
-/// for maps `zoom` and `bounds`). Both front ends call this, so a tool and its CLI
-/// twin answer alike.
+/// Runs a report and, when its answer asks for a picture, draws it (the drawing
+/// its kind names: a route map, a speed chart): the PNG, and the
+/// picture's own figures in the answer (`png_bytes`; for maps `zoom` and `bounds`).
+/// Both front ends call this, so a tool and its CLI twin answer alike.
 pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Answer> {
     let mut answer = report::call(db, spec, args)?;
     let Some(drawing) = answer.drawing.take() else {
@@ -43,6 +44,7 @@ pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Answer> {
     });
     let (png, frame) = report::catch_panic(spec.tool, || match &drawing {
         Drawing::Route(input) => map::render(input, tiles.as_ref()).map(|(p, f)| (p, Some(f))),
+        Drawing::Speed(input) => chart::render(input).map(|p| (p, None)),
     })?;
     answer.value["png_bytes"] = png.len().into();
     if let Some(frame) = frame {

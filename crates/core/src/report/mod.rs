@@ -16,6 +16,7 @@ pub mod nearest_vehicles;
 pub mod resolve;
 pub mod route_map;
 pub mod schema;
+pub mod speed_chart;
 pub mod stopped_vehicles;
 pub mod stops;
 pub mod trip_summary;
@@ -334,7 +335,8 @@ pub struct Param {
 pub struct ReportSpec {
     /// MCP tool name, e.g. `trip_summary`.
     pub tool: &'static str,
-    /// CLI name: `fleetctl query <cli>`.
+    /// CLI name: `fleetctl query <cli>`; for a report that draws, the words after
+    /// `fleetctl` (`map`, `chart`).
     pub cli: &'static str,
     /// Short title.
     pub title: &'static str,
@@ -428,7 +430,7 @@ pub fn params_from_schema(schema: &Value) -> Vec<Param> {
 
 /// Every report, in the fixed order tools are listed in.
 pub fn registry() -> &'static [ReportSpec] {
-    static REGISTRY: [ReportSpec; 15] = [
+    static REGISTRY: [ReportSpec; 16] = [
         vehicle_position::SPEC,
         stopped_vehicles::SPEC,
         trip_summary::SPEC,
@@ -444,6 +446,7 @@ pub fn registry() -> &'static [ReportSpec] {
         list_geofences::SPEC,
         nearest_vehicles::SPEC,
         route_map::SPEC,
+        speed_chart::SPEC,
     ];
     &REGISTRY
 }
@@ -663,6 +666,8 @@ pub struct Answer {
 pub enum Drawing {
     /// `route_map`: one vehicle's track on a map.
     Route(route_map::MapInput),
+    /// `speed_chart`: one vehicle's speed over a day.
+    Speed(speed_chart::ChartInput),
 }
 
 /// Adapts a typed report function to the registry's JSON signature.
