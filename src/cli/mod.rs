@@ -94,15 +94,24 @@ enum Command {
     #[command(verbatim_doc_comment)]
     Query(query::QueryArgs),
 
-    /// Draw a vehicle's route on a day as a PNG map (offline), and print its path.
+    /// Draw a vehicle's route on a day, or the whole fleet at an instant, as a PNG map
+    /// (offline), and print its path.
     ///
-    /// The track is coloured by speed; stops are circles labelled with minutes;
-    /// speeding is marked and signal losses are dashed; depots and zones are named.
-    /// With --tiles, local raster tiles go underneath.
+    /// With PLATE (MCP tool route_map): the track is coloured by speed; stops are
+    /// circles labelled with minutes; speeding is marked and signal losses are dashed;
+    /// depots and zones are named.
+    /// With --fleet (MCP tool fleet_map): every vehicle where it was at the data clock,
+    /// or --at a local time (YYYY-MM-DDTHH:MM, or HH:MM today), as a dot labelled with
+    /// its plate and coloured by state: moving, idle (stopped, engine on), parked
+    /// (stopped, engine off or not reported), offline (no fix for over 10 minutes).
+    /// With --tiles, local raster tiles go underneath. --format json prints the
+    /// tool's answer instead of the path.
     ///
     /// Examples:
     ///   fleetctl map P-123BCD --date yesterday
     ///   fleetctl map P-123BCD --date 2026-11-24 --from 08:00 --to 12:00 -o morning.png
+    ///   fleetctl map --fleet
+    ///   fleetctl map --fleet --at 2026-11-24T10:30 -o fleet-morning.png --format json
     #[command(verbatim_doc_comment)]
     Map(query::MapArgs),
 
@@ -152,7 +161,8 @@ struct ServeArgs {
     #[arg(long, short)]
     verbose: bool,
 
-    /// Raster tiles for the route_map tool: a {z}/{x}/{y}.png folder or an MBTiles file.
+    /// Raster tiles for the route_map and fleet_map tools: a {z}/{x}/{y}.png folder or an
+    /// MBTiles file.
     #[arg(long, value_name = "DIR|FILE.mbtiles")]
     tiles: Option<PathBuf>,
 
@@ -365,6 +375,13 @@ fn default_file_name(tool: &str, answer: &serde_json::Value) -> String {
             text("plate", "chart"),
             text("date", "day")
         ),
+        "fleet_map" => {
+            // `2026-11-25T15:30:00-06:00` → `fleet_2026-11-25_1530.png`.
+            let at = text("at", "");
+            let (date, time) = at.split_once('T').unwrap_or(("now", ""));
+            let hhmm: String = time.chars().take(5).filter(char::is_ascii_digit).collect();
+            format!("fleet_{date}_{hhmm}.png")
+        }
         _ => format!("{}_{}.png", text("plate", "map"), text("date", "day")),
     };
     safe_file_name(&name)

@@ -210,16 +210,51 @@ fn draw_args_from(tool: &'static str, m: &ArgMatches, tiles: bool) -> DrawArgs {
     }
 }
 
-/// `fleetctl map`: the route map of one vehicle (`route_map`).
+/// `fleetctl map`: the route map of one vehicle (`route_map`), or with `--fleet` the
+/// whole fleet at an instant (`fleet_map`).
 #[derive(Debug, Clone)]
 pub struct MapArgs(pub DrawArgs);
 
 impl clap::Args for MapArgs {
     fn augment_args(cmd: Command) -> Command {
+        let route = drawing_spec("route_map");
+        let fleet = drawing_spec("fleet_map");
+        let route_only: Vec<&'static str> = route
+            .params()
+            .iter()
+            .map(|p| p.name)
+            .filter(|n| !fleet.params().iter().any(|f| f.name == *n))
+            .collect();
+        // The route map's parameters (its plate needed unless --fleet), then the
+        // fleet map's own (given only with --fleet).
+        let route_args = spec_args(route).into_iter().map(|a| {
+            if a.is_positional() && a.is_required_set() {
+                a.required(false).required_unless_present("fleet")
+            } else {
+                a
+            }
+        });
+        let fleet_args = spec_args(fleet)
+            .into_iter()
+            .filter(|a| !route.params().iter().any(|p| p.name == a.get_id().as_str()))
+            .map(|a| a.requires("fleet").conflicts_with_all(route_only.clone()));
+        let cmd = cmd
+            .allow_negative_numbers(true)
+            .args(route_args)
+            .arg(
+                Arg::new("fleet")
+                    .long("fleet")
+                    .action(clap::ArgAction::SetTrue)
+                    // No implicit `false`: clap counts a default as present, and
+                    // --at, which requires --fleet, would pass without it.
+                    .default_value(None)
+                    .conflicts_with_all(route_only.clone())
+                    .help("Draw every vehicle at the data clock (or --at), coloured by state, instead of one route"),
+            )
+            .args(fleet_args.collect::<Vec<_>>());
         output_args(
-            cmd.allow_negative_numbers(true)
-                .args(spec_args(drawing_spec("route_map"))),
-            "Where to write the PNG (default: PLATE_DATE.png in the current folder)",
+            cmd,
+            "Where to write the PNG (default: PLATE_DATE.png, or fleet_DATE_HHMM.png with --fleet, in the current folder)",
             true,
         )
     }
@@ -231,7 +266,12 @@ impl clap::Args for MapArgs {
 
 impl FromArgMatches for MapArgs {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
-        Ok(MapArgs(draw_args_from("route_map", m, true)))
+        let tool = if m.get_one::<bool>("fleet").copied().unwrap_or(false) {
+            "fleet_map"
+        } else {
+            "route_map"
+        };
+        Ok(MapArgs(draw_args_from(tool, m, true)))
     }
 
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {

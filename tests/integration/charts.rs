@@ -1,11 +1,14 @@
-//! The speed chart of issue 12: `fleetctl chart` (the `speed_chart` tool) — the PNG
-//! a user gets, what it shows where, and that its answer agrees with the reports
-//! that count the same things (events, trip_summary).
+//! The two pictures of issue 12: `fleetctl chart` (the `speed_chart` tool) and
+//! `fleetctl map --fleet` (the `fleet_map` tool) — the PNG a user gets, what it
+//! shows where, and that its answer agrees with the reports that count the same
+//! things (events, trip_summary, vehicle_position, stopped_vehicles).
 
 use crate::harness::{
     McpSession, TempDir, fixture_db, fleetctl, open, query_json, run, tool_error,
 };
+use fleetctl::geo::{LatLon, web_mercator_px};
 use fleetctl::render::chart::{LOSS_SHADE, OVER_LINE, SPEED_LINE, SPEEDING_SHADE, plot_area};
+use fleetctl::render::fleet::state_colour;
 use image::RgbImage;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -281,6 +284,199 @@ fn bad_chart_requests_are_refused_and_the_default_file_is_named_after_plate_and_
     assert!(dir.join(&name).exists());
 }
 
+/// The image pixel of a point, from the zoom and bounds a map's answer reports.
+fn projector(answer: &Value) -> impl Fn(LatLon) -> (i64, i64) {
+    let zoom = answer["zoom"].as_f64().unwrap();
+    let nw = LatLon::new(
+        answer["bounds"]["north"].as_f64().unwrap(),
+        answer["bounds"]["west"].as_f64().unwrap(),
+    );
+    let (left, top) = web_mercator_px(nw, zoom);
+    move |p| {
+        let (x, y) = web_mercator_px(p, zoom);
+        ((x - left).round() as i64, (y - top).round() as i64)
+    }
+}
+
+fn point(v: &Value) -> LatLon {
+    LatLon::new(v["lat"].as_f64().unwrap(), v["lon"].as_f64().unwrap())
+}
+
+#[test]
+fn the_fleet_map_at_the_data_clock_agrees_with_vehicle_position_and_stopped_vehicles() {
+    let dir = TempDir::new("fleet-map");
+    let db = fixture_db();
+    let (answer, bytes) = draw(&["map", "--fleet"], &dir.join("f.png"));
+    let img = decode(&answer, &bytes);
+    assert_eq!((img.width(), img.height()), (1024, 768));
+    assert_eq!(answer["at"], answer["data_now"]);
+    let vehicles = answer["vehicles"]["items"].as_array().unwrap();
+    assert_eq!(
+        vehicles.len(),
+        answer["vehicles_total"].as_u64().unwrap() as usize
+    );
+    // Counts by state are the list's, and they add up.
+    let counts = &answer["counts"];
+    let mut sum = 0;
+    for state in ["moving", "idle", "parked", "offline", "inactive", "no_data"] {
+        let n = vehicles.iter().filter(|v| v["state"] == state).count();
+        assert_eq!(counts[state].as_u64().unwrap() as usize, n, "{state}");
+        sum += n;
+    }
+    assert_eq!(sum, vehicles.len());
+    assert!(counts["moving"].as_u64().unwrap() > 0 && counts["idle"].as_u64().unwrap() > 0);
+    // Each vehicle is where, and as, vehicle_position says.
+    for v in vehicles {
+        let plate = v["plate"].as_str().unwrap();
+        let position = query_json(db, &["position", plate]);
+        assert_eq!(v["state"], position["state"], "{plate}");
+        assert_eq!(v["lat"], position["lat"], "{plate}");
+        assert_eq!(v["lon"], position["lon"], "{plate}");
+        assert_eq!(v["last_fix_at"], position["last_fix_at"], "{plate}");
+    }
+    // Every vehicle stopped_vehicles lists is idle or parked (or offline, as it says).
+    let stopped = query_json(db, &["stopped", "--min-minutes", "0"]);
+    let listed = stopped["vehicles"]["items"].as_array().unwrap();
+    assert!(!listed.is_empty());
+    for s in listed {
+        let v = vehicles.iter().find(|v| v["plate"] == s["plate"]).unwrap();
+        let expected = match (s["offline"].as_bool().unwrap(), s["engine_on"].as_bool()) {
+            (true, _) => "offline",
+            (false, Some(true)) => "idle",
+            (false, _) => "parked",
+        };
+        assert_eq!(v["state"], expected, "{s}");
+    }
+    // Each vehicle's dot is drawn in its state's colour where it is (vehicles close
+    // together share one marker, listed beside it).
+    let project = projector(&answer);
+    let drawn: Vec<&Value> = vehicles.iter().filter(|v| !v["lat"].is_null()).collect();
+    assert_eq!(drawn.len(), answer["drawn"].as_u64().unwrap() as usize);
+    let mut alone = 0;
+    for v in &drawn {
+        let (x, y) = project(point(v));
+        let together = drawn.iter().any(|o| {
+            let (ox, oy) = project(point(o));
+            o["plate"] != v["plate"] && (ox - x).pow(2) + (oy - y).pow(2) <= 20 * 20
+        });
+        if together {
+            continue;
+        }
+        alone += 1;
+        let state = match v["state"].as_str().unwrap() {
+            "moving" => fleetctl::report::vehicle_position::LiveState::Moving,
+            "idle" => fleetctl::report::vehicle_position::LiveState::Idle,
+            "parked" => fleetctl::report::vehicle_position::LiveState::Parked,
+            _ => fleetctl::report::vehicle_position::LiveState::Offline,
+        };
+        let colour = rgb!(state_colour(state));
+        let hit = (-4..=4).any(|dx| {
+            (-4..=4).any(|dy| {
+                let (px, py) = (x + dx, y + dy);
+                px >= 0
+                    && py >= 0
+                    && (px as u32) < img.width()
+                    && (py as u32) < img.height()
+                    && img.get_pixel(px as u32, py as u32).0 == colour
+            })
+        });
+        assert!(hit, "{} ({}) drawn at ({x}, {y})", v["plate"], v["state"]);
+    }
+    assert!(alone >= 5, "{alone} vehicles drawn alone");
+}
+
+#[test]
+fn the_fleet_map_at_an_earlier_time_shows_where_the_fleet_was_then() {
+    let dir = TempDir::new("fleet-at");
+    let (now, now_png) = draw(&["map", "--fleet"], &dir.join("now.png"));
+    let (morning, png) = draw(
+        &["map", "--fleet", "--at", "2026-11-25T10:00"],
+        &dir.join("am.png"),
+    );
+    decode(&morning, &png);
+    assert_eq!(morning["at"], "2026-11-25T10:00:00-06:00");
+    assert!(png != now_png, "another picture");
+    let moved = morning["vehicles"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(now["vehicles"]["items"].as_array().unwrap())
+        .filter(|(a, b)| a["lat"] != b["lat"] || a["lon"] != b["lon"])
+        .count();
+    assert!(moved >= 7, "{moved} vehicles elsewhere at 10:00");
+    for v in morning["vehicles"]["items"].as_array().unwrap() {
+        if let Some(last) = v["last_fix_at"].as_str() {
+            assert!(last <= "2026-11-25T10:00:00-06:00", "{v}");
+        }
+    }
+    // HH:MM means that time on the data clock's day.
+    let (same, _) = draw(&["map", "--fleet", "--at", "10:00"], &dir.join("hhmm.png"));
+    assert_eq!(same, morning);
+    // In the night every vehicle is offline at its last position.
+    let (night, _) = draw(
+        &["map", "--fleet", "--at", "2026-11-24T03:00"],
+        &dir.join("night.png"),
+    );
+    assert_eq!(night["counts"]["offline"], night["drawn"]);
+}
+
+#[test]
+fn bad_fleet_map_requests_are_refused_with_what_would_work() {
+    let dir = TempDir::new("fleet-bad");
+    let db = fixture_db().to_str().unwrap();
+    let out = dir.join("x.png");
+    let o = out.to_str().unwrap();
+    let fails = |args: &[&str], code: i32| -> String {
+        let mut all = vec!["--db", db, "map"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["-o", o]);
+        run(fleetctl(&all)).fails(code).stderr
+    };
+    let e = fails(&["--fleet", "--at", "2026-10-01T10:00"], 3);
+    assert!(
+        e.starts_with("fleetctl: no_data: no vehicle has a position at or before 2026-10-01T10:00")
+            && e.contains("data from 2026-11-19 to 2026-11-25"),
+        "{e}"
+    );
+    let e = fails(&["--fleet", "--at", "2026-11-25T18:00"], 2);
+    assert!(e.contains("after the data clock"), "{e}");
+    let e = fails(&["--fleet", "--at", "9am"], 2);
+    assert!(
+        e.contains("`at` = \"9am\"") && e.contains("YYYY-MM-DDTHH:MM"),
+        "{e}"
+    );
+    let (plate, _) = a_speeding_day();
+    let e = fails(&["--fleet", &plate], 2);
+    assert!(e.contains("--fleet"), "{e}");
+    let e = fails(&[&plate, "--at", "10:00"], 2);
+    assert!(e.contains("--at"), "{e}");
+    let e = fails(&["--at", "10:00"], 2);
+    assert!(e.contains("--fleet"), "{e}");
+    assert!(!out.exists(), "nothing written");
+    // With --format json the error object goes to stdout too.
+    let r = run(fleetctl(&[
+        "--db",
+        db,
+        "map",
+        "--fleet",
+        "--at",
+        "2026-10-01T10:00",
+        "--format",
+        "json",
+        "-o",
+        o,
+    ]))
+    .fails(3);
+    let error: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(error["error"]["code"], "no_data");
+
+    let mut cmd = fleetctl(&["--db", db, "map", "--fleet"]);
+    cmd.current_dir(dir.path());
+    let r = run(cmd).ok();
+    assert_eq!(r.stdout.trim(), "fleet_2026-11-25_1530.png");
+    assert!(dir.join("fleet_2026-11-25_1530.png").exists());
+}
+
 /// The image block of a tool result, decoded.
 fn image_block(result: &Value) -> Vec<u8> {
     use base64::Engine;
@@ -297,13 +493,20 @@ fn the_tools_answer_an_image_block_and_what_the_cli_prints() {
     let dir = TempDir::new("chart-mcp");
     let mut s = McpSession::initialized(fixture_db(), "2025-11-25");
     let (plate, date) = a_speeding_day();
-    let cases = [(
-        "speed_chart",
-        json!({"plate": plate, "date": date, "width": 800, "height": 400}),
-        vec![
-            "chart", &plate, "--date", &date, "--width", "800", "--height", "400",
-        ],
-    )];
+    let cases = [
+        (
+            "speed_chart",
+            json!({"plate": plate, "date": date, "width": 800, "height": 400}),
+            vec![
+                "chart", &plate, "--date", &date, "--width", "800", "--height", "400",
+            ],
+        ),
+        (
+            "fleet_map",
+            json!({"at": "2026-11-24T11:15"}),
+            vec!["map", "--fleet", "--at", "2026-11-24T11:15"],
+        ),
+    ];
     for (tool, args, words) in cases {
         let result = s.call_tool(tool, args);
         assert_eq!(result["isError"], false, "{tool}: {result}");
@@ -315,4 +518,6 @@ fn the_tools_answer_an_image_block_and_what_the_cli_prints() {
     }
     let e = tool_error(&s.call_tool("speed_chart", json!({"plate": "P-000XXX"})));
     assert_eq!(e["error"]["code"], "not_found");
+    let e = tool_error(&s.call_tool("fleet_map", json!({"at": "tomorrow"})));
+    assert_eq!(e["error"]["code"], "invalid_argument");
 }

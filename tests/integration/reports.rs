@@ -95,6 +95,7 @@ fn snapshot_cases(db: &Path, scratch: &Path) -> Vec<(&'static str, Vec<String>)>
             "speed_chart",
             s(&["chart", &plate, "--date", "yesterday", "-o", &png]),
         ),
+        ("fleet_map", s(&["map", "--fleet", "-o", &png])),
     ]
 }
 

@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod chart;
+pub mod fleet;
 pub mod map;
 
 // The domain's modules, under the paths the code here names them by.
@@ -21,7 +22,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 /// Runs a report and, when its answer asks for a picture, draws it (the drawing
-/// its kind names: a route map, a speed chart): the PNG, and the
+/// its kind names: a route map, a speed chart, a fleet map): the PNG, and the
 /// picture's own figures in the answer (`png_bytes`; for maps `zoom` and `bounds`).
 /// Both front ends call this, so a tool and its CLI twin answer alike.
 pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Answer> {
@@ -44,6 +45,7 @@ pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Answer> {
     });
     let (png, frame) = report::catch_panic(spec.tool, || match &drawing {
         Drawing::Route(input) => map::render(input, tiles.as_ref()).map(|(p, f)| (p, Some(f))),
+        Drawing::Fleet(input) => fleet::render(input, tiles.as_ref()).map(|(p, f)| (p, Some(f))),
         Drawing::Speed(input) => chart::render(input).map(|p| (p, None)),
     })?;
     answer.value["png_bytes"] = png.len().into();

@@ -7,6 +7,7 @@
 pub mod alerts;
 pub mod daily_summary;
 pub mod events;
+pub mod fleet_map;
 pub mod geofence_report;
 pub mod geofence_visits;
 pub mod list_geofences;
@@ -336,7 +337,7 @@ pub struct ReportSpec {
     /// MCP tool name, e.g. `trip_summary`.
     pub tool: &'static str,
     /// CLI name: `fleetctl query <cli>`; for a report that draws, the words after
-    /// `fleetctl` (`map`, `chart`).
+    /// `fleetctl` (`map`, `chart`, `map --fleet`).
     pub cli: &'static str,
     /// Short title.
     pub title: &'static str,
@@ -430,7 +431,7 @@ pub fn params_from_schema(schema: &Value) -> Vec<Param> {
 
 /// Every report, in the fixed order tools are listed in.
 pub fn registry() -> &'static [ReportSpec] {
-    static REGISTRY: [ReportSpec; 16] = [
+    static REGISTRY: [ReportSpec; 17] = [
         vehicle_position::SPEC,
         stopped_vehicles::SPEC,
         trip_summary::SPEC,
@@ -447,6 +448,7 @@ pub fn registry() -> &'static [ReportSpec] {
         nearest_vehicles::SPEC,
         route_map::SPEC,
         speed_chart::SPEC,
+        fleet_map::SPEC,
     ];
     &REGISTRY
 }
@@ -668,6 +670,8 @@ pub enum Drawing {
     Route(route_map::MapInput),
     /// `speed_chart`: one vehicle's speed over a day.
     Speed(speed_chart::ChartInput),
+    /// `fleet_map`: every vehicle's position at an instant, on a map.
+    Fleet(fleet_map::FleetMapInput),
 }
 
 /// Adapts a typed report function to the registry's JSON signature.
@@ -723,5 +727,16 @@ mod tests {
         assert!(trip[0].required && trip[0].positional && trip[0].kind == ParamKind::Plate);
         assert_eq!(trip[1].kind, ParamKind::Date);
         assert!(list_vehicles::SPEC.params().is_empty());
+        let fleet = fleet_map::SPEC.params();
+        assert_eq!((fleet[0].name, fleet[0].kind), ("at", ParamKind::DateTime));
+        assert!(!fleet[0].required && !fleet[0].positional);
+        let mut args = Args::new();
+        args.insert("at".into(), "2026-11-24T10:30".into());
+        assert!(validate(&fleet_map::SPEC, &args).is_ok());
+        args.insert("at".into(), "10:30".into());
+        assert!(validate(&fleet_map::SPEC, &args).is_ok());
+        args.insert("at".into(), "half past ten".into());
+        let e = validate(&fleet_map::SPEC, &args).unwrap_err();
+        assert!(e.hint.unwrap().contains("YYYY-MM-DDTHH:MM"));
     }
 }
