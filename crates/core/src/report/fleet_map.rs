@@ -170,11 +170,13 @@ pub fn run(db: &Db, req: &FleetMapRequest) -> Result<Answer> {
         )
         .with_hint(hint));
     }
+    let by_vehicle: std::collections::HashMap<i64, &crate::model::Fix> =
+        fixes.iter().map(|f| (f.vehicle_id, f)).collect();
     let mut rows = Vec::with_capacity(db.vehicles.len());
     let mut drawn = Vec::with_capacity(fixes.len());
     let mut counts = StateCounts::default();
     for (v, _) in &db.vehicles {
-        let Some(fix) = fixes.iter().find(|f| f.vehicle_id == v.id) else {
+        let Some(fix) = by_vehicle.get(&v.id) else {
             let state = if v.active {
                 PositionState::NoData
             } else {
