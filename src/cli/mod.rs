@@ -113,17 +113,42 @@ enum Command {
     #[command(verbatim_doc_comment)]
     Query(query::QueryArgs),
 
-    /// Draw a vehicle's route on a day as a PNG map (offline), and print its path.
+    /// Draw a vehicle's route on a day, or the whole fleet at an instant, as a PNG map
+    /// (offline), and print its path.
     ///
-    /// The track is coloured by speed; stops are circles labelled with minutes;
-    /// speeding is marked and signal losses are dashed; depots and zones are named.
-    /// With --tiles, local raster tiles go underneath.
+    /// With PLATE (MCP tool route_map): the track is coloured by speed; stops are
+    /// circles labelled with minutes; speeding is marked and signal losses are dashed;
+    /// depots and zones are named.
+    /// With --fleet (MCP tool fleet_map): every vehicle where it was at the data clock,
+    /// or --at a local time (YYYY-MM-DDTHH:MM, or HH:MM today), as a dot labelled with
+    /// its plate and coloured by state: moving, idle (stopped, engine on), parked
+    /// (stopped, engine off or not reported), offline (no fix for over 10 minutes).
+    /// With --tiles, local raster tiles go underneath. --format json prints the
+    /// tool's answer instead of the path.
     ///
     /// Examples:
     ///   fleetctl map P-123BCD --date yesterday
     ///   fleetctl map P-123BCD --date 2026-11-24 --from 08:00 --to 12:00 -o morning.png
+    ///   fleetctl map --fleet
+    ///   fleetctl map --fleet --at 2026-11-24T10:30 -o fleet-morning.png --format json
     #[command(verbatim_doc_comment)]
     Map(query::MapArgs),
+
+    /// Draw a vehicle's speed over a local day as a PNG chart (offline), and print its
+    /// path.
+    ///
+    /// x: local time in the fleet's zone; y: km/h. The limit that applied is dashed
+    /// (the vehicle's own, else the fleet's; a geofence's lower limit where it
+    /// applied); speeding episodes are shaded red with their top speed; stops are
+    /// purple bands labelled with their minutes; signal losses break the line (grey
+    /// bands); a strip along the bottom shows the ignition (on, off, not reported).
+    /// MCP tool speed_chart; --format json prints its answer instead of the path.
+    ///
+    /// Examples:
+    ///   fleetctl chart P-123BCD --date yesterday      # writes P-123BCD_<date>_speed.png
+    ///   fleetctl chart P-123BCD --date 2026-11-24 -o speed.png --format json
+    #[command(verbatim_doc_comment)]
+    Chart(query::ChartArgs),
 
     /// Serve the reports as MCP tools over stdio, or over HTTP with --http.
     ///
@@ -155,7 +180,8 @@ struct ServeArgs {
     #[arg(long, short)]
     verbose: bool,
 
-    /// Raster tiles for the route_map tool: a {z}/{x}/{y}.png folder or an MBTiles file.
+    /// Raster tiles for the route_map and fleet_map tools: a {z}/{x}/{y}.png folder or an
+    /// MBTiles file.
     #[arg(long, value_name = "DIR|FILE.mbtiles")]
     tiles: Option<PathBuf>,
 
@@ -263,7 +289,8 @@ pub fn run(cli: Cli) -> Result<()> {
             print_stdout(&render::settings(&db, &zone, &thresholds))
         }
         Command::Query(q) => run_query(db, q),
-        Command::Map(args) => draw_map(db, args),
+        Command::Map(args) => draw(db, args.0),
+        Command::Chart(args) => draw(db, args.0),
         Command::Serve(args) => serve(db, args),
         Command::McpConfig => print_stdout(&render::mcp_config(&mcp_paths(&db)?)),
     }
@@ -346,9 +373,9 @@ fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
     crate::mcp::http::serve(&db, opts)
 }
 
-fn draw_map(path: PathBuf, m: query::MapArgs) -> Result<()> {
-    let json = m.json;
-    draw_map_to_file(path, m).or_else(|e| {
+fn draw(path: PathBuf, d: query::DrawArgs) -> Result<()> {
+    let json = d.json;
+    draw_to_file(path, d).or_else(|e| {
         // With --format json a failure is the same error object the tool answers.
         if json {
             print_stdout(&format!("{}\n", e.to_json()))?;
@@ -357,30 +384,50 @@ fn draw_map(path: PathBuf, m: query::MapArgs) -> Result<()> {
     })
 }
 
-fn draw_map_to_file(path: PathBuf, m: query::MapArgs) -> Result<()> {
-    let spec = report::registry()
-        .iter()
-        .find(|s| s.draws)
-        .ok_or_else(|| Error::internal("no drawing report"))?;
-    let tiles = m
+/// The picture's file name when -o is not given, from what the answer says.
+fn default_file_name(tool: &str, answer: &serde_json::Value) -> String {
+    let text = |key: &str, default: &'static str| -> String {
+        answer[key].as_str().unwrap_or(default).to_string()
+    };
+    let name = match tool {
+        "speed_chart" => format!(
+            "{}_{}_speed.png",
+            text("plate", "chart"),
+            text("date", "day")
+        ),
+        "fleet_map" => {
+            // `2026-11-25T15:30:00-06:00` → `fleet_2026-11-25_1530.png`.
+            let at = text("at", "");
+            let (date, time) = at.split_once('T').unwrap_or(("now", ""));
+            let hhmm: String = time.chars().take(5).filter(char::is_ascii_digit).collect();
+            format!("fleet_{date}_{hhmm}.png")
+        }
+        _ => format!("{}_{}.png", text("plate", "map"), text("date", "day")),
+    };
+    safe_file_name(&name)
+}
+
+fn draw_to_file(path: PathBuf, d: query::DrawArgs) -> Result<()> {
+    let spec = report::find(d.tool)
+        .filter(|s| s.draws)
+        .ok_or_else(|| Error::internal(format!("no drawing report {}", d.tool)))?;
+    let tiles = d
         .tiles
         .as_deref()
         .map(report::route_map::TileSource::open)
         .transpose()?;
     let mut db = report::Db::open(&path)?;
     db.tiles = tiles;
-    let answer = render::call(&db, spec, &m.args)?;
+    let answer = render::call(&db, spec, &d.args)?;
     let png = answer
         .png
-        .ok_or_else(|| Error::internal("the map report drew nothing"))?;
-    let output = m.output.unwrap_or_else(|| {
-        let plate = answer.value["plate"].as_str().unwrap_or("map");
-        let date = answer.value["date"].as_str().unwrap_or("day");
-        PathBuf::from(safe_file_name(&format!("{plate}_{date}.png")))
-    });
+        .ok_or_else(|| Error::internal(format!("{} drew nothing", spec.tool)))?;
+    let output = d
+        .output
+        .unwrap_or_else(|| PathBuf::from(default_file_name(spec.tool, &answer.value)));
     write_replacing(&output, &png)
         .map_err(|e| Error::io(&output, e).with_hint("choose a writable path with -o FILE"))?;
-    if m.json {
+    if d.json {
         print_stdout(&format!("{}\n", answer.value))
     } else {
         print_stdout(&format!("{}\n", output.display()))

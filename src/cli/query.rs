@@ -44,6 +44,7 @@ pub fn spec_args(spec: &'static ReportSpec) -> Vec<Arg> {
                 arg.long(flag_name(p.name)).value_name(match p.kind {
                     ParamKind::Date => "DATE",
                     ParamKind::TimeOfDay => "HH:MM",
+                    ParamKind::DateTime => "TIME",
                     ParamKind::Integer { .. } => "N",
                     ParamKind::Number { .. } => "X",
                     _ => "TEXT",
@@ -102,7 +103,8 @@ fn report_command(spec: &'static ReportSpec) -> Command {
 
 impl clap::Args for QueryArgs {
     fn augment_args(cmd: Command) -> Command {
-        // Reports that draw have their own top-level command (`fleetctl map`).
+        // Reports that draw have their own top-level commands (`fleetctl map`,
+        // `fleetctl chart`).
         cmd.subcommand_required(true)
             .arg(
                 Arg::new("format")
@@ -141,52 +143,120 @@ impl FromArgMatches for QueryArgs {
     }
 }
 
-/// A parsed `fleetctl map` invocation: the route map's arguments plus where to
-/// write the picture.
+/// A parsed drawing command (`fleetctl map`, `fleetctl chart`): which report draws,
+/// its arguments, and where to write the picture.
 #[derive(Debug, Clone)]
-pub struct MapArgs {
+pub struct DrawArgs {
+    /// The report's tool name (`route_map`, `fleet_map`, `speed_chart`).
+    pub tool: &'static str,
     /// The report's arguments, as JSON.
     pub args: Args,
     /// `-o FILE`.
     pub output: Option<std::path::PathBuf>,
-    /// `--tiles DIR|FILE.mbtiles`.
+    /// `--tiles DIR|FILE.mbtiles` (maps only).
     pub tiles: Option<std::path::PathBuf>,
     /// `--format json`: print the summary instead of the path.
     pub json: bool,
 }
 
-fn map_spec() -> &'static ReportSpec {
-    report::registry()
-        .iter()
-        .find(|s| s.draws)
-        .expect("the registry has a drawing report")
+/// The drawing report with this tool name (the registry's, by name: never "the first
+/// one that draws").
+fn drawing_spec(tool: &str) -> &'static ReportSpec {
+    report::find(tool)
+        .filter(|s| s.draws)
+        .unwrap_or_else(|| panic!("the registry has the drawing report {tool}"))
 }
+
+/// `-o`, `--format` and, for maps, `--tiles`.
+fn output_args(cmd: Command, output_help: &'static str, tiles: bool) -> Command {
+    let cmd = cmd.arg(
+        Arg::new("output")
+            .short('o')
+            .long("output")
+            .value_name("FILE")
+            .value_parser(clap::value_parser!(std::path::PathBuf))
+            .help(output_help),
+    );
+    let cmd = if tiles {
+        cmd.arg(
+            Arg::new("tiles")
+                .long("tiles")
+                .value_name("DIR|FILE.mbtiles")
+                .value_parser(clap::value_parser!(std::path::PathBuf))
+                .help("Raster tiles to draw underneath: a {z}/{x}/{y}.png folder or an MBTiles file (read locally)"),
+        )
+    } else {
+        cmd
+    };
+    cmd.arg(
+        Arg::new("format")
+            .long("format")
+            .value_parser(["text", "json"])
+            .help("Print the PNG's path (text, default) or the picture's summary (json, the MCP answer)"),
+    )
+}
+
+fn draw_args_from(tool: &'static str, m: &ArgMatches, tiles: bool) -> DrawArgs {
+    DrawArgs {
+        tool,
+        args: args_from(drawing_spec(tool), m),
+        output: m.get_one::<std::path::PathBuf>("output").cloned(),
+        tiles: if tiles {
+            m.get_one::<std::path::PathBuf>("tiles").cloned()
+        } else {
+            None
+        },
+        json: m.get_one::<String>("format").map(String::as_str) == Some("json"),
+    }
+}
+
+/// `fleetctl map`: the route map of one vehicle (`route_map`), or with `--fleet` the
+/// whole fleet at an instant (`fleet_map`).
+#[derive(Debug, Clone)]
+pub struct MapArgs(pub DrawArgs);
 
 impl clap::Args for MapArgs {
     fn augment_args(cmd: Command) -> Command {
-        cmd.allow_negative_numbers(true)
-            .args(spec_args(map_spec()))
+        let route = drawing_spec("route_map");
+        let fleet = drawing_spec("fleet_map");
+        let route_only: Vec<&'static str> = route
+            .params()
+            .iter()
+            .map(|p| p.name)
+            .filter(|n| !fleet.params().iter().any(|f| f.name == *n))
+            .collect();
+        // The route map's parameters (its plate needed unless --fleet), then the
+        // fleet map's own (given only with --fleet).
+        let route_args = spec_args(route).into_iter().map(|a| {
+            if a.is_positional() && a.is_required_set() {
+                a.required(false).required_unless_present("fleet")
+            } else {
+                a
+            }
+        });
+        let fleet_args = spec_args(fleet)
+            .into_iter()
+            .filter(|a| !route.params().iter().any(|p| p.name == a.get_id().as_str()))
+            .map(|a| a.requires("fleet").conflicts_with_all(route_only.clone()));
+        let cmd = cmd
+            .allow_negative_numbers(true)
+            .args(route_args)
             .arg(
-                Arg::new("output")
-                    .short('o')
-                    .long("output")
-                    .value_name("FILE")
-                    .value_parser(clap::value_parser!(std::path::PathBuf))
-                    .help("Where to write the PNG (default: PLATE_DATE.png in the current folder)"),
+                Arg::new("fleet")
+                    .long("fleet")
+                    .action(clap::ArgAction::SetTrue)
+                    // No implicit `false`: clap counts a default as present, and
+                    // --at, which requires --fleet, would pass without it.
+                    .default_value(None)
+                    .conflicts_with_all(route_only.clone())
+                    .help("Draw every vehicle at the data clock (or --at), coloured by state, instead of one route"),
             )
-            .arg(
-                Arg::new("tiles")
-                    .long("tiles")
-                    .value_name("DIR|FILE.mbtiles")
-                    .value_parser(clap::value_parser!(std::path::PathBuf))
-                    .help("Raster tiles to draw underneath: a {z}/{x}/{y}.png folder or an MBTiles file (read locally)"),
-            )
-            .arg(
-                Arg::new("format")
-                    .long("format")
-                    .value_parser(["text", "json"])
-                    .help("Print the PNG's path (text, default) or the map's summary (json, the MCP answer)"),
-            )
+            .args(fleet_args.collect::<Vec<_>>());
+        output_args(
+            cmd,
+            "Where to write the PNG (default: PLATE_DATE.png, or fleet_DATE_HHMM.png with --fleet, in the current folder)",
+            true,
+        )
     }
 
     fn augment_args_for_update(cmd: Command) -> Command {
@@ -196,12 +266,42 @@ impl clap::Args for MapArgs {
 
 impl FromArgMatches for MapArgs {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
-        Ok(MapArgs {
-            args: args_from(map_spec(), m),
-            output: m.get_one::<std::path::PathBuf>("output").cloned(),
-            tiles: m.get_one::<std::path::PathBuf>("tiles").cloned(),
-            json: m.get_one::<String>("format").map(String::as_str) == Some("json"),
-        })
+        let tool = if m.get_one::<bool>("fleet").copied().unwrap_or(false) {
+            "fleet_map"
+        } else {
+            "route_map"
+        };
+        Ok(MapArgs(draw_args_from(tool, m, true)))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+/// `fleetctl chart`: one vehicle's speed over a day (`speed_chart`).
+#[derive(Debug, Clone)]
+pub struct ChartArgs(pub DrawArgs);
+
+impl clap::Args for ChartArgs {
+    fn augment_args(cmd: Command) -> Command {
+        output_args(
+            cmd.allow_negative_numbers(true)
+                .args(spec_args(drawing_spec("speed_chart"))),
+            "Where to write the PNG (default: PLATE_DATE_speed.png in the current folder)",
+            false,
+        )
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for ChartArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        Ok(ChartArgs(draw_args_from("speed_chart", m, false)))
     }
 
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {

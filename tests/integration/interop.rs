@@ -40,7 +40,7 @@ fn sample_arguments(tool: &str) -> Map<String, Value> {
         .unwrap();
     match tool {
         "vehicle_position" => arguments(serde_json::json!({"plate": plate})),
-        "trip_summary" | "route_map" => {
+        "trip_summary" | "route_map" | "speed_chart" => {
             arguments(serde_json::json!({"plate": plate, "date": "yesterday"}))
         }
         "geofence_visits" => arguments(

@@ -3,6 +3,7 @@
 
 mod architecture;
 mod cadence;
+mod charts;
 mod detection;
 mod export;
 mod faults;

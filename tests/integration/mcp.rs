@@ -45,9 +45,10 @@ fn cli_words(
     spec: &fleetctl::report::ReportSpec,
     args: &serde_json::Map<String, Value>,
 ) -> Vec<String> {
-    // A report that draws is its own command (`fleetctl map`); the others are queries.
+    // A report that draws is its own command (`fleetctl map`, `fleetctl chart`,
+    // `fleetctl map --fleet`); the others are queries.
     let mut words = if spec.draws {
-        vec![spec.cli.to_string()]
+        spec.cli.split(' ').map(str::to_string).collect()
     } else {
         vec!["query".to_string(), spec.cli.to_string()]
     };

@@ -91,6 +91,11 @@ fn snapshot_cases(db: &Path, scratch: &Path) -> Vec<(&'static str, Vec<String>)>
             "route_map",
             s(&["map", &plate, "--date", "yesterday", "-o", &png]),
         ),
+        (
+            "speed_chart",
+            s(&["chart", &plate, "--date", "yesterday", "-o", &png]),
+        ),
+        ("fleet_map", s(&["map", "--fleet", "-o", &png])),
     ]
 }
 

@@ -19,7 +19,8 @@ plate=$(inspect --method tools/call --tool-name stopped_vehicles --tool-arg min_
 for call in \
   "vehicle_position plate=$plate" "stopped_vehicles" "trip_summary plate=$plate date=yesterday" \
   "alerts" "mileage_ranking" "list_vehicles" "list_geofences" "nearest_vehicles place=Bodega_Mixco" \
-  "geofence_visits plate=$plate geofence=Bodega_Mixco" "route_map plate=$plate date=yesterday"; do
+  "geofence_visits plate=$plate geofence=Bodega_Mixco" "route_map plate=$plate date=yesterday" \
+  "speed_chart plate=$plate date=yesterday" "fleet_map"; do
   set -- $call
   name=$1; shift
   args=()

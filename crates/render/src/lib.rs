@@ -5,13 +5,15 @@
 
 #![warn(missing_docs)]
 
+pub mod chart;
+pub mod fleet;
 pub mod map;
 
 // The domain's modules, under the paths the code here names them by.
 use fleetctl_core::{error, geo, pipeline, report, synth};
 
 use crate::error::Result;
-use crate::report::{Answer, Args, Db, ReportSpec};
+use crate::report::{Answer, Args, Db, Drawing, ReportSpec};
 
 use crate::pipeline::AnalyzeSummary;
 use crate::synth::GenerateSummary;
@@ -19,12 +21,13 @@ use serde_json::{Map, Value};
 use std::fmt::Write;
 use std::path::Path;
 
-/// Runs a report and, when its answer asks for a picture, draws it: the PNG, and
-/// the picture's own figures in the answer (`png_bytes`, `zoom`, `bounds`). Both
-/// front ends call this, so a tool and its CLI twin answer alike.
+/// Runs a report and, when its answer asks for a picture, draws it (the drawing
+/// its kind names: a route map, a speed chart, a fleet map): the PNG, and the
+/// picture's own figures in the answer (`png_bytes`; for maps `zoom` and `bounds`).
+/// Both front ends call this, so a tool and its CLI twin answer alike.
 pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Answer> {
     let mut answer = report::call(db, spec, args)?;
-    let Some(input) = answer.drawing.take() else {
+    let Some(drawing) = answer.drawing.take() else {
         return Ok(answer);
     };
     // The tiles' deadline starts with the first tile, not while the map waits its turn.
@@ -40,14 +43,20 @@ pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Answer> {
         fetch: &fetch,
         attribution: t.attribution(),
     });
-    let (png, frame) = report::catch_panic(spec.tool, || map::render(&input, tiles.as_ref()))?;
-    let (nw, se) = frame.bounds();
-    let round5 = |x: f64| (x * 1e5).round() / 1e5;
+    let (png, frame) = report::catch_panic(spec.tool, || match &drawing {
+        Drawing::Route(input) => map::render(input, tiles.as_ref()).map(|(p, f)| (p, Some(f))),
+        Drawing::Fleet(input) => fleet::render(input, tiles.as_ref()).map(|(p, f)| (p, Some(f))),
+        Drawing::Speed(input) => chart::render(input).map(|p| (p, None)),
+    })?;
     answer.value["png_bytes"] = png.len().into();
-    answer.value["zoom"] = ((frame.zoom * 1e6).round() / 1e6).into();
-    answer.value["bounds"] = serde_json::json!({
-        "north": round5(nw.lat), "south": round5(se.lat), "west": round5(nw.lon), "east": round5(se.lon)
-    });
+    if let Some(frame) = frame {
+        let (nw, se) = frame.bounds();
+        let round5 = |x: f64| (x * 1e5).round() / 1e5;
+        answer.value["zoom"] = ((frame.zoom * 1e6).round() / 1e6).into();
+        answer.value["bounds"] = serde_json::json!({
+            "north": round5(nw.lat), "south": round5(se.lat), "west": round5(nw.lon), "east": round5(se.lon)
+        });
+    }
     answer.png = Some(png);
     Ok(answer)
 }

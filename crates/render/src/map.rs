@@ -21,16 +21,16 @@ pub const SPEED_COLOURS: [(f64, RGBColor); 5] = [
     (80.0, RGBColor(241, 126, 24)),
     (f64::INFINITY, RGBColor(215, 25, 28)),
 ];
-const BACKGROUND: RGBColor = RGBColor(244, 241, 234);
-const GRID: RGBColor = RGBColor(232, 227, 216);
-const STREET_EDGE: RGBColor = RGBColor(214, 207, 193);
+pub(crate) const BACKGROUND: RGBColor = RGBColor(244, 241, 234);
+pub(crate) const GRID: RGBColor = RGBColor(232, 227, 216);
+pub(crate) const STREET_EDGE: RGBColor = RGBColor(214, 207, 193);
 const STREET: RGBColor = RGBColor(255, 255, 255);
-const LABEL: RGBColor = RGBColor(125, 117, 104);
-const INK: RGBColor = RGBColor(40, 40, 40);
-const STOP: RGBColor = RGBColor(106, 61, 154);
-const GAP: RGBColor = RGBColor(90, 90, 90);
-const START: RGBColor = RGBColor(26, 150, 65);
-const FONT: &str = "sans-serif";
+pub(crate) const LABEL: RGBColor = RGBColor(125, 117, 104);
+pub(crate) const INK: RGBColor = RGBColor(40, 40, 40);
+pub(crate) const STOP: RGBColor = RGBColor(106, 61, 154);
+pub(crate) const GAP: RGBColor = RGBColor(90, 90, 90);
+pub(crate) const START: RGBColor = RGBColor(26, 150, 65);
+pub(crate) const FONT: &str = "sans-serif";
 
 /// The classes under a limit: lower and upper bound (km/h) and colour, the fourth
 /// class ending at the limit, empty classes left out (a limit of 50 has no 60–80).
@@ -126,7 +126,7 @@ impl Frame {
         (x - self.left, y - self.top)
     }
 
-    fn px(&self, p: LatLon) -> (i32, i32) {
+    pub(crate) fn px(&self, p: LatLon) -> (i32, i32) {
         let (x, y) = self.project(p);
         (x.round() as i32, y.round() as i32)
     }
@@ -179,11 +179,11 @@ impl Frame {
     }
 }
 
-fn render_err<E: std::fmt::Debug>(e: E) -> Error {
+pub(crate) fn render_err<E: std::fmt::Debug>(e: E) -> Error {
     Error::new(ErrorCode::Render, format!("drawing the map failed: {e:?}"))
 }
 
-fn register_fonts() {
+pub(crate) fn register_fonts() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let regular: &'static [u8] = include_bytes!("fonts/DejaVuSans.ttf");
@@ -194,26 +194,28 @@ fn register_fonts() {
     });
 }
 
-fn font(size: f64, colour: &RGBColor) -> TextStyle<'static> {
+pub(crate) fn font(size: f64, colour: &RGBColor) -> TextStyle<'static> {
     (FONT, size).into_font().color(colour)
 }
 
-fn bold(size: f64, colour: &RGBColor) -> TextStyle<'static> {
+pub(crate) fn bold(size: f64, colour: &RGBColor) -> TextStyle<'static> {
     (FONT, size)
         .into_font()
         .style(FontStyle::Bold)
         .color(colour)
 }
 
-type Area<'b> = DrawingArea<BitMapBackend<'b>, plotters::coord::Shift>;
+pub(crate) type Area<'b> = DrawingArea<BitMapBackend<'b>, plotters::coord::Shift>;
 
 /// Places labels without overlaps: a label whose box touches a taken one is skipped.
-struct Labels {
-    taken: Vec<(i32, i32, i32, i32)>,
+pub(crate) struct Labels {
+    /// The boxes taken so far: (left, top, right, bottom).
+    pub(crate) taken: Vec<(i32, i32, i32, i32)>,
 }
 
 impl Labels {
-    fn try_take(&mut self, x: i32, y: i32, w: i32, h: i32) -> bool {
+    /// Takes the box at (x, y) of w × h (with a 2 px margin) if it touches no taken one.
+    pub(crate) fn try_take(&mut self, x: i32, y: i32, w: i32, h: i32) -> bool {
         let rect = (x - 2, y - 2, x + w + 2, y + h + 2);
         if self
             .taken
@@ -227,7 +229,14 @@ impl Labels {
     }
 
     /// Draws `text` with its top-left at (x, y) if there is room.
-    fn draw(&mut self, area: &Area, text: &str, x: i32, y: i32, style: &TextStyle) -> Result<bool> {
+    pub(crate) fn draw(
+        &mut self,
+        area: &Area,
+        text: &str,
+        x: i32,
+        y: i32,
+        style: &TextStyle,
+    ) -> Result<bool> {
         let (w, h) = area.estimate_text_size(text, style).map_err(render_err)?;
         let (w, h) = (w as i32, h as i32);
         let (width, height) = area.dim_in_pixel();
@@ -250,7 +259,7 @@ impl Labels {
 }
 
 /// A nice scale-bar length (m) that spans 70–180 pixels.
-fn scale_bar_m(m_per_px: f64) -> f64 {
+pub(crate) fn scale_bar_m(m_per_px: f64) -> f64 {
     let nice = [
         50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0, 10_000.0, 20_000.0, 50_000.0,
     ];
@@ -262,7 +271,7 @@ fn scale_bar_m(m_per_px: f64) -> f64 {
 /// The canvas, reused: one map is drawn at a time in a process. A 2048² canvas is
 /// 12 MB; drawn in turn by several server workers into fresh buffers, it would stay
 /// resident once in each thread's allocator arena.
-static CANVAS: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+pub(crate) static CANVAS: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
 
 /// Draws the map and encodes it as PNG. Returns the bytes and the frame used.
 pub fn render(input: &MapInput, tiles: Option<&Tiles>) -> Result<(Vec<u8>, Frame)> {
@@ -310,7 +319,8 @@ pub fn render(input: &MapInput, tiles: Option<&Tiles>) -> Result<(Vec<u8>, Frame
     Ok((png, frame))
 }
 
-fn draw_basemap(area: &Area, frame: &Frame, streets: bool) -> Result<()> {
+/// The offline basemap: background, a light grid, and the demo's streets.
+pub(crate) fn draw_basemap(area: &Area, frame: &Frame, streets: bool) -> Result<()> {
     area.fill(&BACKGROUND).map_err(render_err)?;
     // A light grid every nice distance.
     let center = geo::web_mercator_latlon(
@@ -394,7 +404,8 @@ pub fn decode_tile(bytes: &[u8]) -> std::result::Result<image::RgbImage, String>
     Ok(decoded.map_err(|e| e.to_string())?.to_rgb8())
 }
 
-fn draw_tiles(buf: &mut [u8], frame: &Frame, tiles: &Tiles) -> Result<()> {
+/// Raster tiles into the RGB buffer, under everything drawn after.
+pub(crate) fn draw_tiles(buf: &mut [u8], frame: &Frame, tiles: &Tiles) -> Result<()> {
     let z = frame.zoom.ceil().clamp(0.0, 22.0) as u32;
     let scale = (frame.zoom - f64::from(z)).exp2(); // ≤ 1: tiles are shrunk to the frame's zoom
     let tile_px = 256.0 * scale;
@@ -443,7 +454,8 @@ fn geofence_colour(kind: &str) -> RGBColor {
     }
 }
 
-fn draw_geofences(
+/// The geofences, outlined and named.
+pub(crate) fn draw_geofences(
     area: &Area,
     frame: &Frame,
     geofences: &[geo::Geofence],
@@ -497,7 +509,8 @@ fn draw_geofences(
     Ok(())
 }
 
-fn draw_place_labels(
+/// The gazetteer's places, where their labels fit.
+pub(crate) fn draw_place_labels(
     area: &Area,
     frame: &Frame,
     places: &[geo::Place],
@@ -831,31 +844,8 @@ fn draw_furniture(
     input: &MapInput,
     attribution: Option<&str>,
 ) -> Result<()> {
-    let (w, h) = (frame.width as i32, frame.height as i32);
-    // Title.
-    let title = bold(18.0, &INK);
-    let sub = font(13.0, &INK);
-    let (tw, _) = area
-        .estimate_text_size(&input.title, &title)
-        .map_err(render_err)?;
-    let (sw, _) = area
-        .estimate_text_size(&input.subtitle, &sub)
-        .map_err(render_err)?;
-    let box_w = tw.max(sw) as i32 + 24;
-    area.draw(&Rectangle::new(
-        [(8, 8), (8 + box_w, 66)],
-        WHITE.mix(0.9).filled(),
-    ))
-    .map_err(render_err)?;
-    area.draw(&Rectangle::new(
-        [(8, 8), (8 + box_w, 66)],
-        ShapeStyle::from(&STREET_EDGE).stroke_width(1),
-    ))
-    .map_err(render_err)?;
-    area.draw(&Text::new(input.title.clone(), (20, 16), title))
-        .map_err(render_err)?;
-    area.draw(&Text::new(input.subtitle.clone(), (20, 43), sub))
-        .map_err(render_err)?;
+    let h = frame.height as i32;
+    draw_title(area, &input.title, &input.subtitle)?;
     // Legend: speed classes, stops, signal loss.
     let legend_y = h - 54;
     area.draw(&Rectangle::new(
@@ -905,6 +895,45 @@ fn draw_furniture(
     .map_err(render_err)?;
     area.draw(&Text::new("speeding", (252, row2), small.clone()))
         .map_err(render_err)?;
+    draw_scale_and_north(area, frame)?;
+    if let Some(text) = attribution {
+        draw_attribution(area, frame, text)?;
+    }
+    Ok(())
+}
+
+/// The title box at the top left: a bold first line and a smaller second one.
+pub(crate) fn draw_title(area: &Area, title_text: &str, subtitle: &str) -> Result<()> {
+    let title = bold(18.0, &INK);
+    let sub = font(13.0, &INK);
+    let (tw, _) = area
+        .estimate_text_size(title_text, &title)
+        .map_err(render_err)?;
+    let (sw, _) = area
+        .estimate_text_size(subtitle, &sub)
+        .map_err(render_err)?;
+    let box_w = tw.max(sw) as i32 + 24;
+    area.draw(&Rectangle::new(
+        [(8, 8), (8 + box_w, 66)],
+        WHITE.mix(0.9).filled(),
+    ))
+    .map_err(render_err)?;
+    area.draw(&Rectangle::new(
+        [(8, 8), (8 + box_w, 66)],
+        ShapeStyle::from(&STREET_EDGE).stroke_width(1),
+    ))
+    .map_err(render_err)?;
+    area.draw(&Text::new(title_text.to_string(), (20, 16), title))
+        .map_err(render_err)?;
+    area.draw(&Text::new(subtitle.to_string(), (20, 43), sub))
+        .map_err(render_err)?;
+    Ok(())
+}
+
+/// The scale bar (bottom right) and the north arrow (top right).
+pub(crate) fn draw_scale_and_north(area: &Area, frame: &Frame) -> Result<()> {
+    let (w, h) = (frame.width as i32, frame.height as i32);
+    let small = font(11.0, &INK);
     // Scale bar.
     let center = geo::web_mercator_latlon(
         frame.left + f64::from(frame.width) / 2.0,
@@ -961,19 +990,24 @@ fn draw_furniture(
         bold(11.0, &INK).pos(Pos::new(HPos::Center, VPos::Top)),
     ))
     .map_err(render_err)?;
-    if let Some(text) = attribution {
-        let style = font(10.0, &INK);
-        area.draw(&Text::new(
-            text.to_string(),
-            (w - 8, h - 40),
-            style.pos(Pos::new(HPos::Right, VPos::Bottom)),
-        ))
-        .map_err(render_err)?;
-    }
     Ok(())
 }
 
-fn encode_png(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>> {
+/// The line that credits raster tiles, above the scale bar.
+pub(crate) fn draw_attribution(area: &Area, frame: &Frame, text: &str) -> Result<()> {
+    let (w, h) = (frame.width as i32, frame.height as i32);
+    let style = font(10.0, &INK);
+    area.draw(&Text::new(
+        text.to_string(),
+        (w - 8, h - 40),
+        style.pos(Pos::new(HPos::Right, VPos::Bottom)),
+    ))
+    .map_err(render_err)?;
+    Ok(())
+}
+
+/// An RGB buffer as PNG.
+pub(crate) fn encode_png(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>> {
     use image::ImageEncoder;
     use image::codecs::png::{CompressionType, FilterType, PngEncoder};
     let mut out = Vec::new();

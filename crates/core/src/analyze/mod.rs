@@ -185,20 +185,37 @@ impl Context {
     /// The limit that applies to a fix and where it comes from: the lowest of the
     /// limited geofences it is inside and the vehicle's own limit (else the fleet's).
     pub fn speed_limit(&self, f: &Fix) -> (f64, LimitSource) {
-        let mut best = match self.vehicle_limits.get(&f.vehicle_id) {
-            Some(&v) => (v, LimitSource::Vehicle),
-            None => (self.thresholds.speed_limit_kmh, LimitSource::Fleet),
-        };
-        for g in &self.geofences {
-            if let Some(limit) = g.speed_limit_kmh
-                && limit < best.0
-                && g.shape.contains(crate::geo::LatLon::new(f.lat, f.lon))
-            {
-                best = (limit, LimitSource::Geofence(g.name.clone()));
-            }
-        }
-        best
+        speed_limit_at(
+            f,
+            self.vehicle_limits.get(&f.vehicle_id).copied(),
+            self.thresholds.speed_limit_kmh,
+            &self.geofences,
+        )
     }
+}
+
+/// The limit that applies to a fix and where it comes from: the lowest of the
+/// limited geofences it is inside and the vehicle's own limit (`own_kmh`, else the
+/// fleet's `fleet_kmh`). Detection and the speed chart share this one rule.
+pub fn speed_limit_at(
+    f: &Fix,
+    own_kmh: Option<f64>,
+    fleet_kmh: f64,
+    geofences: &[Geofence],
+) -> (f64, LimitSource) {
+    let mut best = match own_kmh {
+        Some(v) => (v, LimitSource::Vehicle),
+        None => (fleet_kmh, LimitSource::Fleet),
+    };
+    for g in geofences {
+        if let Some(limit) = g.speed_limit_kmh
+            && limit < best.0
+            && g.shape.contains(crate::geo::LatLon::new(f.lat, f.lon))
+        {
+            best = (limit, LimitSource::Geofence(g.name.clone()));
+        }
+    }
+    best
 }
 
 /// Where a speed limit comes from.

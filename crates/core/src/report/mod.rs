@@ -7,6 +7,7 @@
 pub mod alerts;
 pub mod daily_summary;
 pub mod events;
+pub mod fleet_map;
 pub mod geofence_report;
 pub mod geofence_visits;
 pub mod list_geofences;
@@ -16,6 +17,7 @@ pub mod nearest_vehicles;
 pub mod resolve;
 pub mod route_map;
 pub mod schema;
+pub mod speed_chart;
 pub mod stopped_vehicles;
 pub mod stops;
 pub mod trip_summary;
@@ -296,6 +298,8 @@ pub enum ParamKind {
     Enum(&'static [&'static str]),
     /// A local time of day, `HH:MM`.
     TimeOfDay,
+    /// A local instant: `YYYY-MM-DDTHH:MM`, or `HH:MM` on the data clock's day.
+    DateTime,
     /// A whole number within bounds.
     Integer {
         /// Smallest accepted.
@@ -335,7 +339,8 @@ pub struct Param {
 pub struct ReportSpec {
     /// MCP tool name, e.g. `trip_summary`.
     pub tool: &'static str,
-    /// CLI name: `fleetctl query <cli>`.
+    /// CLI name: `fleetctl query <cli>`; for a report that draws, the words after
+    /// `fleetctl` (`map`, `chart`, `map --fleet`).
     pub cli: &'static str,
     /// Short title.
     pub title: &'static str,
@@ -373,7 +378,7 @@ impl ReportSpec {
 
 /// The parameters a request type's derived schema describes: each property in
 /// order, its doc line as help, its kind from `x-kind` (`plate`, `date`, `time`,
-/// `text`), a closed set, or an integer or number range; `x-positional`, `x-pair`
+/// `datetime`, `text`), a closed set, or an integer or number range; `x-positional`, `x-pair`
 /// and `x-conflicts` for the command line and the pairing rules. Names and help are
 /// leaked once per report (they live as long as the program).
 pub fn params_from_schema(schema: &Value) -> Vec<Param> {
@@ -394,6 +399,7 @@ pub fn params_from_schema(schema: &Value) -> Vec<Param> {
                 Some("plate") => ParamKind::Plate,
                 Some("date") => ParamKind::Date,
                 Some("time") => ParamKind::TimeOfDay,
+                Some("datetime") => ParamKind::DateTime,
                 Some("text") => ParamKind::Text,
                 Some(other) => panic!("{name}: unknown x-kind {other}"),
                 None => match p["enum"].as_array() {
@@ -428,7 +434,7 @@ pub fn params_from_schema(schema: &Value) -> Vec<Param> {
 
 /// Every report, in the fixed order tools are listed in.
 pub fn registry() -> &'static [ReportSpec] {
-    static REGISTRY: [ReportSpec; 15] = [
+    static REGISTRY: [ReportSpec; 17] = [
         vehicle_position::SPEC,
         stopped_vehicles::SPEC,
         trip_summary::SPEC,
@@ -444,6 +450,8 @@ pub fn registry() -> &'static [ReportSpec] {
         list_geofences::SPEC,
         nearest_vehicles::SPEC,
         route_map::SPEC,
+        speed_chart::SPEC,
+        fleet_map::SPEC,
     ];
     &REGISTRY
 }
@@ -458,6 +466,7 @@ fn describe(kind: ParamKind) -> String {
         ParamKind::Plate => "a plate such as P-123BCD".into(),
         ParamKind::Date => "YYYY-MM-DD, today or yesterday".into(),
         ParamKind::TimeOfDay => "a local time HH:MM".into(),
+        ParamKind::DateTime => "a local time YYYY-MM-DDTHH:MM, or HH:MM for today".into(),
         ParamKind::Text => "text".into(),
         ParamKind::Enum(values) => format!("one of {}", values.join(", ")),
         ParamKind::Integer { min, max } => format!("a whole number from {min} to {max}"),
@@ -479,6 +488,9 @@ pub fn input_schema(spec: &ReportSpec) -> Value {
             }
             ParamKind::TimeOfDay => {
                 serde_json::json!({"type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$"})
+            }
+            ParamKind::DateTime => {
+                serde_json::json!({"type": "string", "pattern": "^([0-9]{4}-[0-9]{2}-[0-9]{2}[T ])?([01][0-9]|2[0-3]):[0-5][0-9]$"})
             }
             ParamKind::Enum(values) => serde_json::json!({"type": "string", "enum": values}),
             ParamKind::Integer { min, max } => {
@@ -560,6 +572,9 @@ pub fn validate(spec: &ReportSpec, args: &Args) -> Result<()> {
                 .as_str()
                 .is_some_and(|s| resolve::parse_date_word(s).is_some()),
             ParamKind::TimeOfDay => v.as_str().is_some_and(|s| resolve::parse_hhmm(s).is_some()),
+            ParamKind::DateTime => v
+                .as_str()
+                .is_some_and(|s| resolve::parse_local_time(s).is_some()),
             ParamKind::Enum(values) => v.as_str().is_some_and(|s| values.contains(&s)),
             ParamKind::Integer { min, max } => v.as_i64().is_some_and(|n| (min..=max).contains(&n)),
             ParamKind::Number { min, max } => v.as_f64().is_some_and(|n| (min..=max).contains(&n)),
@@ -639,7 +654,7 @@ pub fn catch_panic<T>(tool: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
     }
 }
 
-/// What a report answers: the report object, and for the route map its picture.
+/// What a report answers: the report object, and for a report that draws its picture.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
     /// The report object (the CLI's JSON, the MCP `structuredContent`).
@@ -647,7 +662,19 @@ pub struct Answer {
     /// A PNG image, for reports that draw one (made by `render::call`).
     pub png: Option<Vec<u8>>,
     /// What to draw, for reports that draw: `render::call` turns it into `png`.
-    pub drawing: Option<route_map::MapInput>,
+    pub drawing: Option<Drawing>,
+}
+
+/// The data of a picture, one kind per report that draws. The domain gathers it;
+/// `render::call` draws it (the domain never draws).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Drawing {
+    /// `route_map`: one vehicle's track on a map.
+    Route(route_map::MapInput),
+    /// `speed_chart`: one vehicle's speed over a day.
+    Speed(speed_chart::ChartInput),
+    /// `fleet_map`: every vehicle's position at an instant, on a map.
+    Fleet(fleet_map::FleetMapInput),
 }
 
 /// Adapts a typed report function to the registry's JSON signature.
@@ -703,5 +730,16 @@ mod tests {
         assert!(trip[0].required && trip[0].positional && trip[0].kind == ParamKind::Plate);
         assert_eq!(trip[1].kind, ParamKind::Date);
         assert!(list_vehicles::SPEC.params().is_empty());
+        let fleet = fleet_map::SPEC.params();
+        assert_eq!((fleet[0].name, fleet[0].kind), ("at", ParamKind::DateTime));
+        assert!(!fleet[0].required && !fleet[0].positional);
+        let mut args = Args::new();
+        args.insert("at".into(), "2026-11-24T10:30".into());
+        assert!(validate(&fleet_map::SPEC, &args).is_ok());
+        args.insert("at".into(), "10:30".into());
+        assert!(validate(&fleet_map::SPEC, &args).is_ok());
+        args.insert("at".into(), "half past ten".into());
+        let e = validate(&fleet_map::SPEC, &args).unwrap_err();
+        assert!(e.hint.unwrap().contains("YYYY-MM-DDTHH:MM"));
     }
 }

@@ -40,7 +40,36 @@ pub fn parse_hhmm(text: &str) -> Option<i64> {
     (h < 24 && m < 60).then_some(h * 3600 + m * 60)
 }
 
+/// Parses a local instant: `YYYY-MM-DDTHH:MM` (a space may replace the `T`), or
+/// `HH:MM` alone for that time on the data clock's day. Returns the date, if one was
+/// given, and the seconds after local midnight.
+pub fn parse_local_time(text: &str) -> Option<(Option<Date>, i64)> {
+    let text = text.trim();
+    if let Some(seconds) = parse_hhmm(text) {
+        return Some((None, seconds));
+    }
+    if text.len() != 16 || !text.is_ascii() || !matches!(text.as_bytes()[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    Some((Some(Date::parse(&text[..10])?), parse_hhmm(&text[11..])?))
+}
+
 impl Db {
+    /// Resolves a local instant (`YYYY-MM-DDTHH:MM`, or `HH:MM` on the data clock's
+    /// day) to UTC epoch seconds; `None` means the data clock itself.
+    pub fn resolve_time(&self, text: Option<&str>) -> Result<i64> {
+        let Some(text) = text else {
+            return Ok(self.now_ts);
+        };
+        let (date, seconds) = parse_local_time(text).ok_or_else(|| {
+            Error::invalid(format!("time {text:?} is not understood")).with_hint(format!(
+                "use YYYY-MM-DDTHH:MM or HH:MM (today), local time in {}",
+                self.zone.name
+            ))
+        })?;
+        Ok(self.zone.at(date.unwrap_or_else(|| self.today()), seconds))
+    }
+
     /// Resolves a date word on the data clock; `None` means today.
     pub fn resolve_date(&self, text: Option<&str>) -> Result<Date> {
         let Some(text) = text else {
@@ -310,6 +339,27 @@ pub fn match_name(text: &str, names: &[&str]) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn local_instants_are_a_date_and_time_or_a_time_alone() {
+        let d = Date::parse("2026-11-24");
+        assert_eq!(parse_local_time("10:30"), Some((None, 37_800)));
+        assert_eq!(parse_local_time("2026-11-24T10:30"), Some((d, 37_800)));
+        assert_eq!(parse_local_time(" 2026-11-24 00:00 "), Some((d, 0)));
+        for bad in [
+            "",
+            "9am",
+            "24:00",
+            "10:60",
+            "2026-11-24",
+            "2026-11-31T10:00",
+            "2026-11-24X10:00",
+            "2026-11-24T10:00:00",
+            "tomorrow",
+        ] {
+            assert_eq!(parse_local_time(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn names_match_forgivingly_and_ambiguity_lists_candidates() {

@@ -102,7 +102,8 @@ impl TileSource {
         }
     }
 
-    fn name(&self) -> String {
+    /// The folder or file the tiles come from, as the answer names it.
+    pub fn name(&self) -> String {
         match self {
             TileSource::Folder(p) | TileSource::MbTiles(p, _) => p.display().to_string(),
         }
@@ -443,7 +444,7 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
     Ok(Answer {
         value,
         png: None,
-        drawing: Some(input),
+        drawing: Some(super::Drawing::Route(input)),
     })
 }
 

@@ -95,6 +95,29 @@ pub fn positions_between(
     Ok(())
 }
 
+/// Each vehicle's newest fix at or before `at_ts` (the fleet map at an instant), for
+/// the vehicles given; a vehicle with no fix by then is left out. One indexed read per
+/// vehicle, through the positions' `(vehicle_id, ts)` key.
+pub fn fixes_at_or_before(conn: &Connection, vehicle_ids: &[i64], at_ts: i64) -> Result<Vec<Fix>> {
+    let mut st = conn
+        .prepare_cached(
+            "SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km \
+             FROM positions WHERE vehicle_id = ?1 AND ts <= ?2 ORDER BY ts DESC, ts_ms DESC LIMIT 1",
+        )
+        .map_err(db_err)?;
+    let mut out = Vec::new();
+    for &id in vehicle_ids {
+        if let Some(fix) = st
+            .query_row(params![id, at_ts], super::fix_from_row)
+            .optional()
+            .map_err(db_err)?
+        {
+            out.push(fix);
+        }
+    }
+    Ok(out)
+}
+
 fn stop_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Stop> {
     Ok(Stop {
         vehicle_id: r.get(0)?,
@@ -133,6 +156,18 @@ pub fn ongoing_stops(conn: &Connection) -> Result<std::collections::HashMap<i64,
     rows.map(|r| r.map(|s| (s.vehicle_id, s)))
         .collect::<rusqlite::Result<_>>()
         .map_err(db_err)
+}
+
+/// The vehicle's stop that spans the instant `ts` (began at or before it, ended at
+/// or after it), if any: was it standing still then.
+pub fn stop_containing(conn: &Connection, vehicle_id: i64, ts: i64) -> Result<Option<Stop>> {
+    let latest = conn
+        .prepare_cached(&format!(
+            "SELECT {STOP_COLUMNS} FROM stops WHERE vehicle_id = ?1 AND start_ts <= ?2 ORDER BY start_ts DESC LIMIT 1"
+        ))
+        .and_then(|mut st| st.query_row(params![vehicle_id, ts], stop_from_row).optional())
+        .map_err(db_err)?;
+    Ok(latest.filter(|s| s.end_ts >= ts))
 }
 
 /// A vehicle's stops that began in `[from_ts, to_ts)`.
