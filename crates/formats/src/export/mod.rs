@@ -170,11 +170,61 @@ pub fn check(opts: &ExportOptions) -> Result<()> {
 }
 
 /// One writer of a format: takes chunks in order, then finishes its file.
-trait Sink {
+trait Sink: Send {
     /// Writes one vehicle-day.
     fn write(&mut self, chunk: Chunk) -> Result<()>;
     /// Completes the file; the bytes written.
     fn finish(self: Box<Self>) -> Result<u64>;
+}
+
+/// A sink run on a thread of its own, so that encoding and writing overlap the
+/// reading of the next rows (a Parquet file's zstd and the positions' SQLite reads
+/// are the two big costs). At most a few chunks wait between them.
+struct Threaded {
+    chunks: Option<std::sync::mpsc::SyncSender<Chunk>>,
+    done: Option<std::thread::JoinHandle<Result<u64>>>,
+}
+
+impl Threaded {
+    fn start(mut sink: Box<dyn Sink + Send>) -> Threaded {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(64);
+        let done = std::thread::spawn(move || {
+            for chunk in rx {
+                sink.write(chunk)?;
+            }
+            sink.finish()
+        });
+        Threaded {
+            chunks: Some(tx),
+            done: Some(done),
+        }
+    }
+
+    fn join(&mut self) -> Result<u64> {
+        self.chunks.take();
+        match self.done.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(Error::internal("the export's writer thread panicked")),
+            None => Ok(0),
+        }
+    }
+}
+
+impl Sink for Threaded {
+    fn write(&mut self, chunk: Chunk) -> Result<()> {
+        let sent = self.chunks.as_ref().map(|tx| tx.send(chunk));
+        match sent {
+            Some(Ok(())) => Ok(()),
+            // The writer stopped: its own error says why.
+            _ => self
+                .join()
+                .and(Err(Error::internal("the export's writer thread stopped"))),
+        }
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<u64> {
+        self.join()
+    }
 }
 
 fn open_sink(format: OutFormat, path: &Path, db: &Db, dataset: Dataset) -> Result<Box<dyn Sink>> {
@@ -183,8 +233,16 @@ fn open_sink(format: OutFormat, path: &Path, db: &Db, dataset: Dataset) -> Resul
             .map_err(|e| Error::io(path, e).with_hint("choose a writable folder with -o"))
     };
     Ok(match format {
-        OutFormat::Csv => Box::new(tabular::CsvSink::new(file()?, path, dataset)?),
-        OutFormat::Parquet => Box::new(tabular::ParquetSink::new(file()?, path, dataset)?),
+        OutFormat::Csv => Box::new(Threaded::start(Box::new(tabular::CsvSink::new(
+            file()?,
+            path,
+            dataset,
+        )?))),
+        OutFormat::Parquet => Box::new(Threaded::start(Box::new(tabular::ParquetSink::new(
+            file()?,
+            path,
+            dataset,
+        )?))),
         OutFormat::GeoJson => Box::new(geo::GeoJsonSink::new(file()?, path, dataset)?),
         OutFormat::Gpx => Box::new(geo::GpxSink::new(file()?, path, dataset)?),
         OutFormat::Kml => Box::new(geo::KmlSink::new(file()?, path, dataset)?),
@@ -284,12 +342,13 @@ fn write_all(
             let folder = tmp.join(format!("{}={}", partition.key(), hive_escape(&value)));
             std::fs::create_dir(&folder).map_err(|e| Error::io(&folder, e))?;
             let path = folder.join("part-0.parquet");
-            let sink = Box::new(tabular::ParquetSink::partition(
-                std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?,
-                &path,
-                dataset,
-                partition.key(),
-            )?);
+            let sink: Box<dyn Sink> =
+                Box::new(Threaded::start(Box::new(tabular::ParquetSink::partition(
+                    std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?,
+                    &path,
+                    dataset,
+                    partition.key(),
+                )?)));
             files += 1;
             open = Some((value, sink));
         }

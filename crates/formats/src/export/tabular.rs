@@ -1,6 +1,7 @@
 //! CSV and Parquet out, through polars: vehicle-days gathered into batches of a
 //! quarter of a million rows, each written as it fills (a Parquet row group), so an
-//! export of any size runs in flat memory.
+//! export of any size runs in flat memory. (The sinks run on a thread of their own:
+//! see `Threaded` in `mod.rs`.)
 
 use super::Sink;
 use fleetctl_core::error::{Error, Result};
@@ -157,7 +158,7 @@ impl Sink for CsvSink {
     }
 }
 
-/// A Parquet file, a row group per batch, zstd-compressed.
+/// A Parquet file, a row group per batch, zstd-compressed (level 1).
 pub(super) struct ParquetSink {
     writer: polars::io::parquet::write::BatchedWriter<BufWriter<File>>,
     pending: Pending,
@@ -188,12 +189,12 @@ impl ParquetSink {
     ) -> Result<ParquetSink> {
         let schema = schema_of(dataset, Times::Timestamps, without);
         let writer = ParquetWriter::new(BufWriter::with_capacity(1 << 20, file))
-            .with_compression(match std::env::var("TMP_CODEC").as_deref() {
-                Ok("snappy") => ParquetCompression::Snappy,
-                Ok("lz4") => ParquetCompression::Lz4Raw,
-                Ok("none") => ParquetCompression::Uncompressed,
-                _ => ParquetCompression::Zstd(None),
-            })
+            .with_compression(ParquetCompression::Zstd(Some(
+                // Level 1: measured a quarter faster than the default 3 on 50 M
+                // positions for a file a fifth larger (638 MB against 522 MB).
+                polars::polars_utils::compression::ZstdLevel::try_new(1)
+                    .map_err(write_err(path))?,
+            )))
             .batched(&schema)
             .map_err(write_err(path))?;
         Ok(ParquetSink {
