@@ -159,7 +159,7 @@ fn the_front_ends_stay_apart() {
 /// same layer is off limits too, so `store` and `analyze` stay apart). The CLI may
 /// use `mcp` only to start the servers (checked above).
 const LAYERS: &[&[&str]] = &[
-    &["error", "logging", "untrusted"],
+    &["error", "logging", "untrusted", "scratch"],
     &["clock", "parallel"],
     &["model", "geo"],
     &["store", "analyze"],

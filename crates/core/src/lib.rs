@@ -17,6 +17,7 @@ pub mod model;
 pub mod parallel;
 pub mod pipeline;
 pub mod report;
+pub mod scratch;
 pub mod store;
 pub mod synth;
 pub mod untrusted;

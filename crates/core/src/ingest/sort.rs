@@ -40,7 +40,7 @@ impl Sorter {
 
     fn with_budget(dir: PathBuf, prefix: &str, budget: usize) -> Sorter {
         if !prefix.is_empty() {
-            crate::store::remove_abandoned_temporaries(&dir, prefix);
+            crate::scratch::remove_abandoned(&dir, prefix);
         }
         Sorter {
             rows: Vec::new(),

@@ -6,8 +6,8 @@
 
 use super::route_map::{Bounds, TileSource};
 use super::vehicle_position::{LiveState, PositionState};
-use super::{Answer, Args, Db, List, OFFLINE_AFTER_S, ReportSpec, round1};
-use crate::error::{Context, Error, ErrorCode, Result};
+use super::{Answer, Db, List, OFFLINE_AFTER_S, ReportSpec, round1};
+use crate::error::{Error, ErrorCode, Result};
 use crate::geo::LatLon;
 use crate::store::read;
 use serde::{Deserialize, Serialize};
@@ -277,28 +277,10 @@ pub fn run(db: &Db, req: &FleetMapRequest) -> Result<Answer> {
         height,
         png_bytes: 0,
         zoom: 0.0,
-        bounds: Bounds {
-            north: 0.0,
-            south: 0.0,
-            west: 0.0,
-            east: 0.0,
-        },
+        bounds: Bounds::default(),
         tiles: db.tiles.as_ref().map(TileSource::name),
     };
-    let value = serde_json::to_value(report).context(ErrorCode::Internal, || {
-        "the fleet map summary did not serialise".into()
-    })?;
-    Ok(Answer {
-        value,
-        png: None,
-        drawing: Some(super::Drawing::Fleet(input)),
-    })
-}
-
-fn run_args(db: &Db, args: &Args) -> Result<Answer> {
-    let request: FleetMapRequest = serde_json::from_value(serde_json::Value::Object(args.clone()))
-        .map_err(|e| Error::invalid(e.to_string()))?;
-    run(db, &request)
+    super::drawn(report, super::Drawing::Fleet(input))
 }
 
 /// The registry entry.
@@ -315,7 +297,7 @@ the fleet is or was at a moment; use vehicle_position for one vehicle, stopped_v
 nearest_vehicles to dispatch. An instant before any data is a no_data error naming the dates with data.",
     input: super::schema::derived_input::<FleetMapRequest>,
     rows: "vehicles",
-    run: run_args,
+    run: |db, args| super::invoke_drawing(db, args, run),
     output_schema: super::schema::derived::<FleetMapReport>,
     draws: true,
 };

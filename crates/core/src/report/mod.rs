@@ -683,8 +683,7 @@ pub fn invoke<R: DeserializeOwned, O: Serialize>(
     args: &Args,
     run: fn(&Db, &R) -> Result<O>,
 ) -> Result<Answer> {
-    let request: R = serde_json::from_value(Value::Object(args.clone()))
-        .map_err(|e| Error::invalid(e.to_string()))?;
+    let request: R = request_of(args)?;
     let report = run(db, &request)?;
     let value = serde_json::to_value(report)
         .context(ErrorCode::Internal, || "report did not serialise".into())?;
@@ -693,6 +692,33 @@ pub fn invoke<R: DeserializeOwned, O: Serialize>(
         png: None,
         drawing: None,
     })
+}
+
+/// A drawing report's answer: its summary, with what `render::call` is to draw.
+pub fn drawn(summary: impl Serialize, drawing: Drawing) -> Result<Answer> {
+    let value = serde_json::to_value(summary).context(ErrorCode::Internal, || {
+        "a picture's summary did not serialise".into()
+    })?;
+    Ok(Answer {
+        value,
+        png: None,
+        drawing: Some(drawing),
+    })
+}
+
+/// Adapts a typed drawing report (which answers with its picture still to draw) to
+/// the registry's JSON signature.
+pub fn invoke_drawing<R: DeserializeOwned>(
+    db: &Db,
+    args: &Args,
+    run: fn(&Db, &R) -> Result<Answer>,
+) -> Result<Answer> {
+    run(db, &request_of(args)?)
+}
+
+/// A report's typed request from validated JSON arguments.
+fn request_of<R: DeserializeOwned>(args: &Args) -> Result<R> {
+    serde_json::from_value(Value::Object(args.clone())).map_err(|e| Error::invalid(e.to_string()))
 }
 
 #[cfg(test)]

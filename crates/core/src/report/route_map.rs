@@ -3,9 +3,9 @@
 //! drawing is `render::map`'s.
 
 use super::resolve::parse_hhmm;
-use super::{Answer, Args, Db, ReportSpec, round1, round2};
+use super::{Answer, Db, ReportSpec, round1, round2};
 use crate::analyze::motion;
-use crate::error::{Context, Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Result};
 use crate::geo::LatLon;
 use crate::model::EventKind;
 use crate::model::Fix;
@@ -195,7 +195,7 @@ pub struct RouteMapRequest {
 }
 
 /// The map's extent.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct Bounds {
     /// Northern edge latitude.
     pub north: f64,
@@ -430,28 +430,10 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
         height,
         png_bytes: 0,
         zoom: 0.0,
-        bounds: Bounds {
-            north: 0.0,
-            south: 0.0,
-            west: 0.0,
-            east: 0.0,
-        },
+        bounds: Bounds::default(),
         tiles: db.tiles.as_ref().map(TileSource::name),
     };
-    let value = serde_json::to_value(report).context(ErrorCode::Internal, || {
-        "the route map summary did not serialise".into()
-    })?;
-    Ok(Answer {
-        value,
-        png: None,
-        drawing: Some(super::Drawing::Route(input)),
-    })
-}
-
-fn run_args(db: &Db, args: &Args) -> Result<Answer> {
-    let request: RouteMapRequest = serde_json::from_value(serde_json::Value::Object(args.clone()))
-        .map_err(|e| Error::invalid(e.to_string()))?;
-    run(db, &request)
+    super::drawn(report, super::Drawing::Route(input))
 }
 
 /// The registry entry.
@@ -466,7 +448,7 @@ bounds) and the image. Use it when the user wants to see where a vehicle went; u
 A day without fixes is a no_data error that lists the days with data.",
     input: super::schema::derived_input::<RouteMapRequest>,
     rows: "",
-    run: run_args,
+    run: |db, args| super::invoke_drawing(db, args, run),
     output_schema: super::schema::derived::<RouteMapReport>,
     draws: true,
 };

@@ -4,10 +4,10 @@
 //! losses and the ignition. The domain gathers what to draw (`ChartInput`) from the
 //! store and from detection's results, and never draws: `render::chart` does.
 
-use super::{Answer, Args, Db, List, ReportSpec, round1};
+use super::{Answer, Db, List, ReportSpec, round1};
 use crate::analyze;
 use crate::clock::{Date, FleetZone};
-use crate::error::{Context, Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Result};
 use crate::model::{EventDetail, EventKind};
 use crate::store::read;
 use serde::{Deserialize, Serialize};
@@ -364,21 +364,7 @@ pub fn run(db: &Db, req: &SpeedChartRequest) -> Result<Answer> {
         height,
         png_bytes: 0,
     };
-    let value = serde_json::to_value(report).context(ErrorCode::Internal, || {
-        "the speed chart summary did not serialise".into()
-    })?;
-    Ok(Answer {
-        value,
-        png: None,
-        drawing: Some(super::Drawing::Speed(input)),
-    })
-}
-
-fn run_args(db: &Db, args: &Args) -> Result<Answer> {
-    let request: SpeedChartRequest =
-        serde_json::from_value(serde_json::Value::Object(args.clone()))
-            .map_err(|e| Error::invalid(e.to_string()))?;
-    run(db, &request)
+    super::drawn(report, super::Drawing::Speed(input))
 }
 
 /// The registry entry.
@@ -396,7 +382,7 @@ speed profile; use alerts or events to list the speeding episodes, trip_summary 
 for where the vehicle went. A day without fixes is a no_data error that names the days with data.",
     input: super::schema::derived_input::<SpeedChartRequest>,
     rows: "",
-    run: run_args,
+    run: |db, args| super::invoke_drawing(db, args, run),
     output_schema: super::schema::derived::<SpeedChartReport>,
     draws: true,
 };

@@ -266,7 +266,7 @@ pub fn build_new<T>(
         .file_name()
         .ok_or_else(|| Error::invalid(format!("{} is not a file path", path.display())))?;
     let prefix = format!(".{}.tmp-", file_name.to_string_lossy());
-    remove_abandoned_temporaries(&dir, &prefix);
+    crate::scratch::remove_abandoned(&dir, &prefix);
     let tmp = dir.join(format!("{prefix}{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
     let mut guard = TempFile(Some(tmp.clone()));
@@ -286,31 +286,6 @@ impl Drop for TempFile {
     fn drop(&mut self) {
         if let Some(p) = self.0.take() {
             let _ = std::fs::remove_file(p);
-        }
-    }
-}
-
-/// Removes temporary files left by runs that were killed: files in `dir` named
-/// `prefix` then the process id (then anything), whose process is gone. Only on
-/// systems with /proc; elsewhere they are left for the user.
-pub fn remove_abandoned_temporaries(dir: &Path, prefix: &str) {
-    if !Path::new("/proc/self").exists() {
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix(prefix)
-            .and_then(|p| p.split(|c: char| !c.is_ascii_digit()).next())
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_file(entry.path());
         }
     }
 }

@@ -233,15 +233,16 @@ fn open_sink(format: OutFormat, path: &Path, db: &Db, dataset: Dataset) -> Resul
             .map_err(|e| Error::io(path, e).with_hint("choose a writable folder with -o"))
     };
     Ok(match format {
-        OutFormat::Csv => Box::new(Threaded::start(Box::new(tabular::CsvSink::new(
+        OutFormat::Csv => Box::new(Threaded::start(Box::new(tabular::TableSink::csv(
             file()?,
             path,
             dataset,
         )?))),
-        OutFormat::Parquet => Box::new(Threaded::start(Box::new(tabular::ParquetSink::new(
+        OutFormat::Parquet => Box::new(Threaded::start(Box::new(tabular::TableSink::parquet(
             file()?,
             path,
             dataset,
+            None,
         )?))),
         OutFormat::GeoJson => Box::new(geo::GeoJsonSink::new(file()?, path, dataset)?),
         OutFormat::Gpx => Box::new(geo::GpxSink::new(file()?, path, dataset)?),
@@ -262,7 +263,7 @@ pub fn export(
     let started = std::time::Instant::now();
     let target = &opts.output;
     let (dir, name) = split(target)?;
-    remove_abandoned(&dir, &format!(".{name}.partial-"));
+    fleetctl_core::scratch::remove_abandoned(&dir, &format!(".{name}.partial-"));
     let tmp = dir.join(format!(".{name}.partial-{}", std::process::id()));
     let result = write_all(db, scope, opts, &tmp, progress);
     let (rows, files) = match result {
@@ -342,13 +343,9 @@ fn write_all(
             let folder = tmp.join(format!("{}={}", partition.key(), hive_escape(&value)));
             std::fs::create_dir(&folder).map_err(|e| Error::io(&folder, e))?;
             let path = folder.join("part-0.parquet");
-            let sink: Box<dyn Sink> =
-                Box::new(Threaded::start(Box::new(tabular::ParquetSink::partition(
-                    std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?,
-                    &path,
-                    dataset,
-                    partition.key(),
-                )?)));
+            let file = std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
+            let parquet = tabular::TableSink::parquet(file, &path, dataset, Some(partition.key()))?;
+            let sink: Box<dyn Sink> = Box::new(Threaded::start(Box::new(parquet)));
             files += 1;
             open = Some((value, sink));
         }
@@ -425,28 +422,6 @@ fn remove_any(path: &Path) {
         let _ = std::fs::remove_dir_all(path);
     } else {
         let _ = std::fs::remove_file(path);
-    }
-}
-
-/// Removes temporaries left by exports that were killed (their process is gone).
-fn remove_abandoned(dir: &Path, prefix: &str) {
-    if !Path::new("/proc/self").exists() {
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let pid = name
-            .strip_prefix(prefix)
-            .and_then(|p| p.split(|c: char| !c.is_ascii_digit()).next())
-            .and_then(|p| p.parse::<u32>().ok());
-        if let Some(pid) = pid
-            && !Path::new(&format!("/proc/{pid}")).exists()
-        {
-            remove_any(&entry.path());
-        }
     }
 }
 

@@ -87,106 +87,48 @@ fn write_err(path: &Path) -> impl Fn(polars::error::PolarsError) -> Error + '_ {
     move |e| Error::io(path, std::io::Error::other(e.to_string()))
 }
 
-/// Rows gathered until a batch is full.
-struct Pending {
-    table: Option<Table>,
+/// The polars writer of a file.
+enum Writer {
+    Csv(polars::io::csv::write::BatchedWriter<BufWriter<File>>),
+    Parquet(Box<polars::io::parquet::write::BatchedWriter<BufWriter<File>>>),
+}
+
+/// A CSV or Parquet file: rows gathered until a batch is full, then written (a
+/// Parquet row group).
+pub(super) struct TableSink {
+    writer: Writer,
+    pending: Option<Table>,
     /// A partition key the folder names: left out of the file.
     without: Option<&'static str>,
-}
-
-impl Pending {
-    fn add(&mut self, chunk: Chunk) -> bool {
-        let table = match self.without {
-            Some(key) => chunk.table.without(key),
-            None => chunk.table,
-        };
-        match &mut self.table {
-            Some(t) => t.append(table),
-            None => self.table = Some(table),
-        }
-        self.table.as_ref().is_some_and(|t| t.rows() >= BATCH_ROWS)
-    }
-}
-
-/// A CSV file with a header row.
-pub(super) struct CsvSink {
-    writer: polars::io::csv::write::BatchedWriter<BufWriter<File>>,
-    pending: Pending,
+    times: Times,
     path: PathBuf,
 }
 
-impl CsvSink {
-    pub(super) fn new(file: File, path: &Path, dataset: Dataset) -> Result<CsvSink> {
+impl TableSink {
+    /// A CSV file with a header row.
+    pub(super) fn csv(file: File, path: &Path, dataset: Dataset) -> Result<TableSink> {
         let schema = schema_of(dataset, Times::Text, None);
         let writer = CsvWriter::new(BufWriter::with_capacity(1 << 20, file))
             .include_header(true)
             .batched(&schema)
             .map_err(write_err(path))?;
-        Ok(CsvSink {
-            writer,
-            pending: Pending {
-                table: None,
-                without: None,
-            },
-            path: path.to_path_buf(),
-        })
+        Ok(TableSink::over(
+            Writer::Csv(writer),
+            path,
+            None,
+            Times::Text,
+        ))
     }
 
-    fn flush(&mut self) -> Result<()> {
-        if let Some(table) = self.pending.table.take() {
-            let df = frame(table, Times::Text).map_err(write_err(&self.path))?;
-            self.writer
-                .write_batch(&df)
-                .map_err(write_err(&self.path))?;
-        }
-        Ok(())
-    }
-}
-
-impl Sink for CsvSink {
-    fn write(&mut self, chunk: Chunk) -> Result<()> {
-        if self.pending.add(chunk) {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    fn finish(mut self: Box<Self>) -> Result<u64> {
-        self.flush()?;
-        self.writer.finish().map_err(write_err(&self.path))?;
-        Ok(std::fs::metadata(&self.path).map_or(0, |m| m.len()))
-    }
-}
-
-/// A Parquet file, a row group per batch, zstd-compressed (level 1).
-pub(super) struct ParquetSink {
-    writer: polars::io::parquet::write::BatchedWriter<BufWriter<File>>,
-    pending: Pending,
-    path: PathBuf,
-}
-
-impl ParquetSink {
-    pub(super) fn new(file: File, path: &Path, dataset: Dataset) -> Result<ParquetSink> {
-        ParquetSink::open(file, path, dataset, None)
-    }
-
-    /// A file of a partitioned dataset: the partition's column is in its folder's
-    /// name (`date=2026-11-24`), not in the file, as Hive readers expect.
-    pub(super) fn partition(
-        file: File,
-        path: &Path,
-        dataset: Dataset,
-        key: &'static str,
-    ) -> Result<ParquetSink> {
-        ParquetSink::open(file, path, dataset, Some(key))
-    }
-
-    fn open(
+    /// A Parquet file, zstd-compressed (level 1); with `without`, a file of a
+    /// partitioned dataset whose partition column is in its folder's name
+    /// (`date=2026-11-24`), not in the file, as Hive readers expect.
+    pub(super) fn parquet(
         file: File,
         path: &Path,
         dataset: Dataset,
         without: Option<&'static str>,
-    ) -> Result<ParquetSink> {
+    ) -> Result<TableSink> {
         let schema = schema_of(dataset, Times::Timestamps, without);
         let writer = ParquetWriter::new(BufWriter::with_capacity(1 << 20, file))
             .with_compression(ParquetCompression::Zstd(Some(
@@ -197,30 +139,52 @@ impl ParquetSink {
             )))
             .batched(&schema)
             .map_err(write_err(path))?;
-        Ok(ParquetSink {
+        Ok(TableSink::over(
+            Writer::Parquet(Box::new(writer)),
+            path,
+            without,
+            Times::Timestamps,
+        ))
+    }
+
+    fn over(writer: Writer, path: &Path, without: Option<&'static str>, times: Times) -> TableSink {
+        TableSink {
             writer,
-            pending: Pending {
-                table: None,
-                without,
-            },
+            pending: None,
+            without,
+            times,
             path: path.to_path_buf(),
-        })
+        }
     }
 
     fn flush(&mut self) -> Result<()> {
-        if let Some(table) = self.pending.table.take() {
-            let df = frame(table, Times::Timestamps).map_err(write_err(&self.path))?;
-            self.writer
-                .write_batch(&df)
-                .map_err(write_err(&self.path))?;
+        let Some(table) = self.pending.take() else {
+            return Ok(());
+        };
+        let df = frame(table, self.times).map_err(write_err(&self.path))?;
+        match &mut self.writer {
+            Writer::Csv(w) => w.write_batch(&df),
+            Writer::Parquet(w) => w.write_batch(&df),
         }
-        Ok(())
+        .map_err(write_err(&self.path))
     }
 }
 
-impl Sink for ParquetSink {
+impl Sink for TableSink {
     fn write(&mut self, chunk: Chunk) -> Result<()> {
-        if self.pending.add(chunk) {
+        let table = match self.without {
+            Some(key) => chunk.table.without(key),
+            None => chunk.table,
+        };
+        match &mut self.pending {
+            Some(t) => t.append(table),
+            None => self.pending = Some(table),
+        }
+        if self
+            .pending
+            .as_ref()
+            .is_some_and(|t| t.rows() >= BATCH_ROWS)
+        {
             self.flush()?;
         }
         Ok(())
@@ -228,6 +192,11 @@ impl Sink for ParquetSink {
 
     fn finish(mut self: Box<Self>) -> Result<u64> {
         self.flush()?;
-        self.writer.finish().map_err(write_err(&self.path))
+        match &mut self.writer {
+            Writer::Csv(w) => w.finish().map(|()| 0),
+            Writer::Parquet(w) => w.finish(),
+        }
+        .map_err(write_err(&self.path))?;
+        Ok(std::fs::metadata(&self.path).map_or(0, |m| m.len()))
     }
 }
