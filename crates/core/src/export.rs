@@ -605,8 +605,15 @@ fn vehicle_day(
         Dataset::Positions => unreachable!("positions are read in parallel"),
         Dataset::Trips => {
             let (_, trips) = read::trips_page(db.conn(), &range, 0, i64::MAX as usize)?;
+            let last_end = trips.iter().map(|t| t.end_ts).max().unwrap_or(end);
+            let events =
+                read::events_between(db.conn(), Some(vehicle_id), &[], start, last_end + 1)?;
             for (i, t) in trips.iter().enumerate() {
-                push_row(&mut table, &report::trips::trip_row(db, t)?, &db.zone)?;
+                push_row(
+                    &mut table,
+                    &report::trips::trip_row(db, t, &events),
+                    &db.zone,
+                )?;
                 if with_tracks {
                     let fixes =
                         read::fixes_between(db.conn(), vehicle_id, t.start_ts, t.end_ts + 1)?;

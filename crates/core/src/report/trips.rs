@@ -102,10 +102,18 @@ pub fn run(db: &Db, req: &TripsRequest) -> Result<TripsReport> {
         bbox: None,
     };
     let (total, trips) = read::trips_page(db.conn(), &query, offset, MAX_ROWS)?;
-    let rows = trips
+    // The page's events in one read (over its span), shared out to its trips.
+    let span = trips
         .iter()
-        .map(|t| trip_row(db, t))
-        .collect::<Result<Vec<_>>>()?;
+        .map(|t| (t.start_ts, t.end_ts))
+        .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+    let events = match span {
+        Some((from, to)) => {
+            read::events_between(db.conn(), vehicle.map(|v| v.id), &[], from, to + 1)?
+        }
+        None => Vec::new(),
+    };
+    let rows = trips.iter().map(|t| trip_row(db, t, &events)).collect();
     Ok(TripsReport {
         from: from.to_string(),
         to: to.to_string(),
@@ -116,18 +124,19 @@ pub fn run(db: &Db, req: &TripsRequest) -> Result<TripsReport> {
     })
 }
 
-/// One stored trip as the report shows it (also what `fleetctl export trips` writes).
-pub fn trip_row(db: &Db, t: &crate::model::Trip) -> Result<TripRow> {
-    let events =
-        read::events_between(db.conn(), Some(t.vehicle_id), &[], t.start_ts, t.end_ts + 1)?
-            .into_iter()
-            .map(|e| TripEvent {
-                kind: e.kind.as_str(),
-                at: db.time(e.start_ts),
-            })
-            .collect();
+/// One stored trip as the report shows it (also what `fleetctl export trips`
+/// writes), with the events among `events` that are its vehicle's and began during it.
+pub fn trip_row(db: &Db, t: &crate::model::Trip, events: &[crate::model::Event]) -> TripRow {
+    let events = events
+        .iter()
+        .filter(|e| e.vehicle_id == t.vehicle_id && (t.start_ts..=t.end_ts).contains(&e.start_ts))
+        .map(|e| TripEvent {
+            kind: e.kind.as_str(),
+            at: db.time(e.start_ts),
+        })
+        .collect();
     let driving_h = t.moving_s as f64 / 3600.0;
-    Ok(TripRow {
+    TripRow {
         plate: db
             .vehicle(t.vehicle_id)
             .map_or_else(String::new, |v| v.plate.clone()),
@@ -148,7 +157,7 @@ pub fn trip_row(db: &Db, t: &crate::model::Trip) -> Result<TripRow> {
             0.0
         },
         events,
-    })
+    }
 }
 
 /// The registry entry.
