@@ -402,6 +402,19 @@ pub struct TrackPoint {
     pub heading_deg: Option<f64>,
 }
 
+impl TrackPoint {
+    /// A fix as a track point; `ms`: its milliseconds past the second.
+    fn of(f: &crate::model::Fix, ms: i64) -> TrackPoint {
+        TrackPoint {
+            lat: f.lat,
+            lon: f.lon,
+            time_ms: f.ts * 1000 + ms,
+            speed_kmh: f.speed_kmh,
+            heading_deg: f.heading_deg,
+        }
+    }
+}
+
 /// A line on the map: a vehicle-day's fixes (positions) or a trip's (trips).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Track {
@@ -520,7 +533,11 @@ pub fn for_each_chunk(
         return positions_in_parallel(db, &days, tracks, each);
     }
     let specs = dataset.columns();
-    let ignition = reports_ignition(db)?;
+    // Only daily rows need it (engine hours).
+    let ignition = match dataset {
+        Dataset::Daily => report::daily_summary::ignition_reported(db)?,
+        _ => Default::default(),
+    };
     for (id, plate, date) in days {
         if let Some(chunk) = vehicle_day(db, dataset, &specs, &ignition, (id, plate), date, tracks)?
         {
@@ -574,19 +591,11 @@ fn positions_in_parallel(
     )
 }
 
-/// Which vehicles' trackers report the ignition (their daily rows have engine hours).
-fn reports_ignition(db: &Db) -> Result<std::collections::HashMap<i64, bool>> {
-    Ok(read::last_fixes(db.conn())?
-        .into_iter()
-        .map(|f| (f.vehicle_id, f.ignition.is_some()))
-        .collect())
-}
-
 fn vehicle_day(
     db: &Db,
     dataset: Dataset,
     specs: &[ColumnSpec],
-    ignition: &std::collections::HashMap<i64, bool>,
+    ignition: &std::collections::HashSet<i64>,
     (vehicle_id, plate): (i64, &str),
     date: Date,
     with_tracks: bool,
@@ -619,16 +628,7 @@ fn vehicle_day(
                         read::fixes_between(db.conn(), vehicle_id, t.start_ts, t.end_ts + 1)?;
                     tracks.push(Track {
                         row: Some(i),
-                        points: fixes
-                            .iter()
-                            .map(|f| TrackPoint {
-                                lat: f.lat,
-                                lon: f.lon,
-                                time_ms: f.ts * 1000,
-                                speed_kmh: f.speed_kmh,
-                                heading_deg: f.heading_deg,
-                            })
-                            .collect(),
+                        points: fixes.iter().map(|f| TrackPoint::of(f, 0)).collect(),
                     });
                 }
             }
@@ -656,7 +656,7 @@ fn vehicle_day(
         Dataset::Daily => {
             let day = date.to_string();
             for d in read::daily_between(db.conn(), Some(vehicle_id), &day, &day)? {
-                let known = ignition.get(&vehicle_id).copied().unwrap_or(false);
+                let known = ignition.contains(&vehicle_id);
                 push_row(
                     &mut table,
                     &report::daily_summary::day_row(db, &d, known)?,
@@ -697,13 +697,7 @@ fn positions_day(
         ignition.push(f.ignition);
         odometer.push(f.odometer_km);
         if with_tracks {
-            points.push(TrackPoint {
-                lat: f.lat,
-                lon: f.lon,
-                time_ms,
-                speed_kmh: f.speed_kmh,
-                heading_deg: f.heading_deg,
-            });
+            points.push(TrackPoint::of(f, ms));
         }
     })?;
     let n = time.len();

@@ -8,9 +8,9 @@
 use crate::error::{Error, ErrorCode, Result};
 use crate::geo::{LatLon, offset_m};
 use crate::map::{
-    Area, CANVAS, Frame, INK, Labels, STREET_EDGE, Tiles, bold, draw_attribution, draw_basemap,
-    draw_geofences, draw_place_labels, draw_scale_and_north, draw_tiles, draw_title, encode_png,
-    font, register_fonts, render_err,
+    Area, CANVAS, Frame, INK, Labels, STREET_EDGE, Tiles, bold, draw_attribution, draw_geofences,
+    draw_ground, draw_place_labels, draw_scale_and_north, draw_title, encode_png, font,
+    register_fonts, render_err,
 };
 use crate::report::fleet_map::{FleetMapInput, FleetMapVehicle};
 use crate::report::vehicle_position::LiveState;
@@ -176,16 +176,7 @@ pub fn render(input: &FleetMapInput, tiles: Option<&Tiles>) -> Result<(Vec<u8>, 
     register_fonts();
     let frame = Frame::fit(&framing(&input.vehicles), width, height);
     let buf: &mut Vec<u8> = &mut canvas;
-    buf.clear();
-    buf.resize(width as usize * height as usize * 3, 0);
-    {
-        let area = BitMapBackend::with_buffer(buf, (width, height)).into_drawing_area();
-        draw_basemap(&area, &frame, input.streets)?;
-        area.present().map_err(render_err)?;
-    }
-    if let Some(tiles) = tiles {
-        draw_tiles(buf, &frame, tiles)?;
-    }
+    draw_ground(buf, &frame, input.streets, tiles)?;
     {
         let area = BitMapBackend::with_buffer(buf, (width, height)).into_drawing_area();
         let (title_w, _) = area

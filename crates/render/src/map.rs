@@ -289,16 +289,7 @@ pub fn render(input: &MapInput, tiles: Option<&Tiles>) -> Result<(Vec<u8>, Frame
     }
     let frame = Frame::fit(&points, width, height);
     let buf: &mut Vec<u8> = &mut canvas;
-    buf.clear();
-    buf.resize(width as usize * height as usize * 3, 0);
-    {
-        let area = BitMapBackend::with_buffer(buf, (width, height)).into_drawing_area();
-        draw_basemap(&area, &frame, input.streets)?;
-        area.present().map_err(render_err)?;
-    }
-    if let Some(tiles) = tiles {
-        draw_tiles(buf, &frame, tiles)?;
-    }
+    draw_ground(buf, &frame, input.streets, tiles)?;
     {
         let area = BitMapBackend::with_buffer(buf, (width, height)).into_drawing_area();
         let mut labels = Labels {
@@ -320,6 +311,28 @@ pub fn render(input: &MapInput, tiles: Option<&Tiles>) -> Result<(Vec<u8>, Frame
 }
 
 /// The offline basemap: background, a light grid, and the demo's streets.
+/// Sizes `buf` to the frame and draws what lies under a map's own marks: the offline
+/// basemap, then the tiles when there are some.
+pub(crate) fn draw_ground(
+    buf: &mut Vec<u8>,
+    frame: &Frame,
+    streets: bool,
+    tiles: Option<&Tiles>,
+) -> Result<()> {
+    let (width, height) = (frame.width, frame.height);
+    buf.clear();
+    buf.resize(width as usize * height as usize * 3, 0);
+    {
+        let area = BitMapBackend::with_buffer(buf, (width, height)).into_drawing_area();
+        draw_basemap(&area, frame, streets)?;
+        area.present().map_err(render_err)?;
+    }
+    match tiles {
+        Some(tiles) => draw_tiles(buf, frame, tiles),
+        None => Ok(()),
+    }
+}
+
 pub(crate) fn draw_basemap(area: &Area, frame: &Frame, streets: bool) -> Result<()> {
     area.fill(&BACKGROUND).map_err(render_err)?;
     // A light grid every nice distance.

@@ -104,20 +104,11 @@ pub fn run(db: &Db, req: &DailySummaryRequest) -> Result<DailySummaryReport> {
             .then_with(|| plate_of(a.vehicle_id).cmp(plate_of(b.vehicle_id)))
     });
     let page = Page::slice(days, offset);
-    let reports_ignition: std::collections::HashMap<i64, bool> = read::last_fixes(db.conn())?
-        .into_iter()
-        .map(|f| (f.vehicle_id, f.ignition.is_some()))
-        .collect();
+    let ignition = ignition_reported(db)?;
     let rows = page
         .items
         .iter()
-        .map(|d| {
-            let ignition = reports_ignition
-                .get(&d.vehicle_id)
-                .copied()
-                .unwrap_or(false);
-            day_row(db, d, ignition)
-        })
+        .map(|d| day_row(db, d, ignition.contains(&d.vehicle_id)))
         .collect::<Result<Vec<_>>>()?;
     Ok(DailySummaryReport {
         from: from.to_string(),
@@ -126,6 +117,15 @@ pub fn run(db: &Db, req: &DailySummaryRequest) -> Result<DailySummaryReport> {
         plate: vehicle.map(|v| v.plate.clone()),
         days: Page::new(page.total, offset, rows),
     })
+}
+
+/// The vehicles whose trackers report the ignition (their days have engine hours).
+pub fn ignition_reported(db: &Db) -> Result<std::collections::HashSet<i64>> {
+    Ok(read::last_fixes(db.conn())?
+        .into_iter()
+        .filter(|f| f.ignition.is_some())
+        .map(|f| f.vehicle_id)
+        .collect())
 }
 
 /// One stored daily rollup as the report shows it (also what `fleetctl export daily`

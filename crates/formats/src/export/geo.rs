@@ -75,6 +75,12 @@ fn label(dataset: Dataset, table: &Table, row: usize) -> (String, String) {
     }
 }
 
+/// The rows that are places (stops, events): each row with its latitude and longitude.
+fn places(table: &Table) -> impl Iterator<Item = (usize, f64, f64)> + '_ {
+    (0..table.rows())
+        .filter_map(|row| Some((row, table.float("lat", row)?, table.float("lon", row)?)))
+}
+
 /// The first time of a row (its start, or an event's `at`).
 fn row_time(table: &Table, row: usize) -> Option<i64> {
     table
@@ -167,12 +173,7 @@ impl Sink for GeoJsonSink {
                 }
             }
             _ => {
-                for row in 0..chunk.table.rows() {
-                    let (Some(lat), Some(lon)) =
-                        (chunk.table.float("lat", row), chunk.table.float("lon", row))
-                    else {
-                        continue;
-                    };
+                for (row, lat, lon) in places(&chunk.table) {
                     let point = serde_json::json!({"type": "Point", "coordinates": [lon, lat]});
                     self.feature(point, properties(&chunk.table, row))?;
                 }
@@ -229,11 +230,8 @@ impl Sink for GpxSink {
                 text.push_str("</trkseg></trk>\n");
             }
         } else {
-            for row in 0..chunk.table.rows() {
-                let t = &chunk.table;
-                let (Some(lat), Some(lon)) = (t.float("lat", row), t.float("lon", row)) else {
-                    continue;
-                };
+            let t = &chunk.table;
+            for (row, lat, lon) in places(t) {
                 let (name, desc) = label(self.dataset, t, row);
                 text.push_str(&format!(
                     "<wpt lat=\"{lat}\" lon=\"{lon}\"><time>{}</time><name>{}</name><desc>{}</desc><type>{}</type></wpt>\n",
@@ -315,11 +313,8 @@ impl Sink for KmlSink {
                 text.push_str("\n</gx:Track></Placemark>\n");
             }
         } else {
-            for row in 0..chunk.table.rows() {
-                let t = &chunk.table;
-                let (Some(lat), Some(lon)) = (t.float("lat", row), t.float("lon", row)) else {
-                    continue;
-                };
+            let t = &chunk.table;
+            for (row, lat, lon) in places(t) {
                 let (name, desc) = label(self.dataset, t, row);
                 text.push_str(&format!(
                     "<Placemark><name>{}</name><description>{}</description><TimeStamp><when>{}</when></TimeStamp>{}<Point><coordinates>{lon},{lat}</coordinates></Point></Placemark>\n",
