@@ -578,7 +578,7 @@ fn child_import(db: &str, file: &str) {
         &mut |ingest| {
             fleetctl::formats::read_file(Path::new(file), &read_opts, ingest, &mut |_| {}).map(drop)
         },
-        &mut |_| Ok(()),
+        &mut fleetctl::ingest::NoRejectsFile,
         &mut |_| {},
     )
     .expect("import");

@@ -108,6 +108,54 @@ fn csv_cell(text: &str) -> String {
     }
 }
 
+/// `--rejects FILE`: one CSV line per rejected row (file, line, reason, detail).
+struct RejectsFile {
+    path: PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+}
+
+impl RejectsFile {
+    const HEADER: &'static str = "file,line,reason,detail";
+
+    fn create(path: &std::path::Path) -> Result<RejectsFile> {
+        let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+        let mut out = std::io::BufWriter::new(file);
+        writeln!(out, "{}", Self::HEADER).map_err(|e| Error::io(path, e))?;
+        Ok(RejectsFile {
+            path: path.to_path_buf(),
+            out,
+        })
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.out.flush().map_err(|e| Error::io(&self.path, e))
+    }
+}
+
+impl ingest::RejectSink for RejectsFile {
+    fn reject(&mut self, r: &Reject) -> Result<()> {
+        writeln!(
+            self.out,
+            "{},{},{},{}",
+            csv_cell(r.file),
+            r.line,
+            r.reason.as_str(),
+            csv_cell(&r.detail)
+        )
+        .map_err(|e| Error::io(&self.path, e))
+    }
+
+    fn restart(&mut self) -> Result<()> {
+        use std::io::Seek;
+        self.flush()?;
+        let file = self.out.get_mut();
+        file.set_len(0)
+            .and_then(|()| file.rewind())
+            .and_then(|()| writeln!(self.out, "{}", Self::HEADER))
+            .map_err(|e| Error::io(&self.path, e))
+    }
+}
+
 /// Runs the import and prints its summary.
 pub fn run(db: PathBuf, args: ImportArgs) -> Result<()> {
     let opts = read_options(&args)?;
@@ -120,28 +168,14 @@ pub fn run(db: PathBuf, args: ImportArgs) -> Result<()> {
             .with_hint("check the path; nothing was imported"));
         }
     }
-    let mut rejects_out = match &args.rejects {
-        Some(path) => {
-            let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-            let mut w = std::io::BufWriter::new(file);
-            writeln!(w, "file,line,reason,detail").map_err(|e| Error::io(path, e))?;
-            Some((path.clone(), w))
-        }
+    let mut rejects_file = match &args.rejects {
+        Some(path) => Some(RejectsFile::create(path)?),
         None => None,
     };
-    let mut on_reject = |r: &Reject| -> Result<()> {
-        if let Some((path, w)) = rejects_out.as_mut() {
-            writeln!(
-                w,
-                "{},{},{},{}",
-                csv_cell(r.file),
-                r.line,
-                r.reason.as_str(),
-                csv_cell(&r.detail)
-            )
-            .map_err(|e| Error::io(path, e))?;
-        }
-        Ok(())
+    let mut no_file = ingest::NoRejectsFile;
+    let rejects: &mut dyn ingest::RejectSink = match rejects_file.as_mut() {
+        Some(file) => file,
+        None => &mut no_file,
     };
     let mut bar = super::ProgressBar::new("importing");
     let n = args.files.len() as f64;
@@ -159,10 +193,10 @@ pub fn run(db: PathBuf, args: ImportArgs) -> Result<()> {
         time_zone: args.time_zone.clone(),
         wall_now: crate::clock::wall_clock_now(),
     };
-    let summary = ingest::import(&import_opts, &mut read, &mut on_reject, &mut |_| {});
+    let summary = ingest::import(&import_opts, &mut read, rejects, &mut |_| {});
     bar.finish();
-    if let Some((path, mut w)) = rejects_out {
-        w.flush().map_err(|e| Error::io(&path, e))?;
+    if let Some(file) = rejects_file.as_mut() {
+        file.flush()?;
     }
     super::print_stdout(&crate::render::import_summary(&summary?))
 }

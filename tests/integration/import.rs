@@ -395,6 +395,131 @@ A-1;2026-11-24 08:02:45.500;14.6060;-90.5;;
     assert_eq!((ms, derived), (500, true));
 }
 
+/// Fixes `fixes` of one vehicle driving north at 21 km/h, a fix every 15 s from
+/// 08:00 (fix 0), as CSV rows.
+fn track_lines(plate: &str, fixes: std::ops::Range<usize>) -> Vec<String> {
+    fixes
+        .map(|i| {
+            let s = i * 15;
+            format!(
+                "{plate},2026-11-24 {:02}:{:02}:{:02},{:.5},-90.5,20",
+                8 + s / 3600,
+                s / 60 % 60,
+                s % 60,
+                14.6 + i as f64 * 0.0008
+            )
+        })
+        .collect()
+}
+
+/// The positions of a database, plate by plate, in time order.
+fn stored_positions(db: &Path) -> Vec<(String, i64, i64, String, bool)> {
+    open(db)
+        .prepare(
+            "SELECT v.plate, p.ts, p.ts_ms, printf('%.6f %.6f %.1f', p.lat, p.lon, p.speed_kmh), p.speed_derived \
+             FROM positions p JOIN vehicles v ON v.id = p.vehicle_id ORDER BY v.plate, p.ts, p.ts_ms",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[test]
+fn rows_that_break_vehicle_order_late_land_as_if_sorted_and_are_rejected_once() {
+    // A-1's rows, then B-2's (both streamed and appended as they are read), then A-1
+    // again: the import must start over through the sort. A bad cell and a duplicate
+    // row before the break are rejected once, not once per reading.
+    let dir = TempDir::new("import-order");
+    let mut a = track_lines("A-1", 0..30);
+    a[4] = "A-1,2026-11-24 08:01:00,abc,-90.5,20".to_string();
+    a.insert(10, a[9].clone());
+    let (b, late) = (track_lines("B-2", 0..30), track_lines("A-1", 30..40));
+    let header = "plate,time,lat,lon,speed".to_string();
+    let broken: Vec<String> = [vec![header.clone()], a.clone(), b.clone(), late.clone()].concat();
+    let sorted: Vec<String> = [vec![header], a, late, b].concat();
+    std::fs::write(dir.join("broken.csv"), broken.join("\n")).unwrap();
+    std::fs::write(dir.join("sorted.csv"), sorted.join("\n")).unwrap();
+    let other = track_lines("C-3", 0..20);
+    std::fs::write(
+        dir.join("other.csv"),
+        format!("plate,time,lat,lon,speed\n{}", other.join("\n")),
+    )
+    .unwrap();
+    for existing in [false, true] {
+        let (db_broken, db_sorted) = (
+            dir.join(&format!("broken-{existing}.db")),
+            dir.join(&format!("sorted-{existing}.db")),
+        );
+        if existing {
+            for db in [&db_broken, &db_sorted] {
+                import(
+                    db,
+                    &[
+                        "--time-zone",
+                        "UTC",
+                        dir.join("other.csv").to_str().unwrap(),
+                    ],
+                )
+                .ok();
+            }
+        }
+        let rejects = dir.join("rejects.csv");
+        let zone: &[&str] = if existing {
+            &[]
+        } else {
+            &["--time-zone", "UTC"]
+        };
+        let r = import(
+            &db_broken,
+            &[
+                zone,
+                &[
+                    "--rejects",
+                    rejects.to_str().unwrap(),
+                    dir.join("broken.csv").to_str().unwrap(),
+                ],
+            ]
+            .concat(),
+        )
+        .ok();
+        import(
+            &db_sorted,
+            &[zone, &[dir.join("sorted.csv").to_str().unwrap()]].concat(),
+        )
+        .ok();
+        let stored = stored_positions(&db_broken);
+        assert_eq!(
+            stored,
+            stored_positions(&db_sorted),
+            "existing database: {existing}"
+        );
+        assert_eq!(stored.len(), 29 + 30 + 10 + if existing { 20 } else { 0 });
+        let text = std::fs::read_to_string(&rejects).unwrap();
+        let file = dir.join("broken.csv").display().to_string();
+        assert_eq!(
+            text.lines()
+                .skip(1)
+                .map(|l| l.split(',').take(3).collect::<Vec<_>>().join(","))
+                .collect::<Vec<_>>(),
+            [
+                format!("{file},6,non_numeric"),
+                format!("{file},12,exact_duplicate")
+            ],
+            "{text}"
+        );
+        let tally = r.stdout.lines().find(|l| l.contains("broken.csv  csv"));
+        let counts: Vec<&str> = tally.map_or(vec![], |l| l.split_whitespace().skip(2).collect());
+        assert_eq!(
+            counts,
+            ["71", "69", "2"],
+            "read, imported, rejected: {}",
+            r.stdout
+        );
+    }
+}
+
 #[test]
 fn a_failed_import_changes_nothing_and_creates_nothing() {
     let dir = TempDir::new("import-fails");

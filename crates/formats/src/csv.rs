@@ -90,7 +90,7 @@ fn options(separator: u8) -> CsvReadOptions {
 }
 
 fn parse(
-    bytes: Vec<u8>,
+    bytes: &[u8],
     separator: u8,
     schema: &Arc<Schema>,
 ) -> polars::error::PolarsResult<DataFrame> {
@@ -184,7 +184,7 @@ struct Job {
 impl Job {
     /// The chunk's rows, checked, each with its line.
     fn rows(&self, chunk: &Chunk) -> Result<Vec<(u64, Checked)>> {
-        let parsed = parse(chunk.bytes.clone(), self.separator, &self.schema)
+        let parsed = parse(&chunk.bytes, self.separator, &self.schema)
             .ok()
             .filter(|df| df.height() == chunk.lines.len());
         let mut out = Vec::with_capacity(chunk.lines.len());
@@ -214,7 +214,7 @@ impl Job {
         starts.push(chunk.bytes.len());
         for (k, w) in starts.windows(2).enumerate() {
             let line = chunk.lines.get(k).copied().unwrap_or(0);
-            let record = chunk.bytes[w[0]..w[1]].to_vec();
+            let record = &chunk.bytes[w[0]..w[1]];
             let malformed = |why: String| (line, Err((RejectReason::MalformedRow, why)));
             match parse(record, self.separator, &self.schema) {
                 Ok(df) if df.height() == 1 => self.rows_of(&df, &[line], out)?,

@@ -18,7 +18,7 @@ use crate::geo::{LatLon, haversine_m};
 use crate::model::Fix;
 use crate::pipeline::{self, AnalyzeSummary};
 use crate::store::{self, Probe, import::Importer, import::Staged};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use time::parse_time;
 
@@ -330,13 +330,66 @@ pub struct ImportOptions {
 /// An import in progress: the readers feed it rows.
 pub struct Ingest<'c, 'r> {
     importer: Importer<'c>,
-    sorter: sort::Sorter,
+    order: Order,
     checker: Checker,
     plates: HashMap<String, i64>,
-    added: Vec<i64>,
-    files: Vec<FileTally>,
-    rejects: &'r mut dyn FnMut(&Reject) -> Result<()>,
+    books: Books<'r>,
 }
+
+/// How an import's rows reach the settling, which needs each vehicle's rows together
+/// in time order.
+enum Order {
+    /// While the rows come grouped by vehicle and in time order within each (a
+    /// per-device export, or fleetctl's own), each vehicle's rows are settled and
+    /// appended as soon as the next vehicle's start: no sort, no spill, and the
+    /// database is written while the files are still being read.
+    Stream {
+        group: Vec<Staged>,
+        /// Vehicles whose rows have ended; seeing one again breaks the order.
+        done: HashSet<i64>,
+        /// Set when a row broke the order: the import starts again, sorted.
+        broken: bool,
+    },
+    /// Any order: rows are sorted (spilled beyond a memory budget) and settled at
+    /// the end of the reading.
+    Sort(sort::Sorter),
+}
+
+/// Where each row of an import ended up: the files' and vehicles' tallies, and the
+/// rejects reported.
+struct Books<'r> {
+    files: Vec<FileTally>,
+    vehicles: Vec<VehicleTally>,
+    touched: Vec<i64>,
+    plate_of: HashMap<i64, String>,
+    added: HashSet<i64>,
+    rejects: &'r mut dyn RejectSink,
+}
+
+/// Where rejected rows are reported (the CLI's `--rejects` file).
+pub trait RejectSink {
+    /// Reports one rejected row.
+    fn reject(&mut self, reject: &Reject) -> Result<()>;
+    /// Forgets every row reported so far: the import reads its files again from the
+    /// start (its rows turned out not to be in vehicle and time order).
+    fn restart(&mut self) -> Result<()>;
+}
+
+/// Rejects reported nowhere (the summary still counts them).
+pub struct NoRejectsFile;
+
+impl RejectSink for NoRejectsFile {
+    fn reject(&mut self, _: &Reject) -> Result<()> {
+        Ok(())
+    }
+    fn restart(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The message of the error that stops a streamed reading at the first row out of
+/// vehicle and time order (the import then reads again through the sort).
+const OUT_OF_ORDER: &str = "rows out of vehicle and time order";
 
 /// Speeds and distances over this are jumps, not driving.
 pub const TELEPORT_KMH: f64 = 250.0;
@@ -353,14 +406,14 @@ impl<'c, 'r> Ingest<'c, 'r> {
 
     /// Starts a file; returns its index for [`Ingest::row`].
     pub fn begin_file(&mut self, name: &str, format: &str) -> usize {
-        self.files.push(FileTally {
+        self.books.files.push(FileTally {
             name: name.to_string(),
             format: format.to_string(),
             rows_read: 0,
             imported: 0,
             rejected: BTreeMap::new(),
         });
-        self.files.len() - 1
+        self.books.files.len() - 1
     }
 
     /// Checks one row alone and stages it, or rejects it.
@@ -377,26 +430,74 @@ impl<'c, 'r> Ingest<'c, 'r> {
     /// Takes a row checked by [`Checker::check`] (in file order): finds or adds its
     /// vehicle and stages it, or counts and reports its rejection.
     pub fn accept(&mut self, file: usize, line: u64, outcome: Checked) -> Result<()> {
-        self.files[file].rows_read += 1;
+        self.books.files[file].rows_read += 1;
         let (plate, mut staged) = match outcome {
             Ok(ok) => ok,
-            Err((reason, detail)) => return self.reject(file, line, reason, detail),
+            Err((reason, detail)) => return self.books.reject(file, line, reason, detail),
         };
         match self.vehicle(&plate) {
             Ok(id) => {
                 staged.fix.vehicle_id = id;
-                self.sorter.push(staged)
+                self.stage(staged)
             }
-            Err(e) => self.reject(file, line, RejectReason::BadPlate, e.message),
+            Err(e) => self
+                .books
+                .reject(file, line, RejectReason::BadPlate, e.message),
         }
+    }
+
+    fn stage(&mut self, row: Staged) -> Result<()> {
+        let (group, done, broken) = match &mut self.order {
+            Order::Sort(sorter) => return sorter.push(row),
+            Order::Stream {
+                group,
+                done,
+                broken,
+            } => (group, done, broken),
+        };
+        let vehicle = row.fix.vehicle_id;
+        let ended = match group.last() {
+            Some(last) if last.fix.vehicle_id == vehicle => {
+                if millis(&row) < millis(last) {
+                    *broken = true;
+                }
+                None
+            }
+            Some(last) => {
+                done.insert(last.fix.vehicle_id);
+                Some(std::mem::take(group))
+            }
+            None => None,
+        };
+        if done.contains(&vehicle) {
+            *broken = true;
+        }
+        if *broken {
+            return Err(Error::internal(OUT_OF_ORDER));
+        }
+        group.push(row);
+        match ended {
+            Some(rows) => self.settle_now(rows),
+            None => Ok(()),
+        }
+    }
+
+    /// True when the rows broke vehicle and time order while being streamed: the
+    /// reading stopped, and must start again with [`Ingest::sorted`].
+    fn out_of_order(&self) -> bool {
+        matches!(self.order, Order::Stream { broken: true, .. })
     }
 
     /// Counts a row the reader could not split into cells, and rejects it.
     pub fn malformed(&mut self, file: usize, line: u64, detail: String) -> Result<()> {
-        self.files[file].rows_read += 1;
-        self.reject(file, line, RejectReason::MalformedRow, detail)
+        self.books.files[file].rows_read += 1;
+        self.books
+            .reject(file, line, RejectReason::MalformedRow, detail)
     }
+}
 
+impl Books<'_> {
+    /// Counts a rejected row in its file's tally and reports it.
     fn reject(
         &mut self,
         file: usize,
@@ -404,33 +505,59 @@ impl<'c, 'r> Ingest<'c, 'r> {
         reason: RejectReason,
         detail: String,
     ) -> Result<()> {
-        count_reject(
-            &mut self.files,
-            &mut *self.rejects,
-            file,
+        *self.files[file].rejected.entry(reason).or_insert(0) += 1;
+        self.rejects.reject(&Reject {
+            file: &self.files[file].name,
             line,
             reason,
             detail,
-        )
+        })
+    }
+
+    /// Books one vehicle's settled rows and appends the kept ones.
+    fn append(&mut self, importer: &Importer, vehicle_id: i64, settled: Settled) -> Result<()> {
+        for (s, reason, detail) in settled.rejected {
+            self.reject(s.file_index, s.line, reason, detail)?;
+        }
+        let kept = settled.kept;
+        if kept.is_empty() {
+            return Ok(());
+        }
+        importer.insert_all(&kept)?;
+        for s in &kept {
+            self.files[s.file_index].imported += 1;
+        }
+        self.vehicles.push(VehicleTally {
+            plate: self.plate_of.get(&vehicle_id).cloned().unwrap_or_default(),
+            added: self.added.contains(&vehicle_id),
+            imported: kept.len() as u64,
+            first_ts: kept[0].fix.ts,
+            last_ts: kept[kept.len() - 1].fix.ts,
+            median_interval_s: median_interval_s(&kept),
+            derived_speeds: kept.iter().filter(|s| s.fix.speed_derived).count() as u64,
+        });
+        self.touched.push(vehicle_id);
+        Ok(())
     }
 }
 
-/// Counts a rejected row in its file's tally and reports it.
-fn count_reject(
-    files: &mut [FileTally],
-    rejects: &mut dyn FnMut(&Reject) -> Result<()>,
-    file: usize,
-    line: u64,
-    reason: RejectReason,
-    detail: String,
-) -> Result<()> {
-    *files[file].rejected.entry(reason).or_insert(0) += 1;
-    rejects(&Reject {
-        file: &files[file].name,
-        line,
-        reason,
-        detail,
-    })
+/// The fixes already stored at the instants of one vehicle's rows (in time order),
+/// for the settling to find clashes: none for a vehicle this import added.
+fn stored_at_instants(
+    importer: &Importer,
+    added: &HashSet<i64>,
+    rows: &[Staged],
+) -> Result<HashMap<(i64, i64), (f64, f64)>> {
+    let vehicle_id = rows[0].fix.vehicle_id;
+    if added.contains(&vehicle_id) {
+        return Ok(HashMap::new());
+    }
+    importer.stored_between(vehicle_id, rows[0].fix.ts, rows[rows.len() - 1].fix.ts)
+}
+
+/// Settles one vehicle's rows against what is stored at their instants.
+fn settle_against(rows: Vec<Staged>, stored: &HashMap<(i64, i64), (f64, f64)>) -> Result<Settled> {
+    settle_vehicle(rows, &mut |ts, ms| Ok(stored.get(&(ts, ms)).copied()))
 }
 
 /// A row after the checks it passes alone: its plate and staged fix (vehicle to be
@@ -528,101 +655,107 @@ impl Checker {
 }
 
 impl<'c, 'r> Ingest<'c, 'r> {
+    fn new(
+        importer: Importer<'c>,
+        order: Order,
+        checker: Checker,
+        rejects: &'r mut dyn RejectSink,
+    ) -> Self {
+        Ingest {
+            importer,
+            order,
+            checker,
+            plates: HashMap::new(),
+            books: Books {
+                files: Vec::new(),
+                vehicles: Vec::new(),
+                touched: Vec::new(),
+                plate_of: HashMap::new(),
+                added: HashSet::new(),
+                rejects,
+            },
+        }
+    }
+
     fn vehicle(&mut self, plate: &str) -> Result<i64> {
         if let Some(&id) = self.plates.get(plate) {
             return Ok(id);
         }
         let (id, added) = self.importer.vehicle_id(plate)?;
         if added {
-            self.added.push(id);
+            self.books.added.insert(id);
         }
         self.plates.insert(plate.to_string(), id);
+        self.books.plate_of.insert(id, plate.to_string());
         Ok(id)
     }
 
-    /// Settles duplicates and jumps vehicle by vehicle, derives missing speeds,
-    /// appends the survivors and re-analyses the vehicles touched.
+    /// Settles and appends one vehicle's rows, here and now (streamed input).
+    fn settle_now(&mut self, rows: Vec<Staged>) -> Result<()> {
+        let vehicle_id = rows[0].fix.vehicle_id;
+        let stored = stored_at_instants(&self.importer, &self.books.added, &rows)?;
+        let settled = settle_against(rows, &stored)?;
+        self.books.append(&self.importer, vehicle_id, settled)
+    }
+
+    /// Settles what is left (the last streamed vehicle, or every sorted one),
+    /// appends the survivors and returns the tallies and the vehicles touched.
     fn settle(
-        self,
+        mut self,
         progress: &mut dyn FnMut(f64),
     ) -> Result<(Vec<FileTally>, Vec<VehicleTally>, Vec<i64>)> {
-        let Ingest {
-            importer,
-            mut sorter,
-            plates,
-            added,
-            mut files,
-            rejects,
-            ..
-        } = self;
-        let plate_of: HashMap<i64, String> =
-            plates.iter().map(|(p, &id)| (id, p.clone())).collect();
-        let added: std::collections::HashSet<i64> = added.into_iter().collect();
-        let mut tallies = Vec::new();
-        let mut touched = Vec::new();
-        let vehicles = plates.len().max(1);
-        let mut done = 0usize;
-        // Each vehicle's rows are merged here, settled on every core (with the fixes
-        // already stored at their instants, read here), and appended here.
-        type Job = (i64, Vec<Staged>, HashMap<(i64, i64), (f64, f64)>);
-        let work = |(vehicle_id, rows, stored): Job| {
-            settle_vehicle(rows, &mut |ts, ms| Ok(stored.get(&(ts, ms)).copied())).map(|s| {
-                let median = median_interval_s(&s.kept);
-                (vehicle_id, s, median)
-            })
-        };
-        crate::parallel::map_in_order(
-            &work,
-            &mut |submit| {
-                sorter.for_each_vehicle(&mut |rows| {
+        match std::mem::replace(
+            &mut self.order,
+            Order::Stream {
+                group: Vec::new(),
+                done: HashSet::new(),
+                broken: false,
+            },
+        ) {
+            Order::Stream { group, .. } if !group.is_empty() => self.settle_now(group)?,
+            Order::Stream { .. } => {}
+            Order::Sort(mut sorter) => {
+                let Ingest {
+                    importer,
+                    plates,
+                    books,
+                    ..
+                } = &mut self;
+                let vehicles = plates.len().max(1);
+                let mut done = 0usize;
+                let added = books.added.clone();
+                // Each vehicle's rows are merged here, settled on every core (with the
+                // fixes already stored at their instants, read here), and appended here.
+                type Job = (Vec<Staged>, HashMap<(i64, i64), (f64, f64)>);
+                let work = |(rows, stored): Job| {
                     let vehicle_id = rows[0].fix.vehicle_id;
-                    // A vehicle this import added has nothing stored to clash with.
-                    let stored = if added.contains(&vehicle_id) {
-                        HashMap::new()
-                    } else {
-                        let last = rows[rows.len() - 1].fix.ts;
-                        importer.stored_between(vehicle_id, rows[0].fix.ts, last)?
-                    };
-                    submit((vehicle_id, rows, stored))
-                })
-            },
-            &mut |outcome| {
-                let (vehicle_id, outcome, median_interval_s) = outcome?;
-                progress(done as f64 / vehicles as f64);
-                done += 1;
-                for (s, reason, detail) in outcome.rejected {
-                    count_reject(
-                        &mut files,
-                        &mut *rejects,
-                        s.file_index,
-                        s.line,
-                        reason,
-                        detail,
-                    )?;
-                }
-                if outcome.kept.is_empty() {
-                    return Ok(());
-                }
-                importer.insert_all(&outcome.kept)?;
-                for s in &outcome.kept {
-                    files[s.file_index].imported += 1;
-                }
-                tallies.push(VehicleTally {
-                    plate: plate_of.get(&vehicle_id).cloned().unwrap_or_default(),
-                    added: added.contains(&vehicle_id),
-                    imported: outcome.kept.len() as u64,
-                    first_ts: outcome.kept[0].fix.ts,
-                    last_ts: outcome.kept[outcome.kept.len() - 1].fix.ts,
-                    median_interval_s,
-                    derived_speeds: outcome.kept.iter().filter(|s| s.fix.speed_derived).count()
-                        as u64,
-                });
-                touched.push(vehicle_id);
-                Ok(())
-            },
-        )?;
-        tallies.sort_by(|a, b| a.plate.cmp(&b.plate));
-        Ok((files, tallies, touched))
+                    settle_against(rows, &stored).map(|s| (vehicle_id, s))
+                };
+                crate::parallel::map_in_order(
+                    &work,
+                    &mut |submit| {
+                        sorter.for_each_vehicle(&mut |rows| {
+                            let stored = stored_at_instants(importer, &added, &rows)?;
+                            submit((rows, stored))
+                        })
+                    },
+                    &mut |outcome| {
+                        let (vehicle_id, settled) = outcome?;
+                        progress(done as f64 / vehicles as f64);
+                        done += 1;
+                        books.append(importer, vehicle_id, settled)
+                    },
+                )?;
+            }
+        }
+        let Books {
+            files,
+            mut vehicles,
+            touched,
+            ..
+        } = self.books;
+        vehicles.sort_by(|a, b| a.plate.cmp(&b.plate));
+        Ok((files, vehicles, touched))
     }
 }
 
@@ -795,13 +928,18 @@ fn derive_speeds(kept: &mut [Staged]) {
 }
 
 /// Imports into the database of `opts`: `read` feeds the files' rows to the
-/// [`Ingest`] it is given; `rejects` receives every rejected row; `progress` the
-/// fraction of the settling done. One transaction: on any error nothing changes (a
-/// new database is not created).
+/// [`Ingest`] it is given (and may be called twice: see below); `rejects` receives
+/// every rejected row; `progress` the fraction of the settling done. One
+/// transaction: on any error nothing changes (a new database is not created).
+///
+/// The rows are first streamed (see [`Order::Stream`]). At the first row out of
+/// vehicle and time order, what the stream wrote is undone, `rejects` told to
+/// restart, and the files read again through the sort: the outcome is the same
+/// whatever the order, only the time differs.
 pub fn import(
     opts: &ImportOptions,
     read: &mut dyn FnMut(&mut Ingest) -> Result<()>,
-    rejects: &mut dyn FnMut(&Reject) -> Result<()>,
+    rejects: &mut dyn RejectSink,
     progress: &mut dyn FnMut(f64),
 ) -> Result<ImportSummary> {
     let started = std::time::Instant::now();
@@ -811,37 +949,48 @@ pub fn import(
         .map(FleetZone::named)
         .transpose()?;
     let created = matches!(store::probe(&opts.db)?, Probe::Missing);
-    // `before_detection` builds a new database's indexes once its rows are in (a
-    // bulk build is several times faster than keeping them up to date row by row).
+    let spill_dir = opts
+        .db
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), |p| p.to_path_buf());
+    let spill_prefix = format!(
+        ".{}.import-",
+        opts.db
+            .file_name()
+            .map_or_else(|| "fleet.db".into(), |n| n.to_string_lossy().into_owned())
+    );
+    // `undo` takes back what a stream wrote before it met a row out of order.
     let mut run = |conn: &rusqlite::Connection,
                    zone: FleetZone,
+                   undo: &dyn Fn() -> Result<()>,
                    before_detection: &dyn Fn() -> Result<()>|
      -> Result<_> {
-        let mut ingest = Ingest {
-            importer: Importer::start(conn),
-            sorter: sort::Sorter::new(
-                opts.db
-                    .parent()
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .map_or_else(|| PathBuf::from("."), |p| p.to_path_buf()),
-                &format!(
-                    ".{}.import-",
-                    opts.db
-                        .file_name()
-                        .map_or_else(|| "fleet.db".into(), |n| n.to_string_lossy().into_owned())
-                ),
-            ),
-            checker: Checker {
-                zone: zone.clone(),
-                wall_now: opts.wall_now,
-            },
-            plates: HashMap::new(),
-            added: Vec::new(),
-            files: Vec::new(),
-            rejects: &mut *rejects,
+        let checker = Checker {
+            zone: zone.clone(),
+            wall_now: opts.wall_now,
         };
-        read(&mut ingest)?;
-        let (files, vehicles, touched) = ingest.settle(&mut *progress)?;
+        let stream = Order::Stream {
+            group: Vec::new(),
+            done: HashSet::new(),
+            broken: false,
+        };
+        let mut ingest = Ingest::new(Importer::start(conn), stream, checker.clone(), rejects);
+        let streamed = read(&mut ingest);
+        let tallies = if ingest.out_of_order() {
+            drop(ingest);
+            undo()?;
+            rejects.restart()?;
+            let sorter = sort::Sorter::new(spill_dir.clone(), &spill_prefix);
+            let mut ingest =
+                Ingest::new(Importer::start(conn), Order::Sort(sorter), checker, rejects);
+            read(&mut ingest)?;
+            ingest.settle(&mut *progress)?
+        } else {
+            streamed?;
+            ingest.settle(&mut *progress)?
+        };
+        let (files, vehicles, touched) = tallies;
         before_detection()?;
         let analysis = if touched.is_empty() {
             None
@@ -861,7 +1010,9 @@ pub fn import(
         store::build_new(&opts.db, false, |w| {
             w.set_meta("schema_version", &store::SCHEMA_VERSION.to_string())?;
             w.set_meta("time_zone", &zone.name)?;
-            let out = run(w.connection(), zone.clone(), &|| w.build_indexes())?;
+            // The new file has no journal: the stream's rows are deleted instead.
+            let undo = || w.clear_vehicles_and_positions();
+            let out = run(w.connection(), zone.clone(), &undo, &|| w.build_indexes())?;
             if out.2.is_empty() {
                 return Err(Error::new(
                     ErrorCode::NoData,
@@ -883,7 +1034,16 @@ pub fn import(
                 ))
                 .with_hint("leave out --time-zone, or import into a new database"));
             }
-            run(conn, zone, &|| Ok(()))
+            conn.execute_batch("SAVEPOINT stream")
+                .map_err(store::db_write_err)?;
+            let undo = || {
+                conn.execute_batch("ROLLBACK TO stream")
+                    .map_err(store::db_write_err)
+            };
+            let out = run(conn, zone, &undo, &|| Ok(()))?;
+            conn.execute_batch("RELEASE stream")
+                .map_err(store::db_write_err)?;
+            Ok(out)
         })?
     };
     Ok(ImportSummary {

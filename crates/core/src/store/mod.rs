@@ -165,6 +165,14 @@ impl Writer {
         &self.conn
     }
 
+    /// Deletes every vehicle and position (an import into this new file that must
+    /// start again: without a journal, nothing can be rolled back).
+    pub fn clear_vehicles_and_positions(&self) -> Result<()> {
+        self.conn
+            .execute_batch("DELETE FROM positions; DELETE FROM vehicles;")
+            .map_err(|e| self.fail(e))
+    }
+
     /// Builds the position indexes (before detection reads the positions back).
     pub fn build_indexes(&self) -> Result<()> {
         self.conn
@@ -381,7 +389,7 @@ fn db_err(e: rusqlite::Error) -> Error {
 }
 
 /// A failed write (a full disk, a read-only file), said as a write.
-fn db_write_err(e: rusqlite::Error) -> Error {
+pub(crate) fn db_write_err(e: rusqlite::Error) -> Error {
     Error::new(ErrorCode::Io, format!("database write failed: {e}"))
         .with_hint("check the disk has room and the database and its folder are writable")
         .with_source(e)
