@@ -630,9 +630,35 @@ pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Answer> {
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
         }
+        let _snapshot = Snapshot::begin(&db.conn)?;
         (spec.run)(db, args)
     };
     catch_panic(spec.tool, run)
+}
+
+/// A report's queries in one read transaction: they see one state of the database
+/// (a concurrent import or analyze cannot show them half its rows), and SQLite
+/// takes its file lock once rather than once per query. Ends when dropped. Inside a
+/// transaction already open (a writer's), nothing is done.
+struct Snapshot<'c>(Option<&'c Connection>);
+
+impl<'c> Snapshot<'c> {
+    fn begin(conn: &'c Connection) -> Result<Snapshot<'c>> {
+        if !conn.is_autocommit() {
+            return Ok(Snapshot(None));
+        }
+        conn.execute_batch("BEGIN").map_err(crate::store::db_err)?;
+        Ok(Snapshot(Some(conn)))
+    }
+}
+
+impl Drop for Snapshot<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0 {
+            // A read transaction has nothing to keep: ending it cannot lose data.
+            let _ = conn.execute_batch("COMMIT");
+        }
+    }
 }
 
 /// Runs `f`; a panic inside becomes an `internal` error naming `tool` and the panic's

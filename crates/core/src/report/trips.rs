@@ -125,10 +125,13 @@ pub fn run(db: &Db, req: &TripsRequest) -> Result<TripsReport> {
 }
 
 /// One stored trip as the report shows it (also what `fleetctl export trips`
-/// writes), with the events among `events` that are its vehicle's and began during it.
+/// writes), with the events among `events` (in start order) that are its vehicle's
+/// and began during it.
 pub fn trip_row(db: &Db, t: &crate::model::Trip, events: &[crate::model::Event]) -> TripRow {
-    let events = events
+    let first = events.partition_point(|e| e.start_ts < t.start_ts);
+    let events = events[first..]
         .iter()
+        .take_while(|e| e.start_ts <= t.end_ts)
         .filter(|e| e.vehicle_id == t.vehicle_id && (t.start_ts..=t.end_ts).contains(&e.start_ts))
         .map(|e| TripEvent {
             kind: e.kind.as_str(),

@@ -380,7 +380,7 @@ pub fn with_write_transaction<T>(
     Ok(out)
 }
 
-fn db_err(e: rusqlite::Error) -> Error {
+pub(crate) fn db_err(e: rusqlite::Error) -> Error {
     Error::new(
         ErrorCode::DbUnavailable,
         format!("database read failed: {e}"),
