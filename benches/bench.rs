@@ -815,9 +815,17 @@ fn bench_serve(db: &Path) {
         calls += times.len();
         times.sort_by(f64::total_cmp);
         let median = times[times.len() / 2];
-        let verdict = if median <= 2.0 { "met" } else { "MISSED" };
+        // The 2 ms target is the first tools' (one vehicle, or a short list); the
+        // range reports answer a whole page (200 rows, about 100 KB of JSON), and
+        // their target is a first page within 50 ms (issue 12).
+        let range_report = matches!(
+            tool,
+            "trips" | "stops" | "daily_summary" | "events" | "geofence_report"
+        );
+        let target_ms = if range_report { 50.0 } else { 2.0 };
+        let verdict = if median <= target_ms { "met" } else { "MISSED" };
         println!(
-            "  tools/call {tool:<18} round trip median {median:>7.3} ms  (target ≤ 2 ms: {verdict})"
+            "  tools/call {tool:<18} round trip median {median:>7.3} ms  (target ≤ {target_ms} ms: {verdict})"
         );
     }
     let mut id = 10_000;

@@ -823,25 +823,48 @@ fn geojson_lines_with_times_and_parquet_files_are_read() {
 
     use polars::prelude::*;
     let mut df = df!(
-        "vehicle" => ["PQ-1", "PQ-1", "PQ-1"],
-        "ts" => [1_795_000_000i64, 1_795_000_015, 1_795_000_030],
-        "latitude" => [51.40, 51.401, 51.402],
-        "longitude" => [-0.3, -0.3, -0.3],
-        "speed_kmh" => [26.0, 27.0, 28.0]
+        "vehicle" => ["PQ-1", "PQ-1", "PQ-1", "PQ-1", "PQ-1", "PQ-1"],
+        "ts" => [1_795_000_000i64, 1_795_000_015, 1_795_000_030, 1_795_000_045, 1_795_000_060, 1_795_000_075],
+        "latitude" => [51.40, 51.401, 51.402, f64::NAN, 51.403, 51.404],
+        "longitude" => [-0.3, -0.3, -0.3, -0.3, -0.3, -0.3],
+        "speed_kmh" => [Some(26.0), Some(27.0), Some(28.0), Some(29.0), Some(-3.0), None],
+        "ignition" => [true, true, true, true, true, false]
     )
     .unwrap();
     let file = std::fs::File::create(dir.join("fixes.parquet")).unwrap();
     ParquetWriter::new(file).finish(&mut df).unwrap();
-    let r = import(&db, &[dir.join("fixes.parquet").to_str().unwrap()]).ok();
+    let rejects = dir.join("rejects.csv");
+    let r = import(
+        &db,
+        &[
+            "--rejects",
+            rejects.to_str().unwrap(),
+            dir.join("fixes.parquet").to_str().unwrap(),
+        ],
+    )
+    .ok();
     assert!(r.stdout.contains("parquet"), "{}", r.stdout);
+    // Numbers are read as numbers: a NaN is no number, a negative speed is refused,
+    // a missing speed is derived, a boolean ignition kept.
     assert!(
-        r.stdout.contains("3           3           0"),
+        r.stdout.contains("6           4           2"),
         "{}",
         r.stdout
     );
-    assert_eq!(
-        query_json(&db, &["position", "PQ-1"])["speed_kmh"],
-        json!(28.0)
+    let text = std::fs::read_to_string(&rejects).unwrap();
+    assert!(text.contains(",4,non_numeric,lat NaN"), "{text}");
+    assert!(text.contains(",5,negative_speed,speed -3"), "{text}");
+    let (speed, derived, ignition): (f64, bool, bool) = open(&db)
+        .query_row(
+            "SELECT speed_kmh, speed_derived, ignition FROM positions p JOIN vehicles v ON v.id = p.vehicle_id \
+             WHERE v.plate = 'PQ-1' ORDER BY ts DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert!(
+        derived && speed > 0.0 && !ignition,
+        "{speed} {derived} {ignition}"
     );
 }
 

@@ -328,5 +328,6 @@ fn raw_row(line: u64, map: &ColumnMap, cell: impl Fn(usize) -> Option<String>) -
         odometer: get(Field::Odometer),
         received: None,
         valid: None,
+        typed: Default::default(),
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::{ColumnMap, Field, Source};
 use fleetctl_core::error::{Error, Result};
-use fleetctl_core::ingest::{Checked, RawRow};
+use fleetctl_core::ingest::{Checked, RawRow, TypedCells};
 use polars::prelude::{
     Column, DataFrame, DataType, FileMetadata, ParquetReader, SerReader, TimeUnit,
 };
@@ -80,23 +80,38 @@ pub(crate) fn read(src: &mut Source) -> Result<()> {
     )
 }
 
-/// A column as text cells: timestamps as epoch seconds with milliseconds.
-fn as_text(col: &Column) -> polars::error::PolarsResult<Column> {
-    match col.dtype() {
-        DataType::Datetime(unit, _) => {
-            let per_ms = match unit {
-                TimeUnit::Nanoseconds => 1_000_000.0,
-                TimeUnit::Microseconds => 1_000.0,
-                TimeUnit::Milliseconds => 1.0,
-            };
-            let ms = col.cast(&DataType::Int64)?.cast(&DataType::Float64)? / per_ms;
-            (ms / 1000.0).cast(&DataType::String)
-        }
-        _ => col.cast(&DataType::String),
+/// One column's cells, as the file types them: numbers and flags stay numbers (no
+/// text round trip), timestamps become epoch seconds, anything else text.
+enum Cells {
+    Text(polars::prelude::StringChunked),
+    Number(polars::prelude::Float64Chunked),
+    Flag(polars::prelude::BooleanChunked),
+}
+
+impl Cells {
+    fn of(field: Field, col: &Column) -> polars::error::PolarsResult<Cells> {
+        let dtype = col.dtype();
+        Ok(match dtype {
+            DataType::Datetime(unit, _) => {
+                let per_second = match unit {
+                    TimeUnit::Nanoseconds => 1e9,
+                    TimeUnit::Microseconds => 1e6,
+                    TimeUnit::Milliseconds => 1e3,
+                };
+                let ticks = col.cast(&DataType::Int64)?.cast(&DataType::Float64)?;
+                Cells::Number((ticks / per_second).f64()?.clone())
+            }
+            DataType::Boolean if field == Field::Ignition => Cells::Flag(col.bool()?.clone()),
+            // A plate that is a number (a device id) is still a name.
+            _ if dtype.is_primitive_numeric() && field != Field::Plate => {
+                Cells::Number(col.cast(&DataType::Float64)?.f64()?.clone())
+            }
+            _ => Cells::Text(col.cast(&DataType::String)?.str()?.clone()),
+        })
     }
 }
 
-/// Calls `each` with every row of a row group as text cells, reusing `raw`.
+/// Calls `each` with every row of a row group, reusing `raw`.
 fn for_each_row(
     df: &DataFrame,
     first_row: u64,
@@ -105,24 +120,42 @@ fn for_each_row(
     raw: &mut RawRow,
     mut each: impl FnMut(&RawRow),
 ) -> polars::error::PolarsResult<()> {
-    let mut texts = std::collections::BTreeMap::new();
+    let mut by_field = std::collections::BTreeMap::new();
     for (&field, &i) in &map.index {
-        texts.insert(field, df.column(&header[i]).and_then(as_text)?);
+        by_field.insert(field, Cells::of(field, df.column(&header[i])?)?);
     }
-    let strings: std::collections::BTreeMap<Field, _> = texts
-        .iter()
-        .map(|(f, c)| c.str().map(|s| (*f, s.clone())))
-        .collect::<polars::error::PolarsResult<_>>()?;
-    let by_index: std::collections::BTreeMap<usize, Field> =
-        map.index.iter().map(|(f, i)| (*i, *f)).collect();
-    // Cells by column index, looked up once per row group rather than per cell.
-    let columns: Vec<Option<&polars::prelude::StringChunked>> = (0..header.len())
-        .map(|i| by_index.get(&i).and_then(|f| strings.get(f)))
+    // Text cells by column index, looked up once per row group rather than per cell.
+    let texts: Vec<Option<&polars::prelude::StringChunked>> = (0..header.len())
+        .map(|i| {
+            map.index
+                .iter()
+                .find(|(_, c)| **c == i)
+                .and_then(|(f, _)| match by_field.get(f) {
+                    Some(Cells::Text(t)) => Some(t),
+                    _ => None,
+                })
+        })
         .collect();
+    let number = |field: Field, row: usize| match by_field.get(&field) {
+        Some(Cells::Number(n)) => n.get(row),
+        _ => None,
+    };
     for row in 0..df.height() {
         crate::fill_row(raw, first_row + row as u64 + 1, map, |i| {
-            columns.get(i).copied().flatten().and_then(|s| s.get(row))
+            texts.get(i).copied().flatten().and_then(|s| s.get(row))
         });
+        raw.typed = TypedCells {
+            time_epoch: number(Field::Time, row),
+            lat: number(Field::Lat, row),
+            lon: number(Field::Lon, row),
+            speed: number(Field::Speed, row),
+            heading: number(Field::Heading, row),
+            odometer: number(Field::Odometer, row),
+            ignition: match by_field.get(&Field::Ignition) {
+                Some(Cells::Flag(b)) => b.get(row),
+                _ => None,
+            },
+        };
         each(raw);
     }
     Ok(())

@@ -155,6 +155,30 @@ pub struct RawRow {
     /// The tracker's own verdict on the fix (Traccar's `valid`): false means no
     /// satellite lock, the position repeated from an earlier fix.
     pub valid: Option<String>,
+    /// Cells a typed format (Parquet) holds as numbers: taken as they are, rather
+    /// than written out as text and parsed back. A field set here has no text.
+    pub typed: TypedCells,
+}
+
+/// The numeric cells of a [`RawRow`] from a typed source; `None`: not typed (see
+/// the text cell).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TypedCells {
+    /// The fix's time as an epoch number (seconds, milliseconds or microseconds,
+    /// told apart by size as in text).
+    pub time_epoch: Option<f64>,
+    /// Latitude, degrees.
+    pub lat: Option<f64>,
+    /// Longitude, degrees.
+    pub lon: Option<f64>,
+    /// Ground speed, in the file's speed unit.
+    pub speed: Option<f64>,
+    /// Heading, degrees.
+    pub heading: Option<f64>,
+    /// Ignition.
+    pub ignition: Option<bool>,
+    /// Odometer, in the file's odometer unit.
+    pub odometer: Option<f64>,
 }
 
 /// Why a row was not imported.
@@ -587,8 +611,12 @@ impl Checker {
             return Err((R::BadPlate, format!("plate {plate:?}")));
         }
         let time_text = row.time.as_deref().unwrap_or("");
-        let at = parse_time(time_text, &self.zone)
-            .ok_or_else(|| (R::UnparseableTime, format!("time {time_text:?}")))?;
+        let at = match row.typed.time_epoch {
+            Some(epoch) => time::epoch_number(epoch)
+                .ok_or_else(|| (R::UnparseableTime, format!("time {epoch}")))?,
+            None => parse_time(time_text, &self.zone)
+                .ok_or_else(|| (R::UnparseableTime, format!("time {time_text:?}")))?,
+        };
         let received = row
             .received
             .as_deref()
@@ -605,35 +633,34 @@ impl Checker {
         {
             return Err((R::InvalidFix, format!("valid {valid:?}")));
         }
-        let (Some(lat_text), Some(lon_text)) = (non_empty(&row.lat), non_empty(&row.lon)) else {
+        let typed = &row.typed;
+        let (Some(lat), Some(lon)) = (
+            cell_number("lat", typed.lat, &row.lat)?,
+            cell_number("lon", typed.lon, &row.lon)?,
+        ) else {
             return Err((R::MissingCoordinates, String::new()));
         };
-        let lat = number("lat", lat_text)?;
-        let lon = number("lon", lon_text)?;
         if !(-90.0..=90.0).contains(&lat) || !(-180.0..=180.0).contains(&lon) {
             return Err((R::CoordinatesOutOfRange, format!("lat {lat}, lon {lon}")));
         }
         if lat == 0.0 && lon == 0.0 {
             return Err((R::ZeroZero, "lat 0, lon 0".to_string()));
         }
-        let speed = non_empty(&row.speed)
-            .map(|t| number("speed", t))
-            .transpose()?;
+        let speed = cell_number("speed", typed.speed, &row.speed)?;
         if let Some(s) = speed.filter(|s| *s < 0.0) {
             return Err((R::NegativeSpeed, format!("speed {s}")));
         }
-        let heading = non_empty(&row.heading)
-            .map(|t| number("heading", t))
-            .transpose()?;
+        let heading = cell_number("heading", typed.heading, &row.heading)?;
         if let Some(h) = heading.filter(|h| !(0.0..=360.0).contains(h)) {
             return Err((R::HeadingOutOfRange, format!("heading {h}")));
         }
-        let ignition = non_empty(&row.ignition)
-            .map(|t| parse_bool(t).ok_or_else(|| (R::NonNumeric, format!("ignition {t:?}"))))
-            .transpose()?;
-        let odometer = non_empty(&row.odometer)
-            .map(|t| number("odometer", t))
-            .transpose()?;
+        let ignition = match typed.ignition {
+            Some(on) => Some(on),
+            None => non_empty(&row.ignition)
+                .map(|t| parse_bool(t).ok_or_else(|| (R::NonNumeric, format!("ignition {t:?}"))))
+                .transpose()?,
+        };
+        let odometer = cell_number("odometer", typed.odometer, &row.odometer)?;
         let staged = Staged {
             fix: Fix {
                 vehicle_id: 0,
@@ -769,6 +796,20 @@ fn number(field: &str, text: &str) -> std::result::Result<f64, (RejectReason, St
         .ok()
         .filter(|v| v.is_finite())
         .ok_or_else(|| (RejectReason::NonNumeric, format!("{field} {text:?}")))
+}
+
+/// A numeric cell: the typed value if the source had one (a NaN or infinity is not a
+/// number), else its text parsed; `None` when missing.
+fn cell_number(
+    field: &str,
+    typed: Option<f64>,
+    text: &Option<String>,
+) -> std::result::Result<Option<f64>, (RejectReason, String)> {
+    match typed {
+        Some(v) if v.is_finite() => Ok(Some(v)),
+        Some(v) => Err((RejectReason::NonNumeric, format!("{field} {v}"))),
+        None => non_empty(text).map(|t| number(field, t)).transpose(),
+    }
 }
 
 fn parse_bool(text: &str) -> Option<bool> {
@@ -960,6 +1001,8 @@ pub fn import(
             .file_name()
             .map_or_else(|| "fleet.db".into(), |n| n.to_string_lossy().into_owned())
     );
+    // A killed import's sort runs go, whether or not this one needs to sort.
+    crate::scratch::remove_abandoned(&spill_dir, &spill_prefix);
     // `undo` takes back what a stream wrote before it met a row out of order.
     let mut run = |conn: &rusqlite::Connection,
                    zone: FleetZone,

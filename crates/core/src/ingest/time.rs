@@ -25,7 +25,12 @@ impl Instant {
 /// Epoch numbers are told apart by size: seconds up to 10^11 (year 5138),
 /// milliseconds up to 10^14, microseconds above.
 fn epoch(text: &str) -> Option<Instant> {
-    let value: f64 = text.parse().ok()?;
+    epoch_number(text.parse().ok()?)
+}
+
+/// An epoch number, in seconds, milliseconds or microseconds by its size (see
+/// [`epoch`]); None when negative, not finite or too large.
+pub fn epoch_number(value: f64) -> Option<Instant> {
     if !value.is_finite() || value < 0.0 {
         return None;
     }
