@@ -4,28 +4,17 @@
 //! things (events, trip_summary, vehicle_position, stopped_vehicles).
 
 use crate::harness::{
-    McpSession, TempDir, fixture_db, fleetctl, open, query_json, run, tool_error,
+    McpSession, TempDir, draw_on, fixture_db, fleetctl, open, plant_school_zone, projector,
+    query_json, run, tool_error,
 };
-use fleetctl::geo::{LatLon, web_mercator_px};
+use fleetctl::geo::LatLon;
 use fleetctl::render::chart::{LOSS_SHADE, OVER_LINE, SPEED_LINE, SPEEDING_SHADE, plot_area};
 use fleetctl::render::fleet::state_colour;
 use image::RgbImage;
 use serde_json::{Value, json};
 use std::path::Path;
 
-/// Runs `fleetctl --db DB WORDS… -o OUT --format json`; returns the answer and the
-/// PNG's bytes.
-fn draw_on(db: &Path, words: &[&str], out: &Path) -> (Value, Vec<u8>) {
-    let mut all = vec!["--db", db.to_str().unwrap()];
-    all.extend_from_slice(words);
-    all.extend_from_slice(&["-o", out.to_str().unwrap(), "--format", "json"]);
-    let r = run(fleetctl(&all)).ok();
-    (
-        serde_json::from_str(&r.stdout).unwrap(),
-        std::fs::read(out).unwrap(),
-    )
-}
-
+/// Draws on the fixture database (see [`draw_on`]).
 fn draw(words: &[&str], out: &Path) -> (Value, Vec<u8>) {
     draw_on(fixture_db(), words, out)
 }
@@ -209,23 +198,7 @@ fn a_vehicle_s_own_limit_and_a_school_zone_s_limit_are_charted() {
     };
     fleetctl_on(&["vehicles", "set", &plate, "--speed-limit", "50"]);
     // A school zone at 30 around where the vehicle first sped that day.
-    let (lat, lon): (f64, f64) = open(&db)
-        .query_row(
-            "SELECT lat, lon FROM events WHERE kind = 'speeding' AND vehicle_id = \
-             (SELECT id FROM vehicles WHERE plate = ?1) ORDER BY start_ts LIMIT 1",
-            [&plate],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    let zone = dir.join("school.geojson");
-    std::fs::write(
-        &zone,
-        format!(
-            r#"{{"type":"FeatureCollection","features":[{{"type":"Feature","properties":{{"name":"Escuela","speed_limit_kmh":30,"radius_m":400}},"geometry":{{"type":"Point","coordinates":[{lon},{lat}]}}}}]}}"#
-        ),
-    )
-    .unwrap();
-    fleetctl_on(&["geofences", "import", zone.to_str().unwrap()]);
+    plant_school_zone(&db, &dir, &plate, 400);
     let (answer, bytes) = draw_on(&db, &["chart", &plate, "--date", &date], &dir.join("l.png"));
     decode(&answer, &bytes);
     assert_eq!(answer["limit_kmh"], 50.0);
@@ -282,20 +255,6 @@ fn bad_chart_requests_are_refused_and_the_default_file_is_named_after_plate_and_
     let name = format!("{plate}_2026-11-24_speed.png");
     assert_eq!(r.stdout.trim(), name);
     assert!(dir.join(&name).exists());
-}
-
-/// The image pixel of a point, from the zoom and bounds a map's answer reports.
-fn projector(answer: &Value) -> impl Fn(LatLon) -> (i64, i64) {
-    let zoom = answer["zoom"].as_f64().unwrap();
-    let nw = LatLon::new(
-        answer["bounds"]["north"].as_f64().unwrap(),
-        answer["bounds"]["west"].as_f64().unwrap(),
-    );
-    let (left, top) = web_mercator_px(nw, zoom);
-    move |p| {
-        let (x, y) = web_mercator_px(p, zoom);
-        ((x - left).round() as i64, (y - top).round() as i64)
-    }
 }
 
 fn point(v: &Value) -> LatLon {

@@ -372,3 +372,60 @@ pub fn sigterm_and_wait(child: &mut std::process::Child) -> std::process::ExitSt
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
+
+/// Runs `fleetctl --db DB WORDS… -o OUT --format json` (a map or a chart); returns
+/// its JSON answer and the PNG's bytes.
+pub fn draw_on(db: &Path, words: &[&str], out: &Path) -> (serde_json::Value, Vec<u8>) {
+    let mut all = vec!["--db", db.to_str().unwrap()];
+    all.extend_from_slice(words);
+    all.extend_from_slice(&["-o", out.to_str().unwrap(), "--format", "json"]);
+    let r = run(fleetctl(&all)).ok();
+    (
+        serde_json::from_str(&r.stdout).unwrap(),
+        std::fs::read(out).unwrap(),
+    )
+}
+
+/// The image pixel of a point, from the zoom and bounds a map's answer reports.
+pub fn projector(answer: &serde_json::Value) -> impl Fn(fleetctl::geo::LatLon) -> (i64, i64) {
+    use fleetctl::geo::{LatLon, web_mercator_px};
+    let zoom = answer["zoom"].as_f64().unwrap();
+    let nw = LatLon::new(
+        answer["bounds"]["north"].as_f64().unwrap(),
+        answer["bounds"]["west"].as_f64().unwrap(),
+    );
+    let (left, top) = web_mercator_px(nw, zoom);
+    move |p| {
+        let (x, y) = web_mercator_px(p, zoom);
+        ((x - left).round() as i64, (y - top).round() as i64)
+    }
+}
+
+/// Imports a school zone (speed limit 30, a circle of `radius_m`) centred where
+/// `plate` first sped, into the database at `db`, as a fleet manager would.
+pub fn plant_school_zone(db: &Path, dir: &TempDir, plate: &str, radius_m: u32) {
+    let (lat, lon): (f64, f64) = open(db)
+        .query_row(
+            "SELECT lat, lon FROM events WHERE kind = 'speeding' AND vehicle_id = \
+             (SELECT id FROM vehicles WHERE plate = ?1) ORDER BY start_ts LIMIT 1",
+            [plate],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let zone = dir.join("school.geojson");
+    std::fs::write(
+        &zone,
+        format!(
+            r#"{{"type":"FeatureCollection","features":[{{"type":"Feature","properties":{{"name":"Escuela","speed_limit_kmh":30,"radius_m":{radius_m}}},"geometry":{{"type":"Point","coordinates":[{lon},{lat}]}}}}]}}"#
+        ),
+    )
+    .unwrap();
+    run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "geofences",
+        "import",
+        zone.to_str().unwrap(),
+    ]))
+    .ok();
+}

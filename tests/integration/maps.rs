@@ -2,7 +2,7 @@
 //! its size, where the track, markers and stops land, determinism, weight, local
 //! tiles underneath, and each refusal.
 
-use crate::harness::{TempDir, fixture_db, fleetctl, open, run};
+use crate::harness::{TempDir, draw_on, fixture_db, fleetctl, open, projector, run};
 use fleetctl::geo::{LatLon, web_mercator_px};
 use fleetctl::render::map::SPEED_COLOURS;
 use image::{Rgb, RgbImage};
@@ -11,28 +11,7 @@ use std::path::Path;
 
 /// Runs `fleetctl map … -o OUT --format json`, returns the summary and the image.
 fn draw(args: &[&str], out: &Path) -> (Value, Vec<u8>) {
-    let mut all = vec!["--db", fixture_db().to_str().unwrap(), "map"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["-o", out.to_str().unwrap(), "--format", "json"]);
-    let r = run(fleetctl(&all)).ok();
-    (
-        serde_json::from_str(&r.stdout).unwrap(),
-        std::fs::read(out).unwrap(),
-    )
-}
-
-/// The image pixel of a point, from the zoom and bounds the summary reports.
-fn projector(summary: &Value) -> impl Fn(LatLon) -> (i64, i64) {
-    let zoom = summary["zoom"].as_f64().unwrap();
-    let nw = LatLon::new(
-        summary["bounds"]["north"].as_f64().unwrap(),
-        summary["bounds"]["west"].as_f64().unwrap(),
-    );
-    let (left, top) = web_mercator_px(nw, zoom);
-    move |p| {
-        let (x, y) = web_mercator_px(p, zoom);
-        ((x - left).round() as i64, (y - top).round() as i64)
-    }
+    draw_on(fixture_db(), &[&["map"], args].concat(), out)
 }
 
 fn pixel(img: &RgbImage, x: i64, y: i64) -> Option<[u8; 3]> {

@@ -1,7 +1,7 @@
 //! The reports through the CLI: a snapshot of every report's JSON on the fixture
 //! database, and each anchor and bad-input rule with its message and exit code.
 
-use crate::harness::{TempDir, fixture_db, fleetctl, open, query_json, run};
+use crate::harness::{TempDir, fixture_db, fleetctl, open, plant_school_zone, query_json, run};
 use serde_json::Value;
 use std::path::Path;
 
@@ -721,30 +721,7 @@ fn speeding_is_judged_against_the_lowest_limit_that_applies_and_says_which() {
     );
     // A school zone at 30 around where the vehicle drove wins inside it.
     let first = &own[0];
-    let (lat, lon): (f64, f64) = open(&db)
-        .query_row(
-            "SELECT lat, lon FROM events WHERE kind = 'speeding' AND vehicle_id = \
-             (SELECT id FROM vehicles WHERE plate = ?1) ORDER BY start_ts LIMIT 1",
-            [&plate],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    let zone = dir.join("school.geojson");
-    std::fs::write(
-        &zone,
-        format!(
-            r#"{{"type":"FeatureCollection","features":[{{"type":"Feature","properties":{{"name":"Escuela","speed_limit_kmh":30,"radius_m":300}},"geometry":{{"type":"Point","coordinates":[{lon},{lat}]}}}}]}}"#
-        ),
-    )
-    .unwrap();
-    run(fleetctl(&[
-        "--db",
-        db.to_str().unwrap(),
-        "geofences",
-        "import",
-        zone.to_str().unwrap(),
-    ]))
-    .ok();
+    plant_school_zone(&db, &dir, &plate, 300);
     let zoned = speeding(&db, &plate);
     let in_school = zoned
         .iter()

@@ -501,7 +501,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
         }
         group.push(row);
         match ended {
-            Some(rows) => self.settle_now(rows),
+            Some(rows) => settle_now(&self.importer, &mut self.books, rows),
             None => Ok(()),
         }
     }
@@ -577,6 +577,14 @@ fn stored_at_instants(
         return Ok(HashMap::new());
     }
     importer.stored_between(vehicle_id, rows[0].fix.ts, rows[rows.len() - 1].fix.ts)
+}
+
+/// Settles and appends one vehicle's rows, here and now (streamed input).
+fn settle_now(importer: &Importer, books: &mut Books, rows: Vec<Staged>) -> Result<()> {
+    let vehicle_id = rows[0].fix.vehicle_id;
+    let stored = stored_at_instants(importer, &books.added, &rows)?;
+    let settled = settle_against(rows, &stored)?;
+    books.append(importer, vehicle_id, settled)
 }
 
 /// Settles one vehicle's rows against what is stored at their instants.
@@ -717,37 +725,26 @@ impl<'c, 'r> Ingest<'c, 'r> {
         Ok(id)
     }
 
-    /// Settles and appends one vehicle's rows, here and now (streamed input).
-    fn settle_now(&mut self, rows: Vec<Staged>) -> Result<()> {
-        let vehicle_id = rows[0].fix.vehicle_id;
-        let stored = stored_at_instants(&self.importer, &self.books.added, &rows)?;
-        let settled = settle_against(rows, &stored)?;
-        self.books.append(&self.importer, vehicle_id, settled)
-    }
-
     /// Settles what is left (the last streamed vehicle, or every sorted one),
     /// appends the survivors and returns the tallies and the vehicles touched.
     fn settle(
-        mut self,
+        self,
         progress: &mut dyn FnMut(f64),
     ) -> Result<(Vec<FileTally>, Vec<VehicleTally>, Vec<i64>)> {
-        match std::mem::replace(
-            &mut self.order,
-            Order::Stream {
-                group: Vec::new(),
-                done: HashSet::new(),
-                broken: false,
-            },
-        ) {
-            Order::Stream { group, .. } if !group.is_empty() => self.settle_now(group)?,
-            Order::Stream { .. } => {}
+        let Ingest {
+            importer,
+            order,
+            plates,
+            mut books,
+            ..
+        } = self;
+        match order {
+            Order::Stream { group, .. } => {
+                if !group.is_empty() {
+                    settle_now(&importer, &mut books, group)?;
+                }
+            }
             Order::Sort(mut sorter) => {
-                let Ingest {
-                    importer,
-                    plates,
-                    books,
-                    ..
-                } = &mut self;
                 let vehicles = plates.len().max(1);
                 let mut done = 0usize;
                 let added = books.added.clone();
@@ -762,7 +759,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
                     &work,
                     &mut |submit| {
                         sorter.for_each_vehicle(&mut |rows| {
-                            let stored = stored_at_instants(importer, &added, &rows)?;
+                            let stored = stored_at_instants(&importer, &added, &rows)?;
                             submit((rows, stored))
                         })
                     },
@@ -770,7 +767,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
                         let (vehicle_id, settled) = outcome?;
                         progress(done as f64 / vehicles as f64);
                         done += 1;
-                        books.append(importer, vehicle_id, settled)
+                        books.append(&importer, vehicle_id, settled)
                     },
                 )?;
             }
@@ -780,7 +777,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
             mut vehicles,
             touched,
             ..
-        } = self.books;
+        } = books;
         vehicles.sort_by(|a, b| a.plate.cmp(&b.plate));
         Ok((files, vehicles, touched))
     }
@@ -1020,20 +1017,20 @@ pub fn import(
         };
         let mut ingest = Ingest::new(Importer::start(conn), stream, checker.clone(), rejects);
         let streamed = read(&mut ingest);
-        let tallies = if ingest.out_of_order() {
+        let ingest = if ingest.out_of_order() {
             drop(ingest);
             undo()?;
             rejects.restart()?;
             let sorter = sort::Sorter::new(spill_dir.clone(), &spill_prefix);
-            let mut ingest =
+            let mut sorted =
                 Ingest::new(Importer::start(conn), Order::Sort(sorter), checker, rejects);
-            read(&mut ingest)?;
-            ingest.settle(&mut *progress)?
+            read(&mut sorted)?;
+            sorted
         } else {
             streamed?;
-            ingest.settle(&mut *progress)?
+            ingest
         };
-        let (files, vehicles, touched) = tallies;
+        let (files, vehicles, touched) = ingest.settle(&mut *progress)?;
         before_detection()?;
         let analysis = if touched.is_empty() {
             None
