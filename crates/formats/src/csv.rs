@@ -230,15 +230,23 @@ impl Job {
     }
 
     fn rows_of(&self, df: &DataFrame, lines: &[u64], out: &mut Vec<(u64, Checked)>) -> Result<()> {
-        let strings: Vec<_> = df
+        // Each column's cells read once, in order (a lookup by row index would find
+        // the cell's array again for every cell).
+        let cells: Vec<Vec<Option<&str>>> = df
             .columns()
             .iter()
-            .map(|c| c.str().map_err(|e| Error::invalid(e.to_string())))
+            .map(|c| {
+                c.str()
+                    .map(|s| s.iter().collect())
+                    .map_err(|e| Error::invalid(e.to_string()))
+            })
             .collect::<Result<_>>()?;
         let mut row = fleetctl_core::ingest::RawRow::default();
         for (i, &line) in lines.iter().enumerate() {
             crate::fill_row(&mut row, line, &self.map, |c| {
-                strings.get(c).and_then(|s| s.get(i))
+                cells
+                    .get(c)
+                    .and_then(|column| column.get(i).copied().flatten())
             });
             out.push((line, self.checker.check(&row, &self.units, self.file)));
         }

@@ -862,14 +862,17 @@ pub fn settle_vehicle(
     let mut kept: Vec<Staged> = Vec::with_capacity(rows.len());
     let mut rejected = Vec::new();
     let mut rows = rows.into_iter().peekable();
+    // The rows at one instant; one buffer for every instant (most hold one row).
+    let mut group: Vec<Staged> = Vec::new();
     while let Some(first) = rows.next() {
-        let mut group = vec![first];
+        group.clear();
+        group.push(first);
         while let Some(next) = rows.next_if(|r| millis(r) == millis(&group[0])) {
             group.push(next);
         }
         let (ts, ms) = (group[0].fix.ts, group[0].ts_ms);
         if let Some((lat, lon)) = stored_at(ts, ms)? {
-            for s in group {
+            for s in group.drain(..) {
                 let reason = if same_place(&s.fix, lat, lon) {
                     R::AlreadyStored
                 } else {
@@ -882,7 +885,7 @@ pub fn settle_vehicle(
         let (lat, lon) = (group[0].fix.lat, group[0].fix.lon);
         if group.iter().any(|s| !same_place(&s.fix, lat, lon)) {
             let n = group.len();
-            for s in group {
+            for s in group.drain(..) {
                 rejected.push((
                     s,
                     R::ConflictingDuplicate,
@@ -916,13 +919,15 @@ pub fn settle_vehicle(
                         .total_cmp(&a.fix.odometer_km.unwrap_or(-1.0)),
                 )
         });
-        let mut group = group.into_iter();
-        let keep = group.next().expect("a group has a row");
-        for s in group {
+        let mut same = group.drain(..);
+        let keep = same.next().expect("a group has a row");
+        for s in same {
             let detail = format!("same as line {}", keep.line);
             rejected.push((s, R::ExactDuplicate, detail));
         }
-        if let Some(prev) = kept.last() {
+        if let Some(prev) = kept.last()
+            && could_be_jump(prev, &keep)
+        {
             let d_m = haversine_m(
                 LatLon::new(prev.fix.lat, prev.fix.lon),
                 LatLon::new(keep.fix.lat, keep.fix.lon),
@@ -943,6 +948,19 @@ pub fn settle_vehicle(
     }
     derive_speeds(&mut kept);
     Ok(Settled { kept, rejected })
+}
+
+/// False when `b` is surely no impossible jump from `a`, decided without
+/// trigonometry from an upper bound of their distance: along the meridian, then
+/// along a parallel, no shorter than the great circle and at most the radius times
+/// |Δlat| + |Δlon| in radians. Only the rest need [`haversine_m`].
+fn could_be_jump(a: &Staged, b: &Staged) -> bool {
+    const EARTH_RADIUS_M: f64 = 6_371_008.8;
+    let bound_m = EARTH_RADIUS_M
+        * ((a.fix.lat - b.fix.lat).abs() + (a.fix.lon - b.fix.lon).abs()).to_radians();
+    let dt_s = (millis(b) - millis(a)) as f64 / 1000.0;
+    // A small margin over the bound, for rounding in either formula.
+    bound_m * 1.001 > JUMP_NOISE_M && bound_m * 1.001 / dt_s * 3.6 > TELEPORT_KMH
 }
 
 fn derive_speeds(kept: &mut [Staged]) {
@@ -1200,5 +1218,33 @@ mod tests {
                 (2, RejectReason::ConflictingDuplicate)
             ]
         );
+    }
+
+    #[test]
+    fn the_quick_jump_bound_never_clears_a_jump_haversine_would_find() {
+        // Pairs from a metre to thousands of km apart, a second to an hour apart,
+        // from the equator to the Arctic and across the antimeridian.
+        let mut jumps = 0;
+        for (lat, lon) in [(14.6, -90.5), (0.0, 10.0), (69.5, 18.9), (-33.9, 179.9999)] {
+            for d_deg in [1e-5, 1e-4, 5e-4, 2e-3, 0.01, 0.1, 1.0, 20.0] {
+                for dt_s in [1, 5, 15, 60, 600, 3600] {
+                    for (dlat, dlon) in [(d_deg, 0.0), (0.0, d_deg), (d_deg, -d_deg)] {
+                        let lon_b = lon + dlon;
+                        let lon_b = if lon_b > 180.0 { lon_b - 360.0 } else { lon_b };
+                        let a = staged(1, 0, lat, lon, Some(0.0));
+                        let b = staged(2, dt_s, lat + dlat, lon_b, Some(0.0));
+                        let d_m =
+                            haversine_m(LatLon::new(lat, lon), LatLon::new(lat + dlat, lon_b));
+                        let jump = d_m > JUMP_NOISE_M && d_m / dt_s as f64 * 3.6 > TELEPORT_KMH;
+                        jumps += jump as u32;
+                        assert!(
+                            !jump || could_be_jump(&a, &b),
+                            "{lat},{lon} +{dlat},{dlon} in {dt_s} s"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(jumps > 100, "the cases include jumps: {jumps}");
     }
 }
