@@ -934,7 +934,7 @@ pub fn settle_vehicle(
             );
             let dt_s = (millis(&keep) - millis(prev)) as f64 / 1000.0;
             let kmh = d_m / dt_s * 3.6;
-            if d_m > JUMP_NOISE_M && kmh > TELEPORT_KMH {
+            if is_jump(d_m, dt_s) {
                 let detail = format!(
                     "{:.1} km in {dt_s:.0} s ({kmh:.0} km/h) from line {}",
                     d_m / 1000.0,
@@ -955,12 +955,16 @@ pub fn settle_vehicle(
 /// along a parallel, no shorter than the great circle and at most the radius times
 /// |Δlat| + |Δlon| in radians. Only the rest need [`haversine_m`].
 fn could_be_jump(a: &Staged, b: &Staged) -> bool {
-    const EARTH_RADIUS_M: f64 = 6_371_008.8;
-    let bound_m = EARTH_RADIUS_M
+    let bound_m = crate::geo::EARTH_RADIUS_M
         * ((a.fix.lat - b.fix.lat).abs() + (a.fix.lon - b.fix.lon).abs()).to_radians();
     let dt_s = (millis(b) - millis(a)) as f64 / 1000.0;
     // A small margin over the bound, for rounding in either formula.
-    bound_m * 1.001 > JUMP_NOISE_M && bound_m * 1.001 / dt_s * 3.6 > TELEPORT_KMH
+    is_jump(bound_m * 1.001, dt_s)
+}
+
+/// The rule: over 250 km/h between two fixes, and farther apart than GPS noise.
+fn is_jump(d_m: f64, dt_s: f64) -> bool {
+    d_m > JUMP_NOISE_M && d_m / dt_s * 3.6 > TELEPORT_KMH
 }
 
 fn derive_speeds(kept: &mut [Staged]) {
@@ -1235,7 +1239,7 @@ mod tests {
                         let b = staged(2, dt_s, lat + dlat, lon_b, Some(0.0));
                         let d_m =
                             haversine_m(LatLon::new(lat, lon), LatLon::new(lat + dlat, lon_b));
-                        let jump = d_m > JUMP_NOISE_M && d_m / dt_s as f64 * 3.6 > TELEPORT_KMH;
+                        let jump = is_jump(d_m, dt_s as f64);
                         jumps += jump as u32;
                         assert!(
                             !jump || could_be_jump(&a, &b),
