@@ -4,71 +4,133 @@
 
 use crate::{ColumnMap, Source, raw_row};
 use fleetctl_core::error::{Error, Result};
-use fleetctl_core::ingest::{Checked, Checker, FileUnits, RejectReason};
+use fleetctl_core::ingest::{CheckedBatch, Checker, FileUnits};
 use polars::prelude::{
     CsvParseOptions, CsvReadOptions, DataFrame, DataType, Field as PlField, Schema, SerReader,
 };
-use std::io::{BufRead, BufReader, Cursor};
+use std::io::{BufReader, Cursor, Read};
 use std::sync::Arc;
 
 /// Bytes of records parsed at a time.
 const CHUNK_BYTES: usize = 8 << 20;
 
-/// Whole records, with the line each starts on.
-struct Chunk {
-    bytes: Vec<u8>,
-    lines: Vec<u64>,
-}
-
-/// Reads records (a newline inside double quotes does not end one) until `target`
-/// bytes; blank lines are skipped. None at the end of the file.
-struct Records<R> {
-    reader: R,
-    line: u64,
+/// Reads a file in blocks of about [`CHUNK_BYTES`], each cut after its last whole
+/// record (a newline inside double quotes does not end one), so that workers can
+/// number and parse the blocks on their own.
+struct Blocks<R> {
+    file: R,
+    /// [`CHUNK_BYTES`], smaller in tests.
+    block_bytes: usize,
+    /// The start of the next block: what followed the last record end.
+    carry: Vec<u8>,
+    eof: bool,
     read_bytes: u64,
 }
 
-impl<R: BufRead> Records<R> {
-    fn next_chunk(&mut self, target: usize) -> std::io::Result<Option<Chunk>> {
-        let mut chunk = Chunk {
-            bytes: Vec::new(),
-            lines: Vec::new(),
-        };
-        let mut in_quotes = false;
-        let mut record_start = 0;
-        loop {
-            let start = chunk.bytes.len();
-            let n = crate::read_line_capped(&mut self.reader, &mut chunk.bytes)?;
-            if n == 0 {
-                break;
-            }
-            self.read_bytes += n as u64;
-            self.line += 1;
-            if !in_quotes {
-                record_start = start;
-                if chunk.bytes[start..].iter().all(|b| b.is_ascii_whitespace()) {
-                    chunk.bytes.truncate(start);
-                    continue;
-                }
-                chunk.lines.push(self.line);
-            }
-            if memchr::memchr_iter(b'"', &chunk.bytes[start..]).count() % 2 == 1 {
-                in_quotes = !in_quotes;
-            }
-            if !in_quotes && !chunk.bytes.ends_with(b"\n") {
-                chunk.bytes.push(b'\n');
-            }
-            if !in_quotes && chunk.bytes.len() >= target {
-                break;
-            }
+impl<R: Read> Blocks<R> {
+    fn new(file: R, block_bytes: usize) -> Self {
+        Blocks {
+            file,
+            block_bytes,
+            carry: Vec::new(),
+            eof: false,
+            read_bytes: 0,
         }
-        if in_quotes {
-            // An unclosed quote runs to the end of the file: the reader names it.
-            let _ = record_start;
-            chunk.bytes.push(b'\n');
-        }
-        Ok((!chunk.lines.is_empty()).then_some(chunk))
     }
+
+    /// The next block, ending with a newline; None at the end of the file. A record
+    /// longer than a block (a quote never closed) is cut at a line end: its pieces are
+    /// then rejected as malformed, and memory stays bounded.
+    fn next_block(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+        let mut bytes = Vec::with_capacity(self.block_bytes + (64 << 10));
+        bytes.append(&mut self.carry);
+        if !self.eof && bytes.len() < self.block_bytes {
+            let want = self.block_bytes - bytes.len();
+            let n = (&mut self.file).take(want as u64).read_to_end(&mut bytes)?;
+            self.read_bytes += n as u64;
+            self.eof = n < want;
+        }
+        if bytes.is_empty() {
+            return Ok(None);
+        }
+        if !self.eof {
+            let end = last_record_end(&bytes)
+                .or_else(|| memchr::memrchr(b'\n', &bytes).map(|i| i + 1))
+                .unwrap_or(bytes.len());
+            self.carry = bytes[end..].to_vec();
+            bytes.truncate(end);
+        }
+        if !bytes.ends_with(b"\n") {
+            bytes.push(b'\n');
+        }
+        Ok(Some(bytes))
+    }
+}
+
+/// Just past the last newline outside double quotes (a block starts outside them).
+fn last_record_end(bytes: &[u8]) -> Option<usize> {
+    if memchr::memchr(b'"', bytes).is_none() {
+        return memchr::memrchr(b'\n', bytes).map(|i| i + 1);
+    }
+    let mut in_quotes = false;
+    let mut end = None;
+    for i in memchr::memchr2_iter(b'"', b'\n', bytes) {
+        if bytes[i] == b'"' {
+            in_quotes = !in_quotes;
+        } else if !in_quotes {
+            end = Some(i + 1);
+        }
+    }
+    end
+}
+
+/// The records of a block: where each starts and ends, and on which of the block's
+/// lines (from 1) it starts. Blank lines are no records.
+#[derive(Default)]
+struct Records {
+    spans: Vec<(usize, usize, u64)>,
+    /// The block's newlines: the next block's lines start after them.
+    newlines: u64,
+    /// Some blank line was left out (the records are not one run of bytes).
+    gaps: bool,
+    /// The first line over [`crate::MAX_LINE_BYTES`].
+    long_line: Option<u64>,
+}
+
+fn records(bytes: &[u8]) -> Records {
+    let mut out = Records::default();
+    let (mut line, mut line_start) = (1u64, 0usize);
+    let (mut start, mut start_line) = (0usize, 1u64);
+    let mut in_quotes = false;
+    let end_record = |out: &mut Records, from: usize, to: usize, line: u64| {
+        if bytes[from..to].iter().all(u8::is_ascii_whitespace) {
+            out.gaps = true;
+        } else {
+            out.spans.push((from, to, line));
+        }
+    };
+    for i in memchr::memchr2_iter(b'"', b'\n', bytes) {
+        if bytes[i] == b'"' {
+            in_quotes = !in_quotes;
+            continue;
+        }
+        if (i - line_start) as u64 > crate::MAX_LINE_BYTES && out.long_line.is_none() {
+            out.long_line = Some(line);
+        }
+        line += 1;
+        line_start = i + 1;
+        if !in_quotes {
+            end_record(&mut out, start, i + 1, start_line);
+            start = i + 1;
+            start_line = line;
+        }
+    }
+    if start < bytes.len() {
+        // A quote never closed runs to the end of the block.
+        end_record(&mut out, start, bytes.len(), start_line);
+    }
+    out.newlines = line - 1;
+    out
 }
 
 /// The separator of a header line: the most frequent of `,` `;` tab `|`.
@@ -104,23 +166,25 @@ fn parse(
 /// A generic CSV/TSV with a header row.
 pub(crate) fn read_csv(src: &mut Source, size: u64) -> Result<()> {
     let file = std::fs::File::open(src.path).map_err(|e| Error::io(src.path, e))?;
-    let mut records = Records {
-        reader: BufReader::with_capacity(1 << 20, file),
-        line: 0,
-        read_bytes: 0,
-    };
+    let mut blocks = Blocks::new(file, CHUNK_BYTES);
     let io = |e| Error::io(src.path, e);
-    let Some(mut head) = records.next_chunk(1).map_err(io)? else {
+    let mut first = blocks.next_block().map_err(io)?.unwrap_or_default();
+    if first.starts_with("\u{feff}".as_bytes()) {
+        first.drain(..3);
+    }
+    let found = records(&first);
+    if let Some(line) = found.long_line {
+        return Err(Error::io(src.path, crate::long_line(Some(line))));
+    }
+    let Some(&(start, end, _)) = found.spans.first() else {
         return Err(src.bad("the file is empty"));
     };
-    if head.bytes.starts_with("\u{feff}".as_bytes()) {
-        head.bytes.drain(..3);
-    }
-    let separator = sniff_separator(&head.bytes);
+    let head = &first[start..end];
+    let separator = sniff_separator(head);
     let header_df = options(separator)
         .with_has_header(true)
         .with_infer_schema_length(Some(0))
-        .into_reader_with_file_handle(Cursor::new(head.bytes))
+        .into_reader_with_file_handle(Cursor::new(head))
         .finish()
         .map_err(|e| src.bad(format!("its header cannot be read: {e}")))?;
     let header: Vec<String> = header_df
@@ -138,8 +202,8 @@ pub(crate) fn read_csv(src: &mut Source, size: u64) -> Result<()> {
             .map(|n| PlField::new(n.as_str().into(), DataType::String)),
     ));
     let units = src.units(Some(&map));
-    // Chunks are parsed and checked on every core; this thread reads them from the
-    // file and takes the rows back in file order.
+    // Blocks are numbered, parsed and checked on every core; this thread reads them
+    // from the file and takes the rows back in file order.
     let job = Job {
         separator,
         schema,
@@ -150,28 +214,34 @@ pub(crate) fn read_csv(src: &mut Source, size: u64) -> Result<()> {
     };
     let (ingest, progress, file) = (&mut *src.ingest, &mut *src.progress, src.file);
     let path = src.path;
+    let mut lines_before = memchr::memchr_iter(b'\n', &first[..end]).count() as u64;
+    first.drain(..end);
+    let mut first = Some(first);
     fleetctl_core::parallel::map_in_order(
-        &|chunk: Chunk| job.rows(&chunk),
+        &|bytes: Vec<u8>| job.rows(&bytes),
         &mut |submit| {
-            while let Some(chunk) = records
-                .next_chunk(CHUNK_BYTES)
-                .map_err(|e| Error::io(path, e))?
-            {
-                submit(chunk)?;
-                progress(records.read_bytes as f64 / size.max(1) as f64);
+            if let Some(rest) = first.take() {
+                submit(rest)?;
+            }
+            while let Some(block) = blocks.next_block().map_err(|e| Error::io(path, e))? {
+                submit(block)?;
+                progress(blocks.read_bytes as f64 / size.max(1) as f64);
             }
             Ok(())
         },
         &mut |rows| {
-            for (line, checked) in rows? {
-                ingest.accept(file, line, checked)?;
+            let rows = rows?;
+            if let Some(line) = rows.long_line {
+                return Err(Error::io(path, crate::long_line(Some(lines_before + line))));
             }
+            ingest.accept_batch(file, lines_before, rows.batch)?;
+            lines_before += rows.newlines;
             Ok(())
         },
     )
 }
 
-/// What parsing and checking a chunk needs, shared by the worker threads.
+/// What parsing and checking a block needs, shared by the worker threads.
 struct Job {
     separator: u8,
     schema: Arc<Schema>,
@@ -181,55 +251,96 @@ struct Job {
     file: usize,
 }
 
+/// A block's rows, checked, their lines counted from the block's start.
+struct BlockRows {
+    batch: CheckedBatch,
+    newlines: u64,
+    long_line: Option<u64>,
+}
+
 impl Job {
-    /// The chunk's rows, checked, each with its line.
-    fn rows(&self, chunk: &Chunk) -> Result<Vec<(u64, Checked)>> {
-        let parsed = parse(&chunk.bytes, self.separator, &self.schema)
-            .ok()
-            .filter(|df| df.height() == chunk.lines.len());
-        let mut out = Vec::with_capacity(chunk.lines.len());
-        match parsed {
-            Some(df) => self.rows_of(&df, &chunk.lines, &mut out)?,
-            None => self.records_one_by_one(chunk, &mut out)?,
+    fn rows(&self, bytes: &[u8]) -> Result<BlockRows> {
+        let found = records(bytes);
+        let mut batch = CheckedBatch::with_capacity(found.spans.len());
+        if found.long_line.is_none() && !found.spans.is_empty() {
+            // Blank lines are left out of what polars reads.
+            let joined: Vec<u8>;
+            let records_only = if found.gaps {
+                joined = found
+                    .spans
+                    .iter()
+                    .flat_map(|&(a, b, _)| &bytes[a..b])
+                    .copied()
+                    .collect();
+                &joined[..]
+            } else {
+                &bytes[found.spans[0].0..]
+            };
+            let lines: Vec<u64> = found.spans.iter().map(|s| s.2).collect();
+            match parse(records_only, self.separator, &self.schema) {
+                Ok(df) if df.height() == lines.len() => self.rows_of(&df, &lines, &mut batch)?,
+                _ => self.records_one_by_one(bytes, &found.spans, &mut batch)?,
+            }
         }
-        Ok(out)
+        Ok(BlockRows {
+            batch,
+            newlines: found.newlines,
+            long_line: found.long_line,
+        })
     }
 
-    /// A chunk polars refused: each record alone, so that only the broken ones go.
-    fn records_one_by_one(&self, chunk: &Chunk, out: &mut Vec<(u64, Checked)>) -> Result<()> {
-        let mut starts: Vec<usize> = Vec::with_capacity(chunk.lines.len() + 1);
-        let mut in_quotes = false;
-        let mut at_start = true;
-        for (i, &b) in chunk.bytes.iter().enumerate() {
-            if at_start {
-                starts.push(i);
-                at_start = false;
+    /// A block polars refused: each record alone, so that only the broken ones go;
+    /// a broken record of several lines (a quote never closed) line by line, so that
+    /// the lines after the stray quote are read as the records they are.
+    fn records_one_by_one(
+        &self,
+        bytes: &[u8],
+        spans: &[(usize, usize, u64)],
+        batch: &mut CheckedBatch,
+    ) -> Result<()> {
+        for &(a, b, line) in spans {
+            let record = &bytes[a..b];
+            let Err(why) = self.one_record(record, line, batch)? else {
+                continue;
+            };
+            if memchr::memchr_iter(b'\n', record).count() < 2 {
+                batch.malformed(line, why);
+                continue;
             }
-            if b == b'"' {
-                in_quotes = !in_quotes;
-            } else if b == b'\n' && !in_quotes {
-                at_start = true;
-            }
-        }
-        starts.push(chunk.bytes.len());
-        for (k, w) in starts.windows(2).enumerate() {
-            let line = chunk.lines.get(k).copied().unwrap_or(0);
-            let record = &chunk.bytes[w[0]..w[1]];
-            let malformed = |why: String| (line, Err((RejectReason::MalformedRow, why)));
-            match parse(record, self.separator, &self.schema) {
-                Ok(df) if df.height() == 1 => self.rows_of(&df, &[line], out)?,
-                Ok(_) => out.push(malformed("not one record".to_string())),
-                Err(e) => {
-                    let mut why = e.to_string();
-                    why.truncate(200);
-                    out.push(malformed(why));
+            let mut at = a;
+            for (k, end) in memchr::memchr_iter(b'\n', record).enumerate() {
+                let piece = &bytes[at..a + end + 1];
+                at = a + end + 1;
+                if piece.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                if let Err(why) = self.one_record(piece, line + k as u64, batch)? {
+                    batch.malformed(line + k as u64, why);
                 }
             }
         }
         Ok(())
     }
 
-    fn rows_of(&self, df: &DataFrame, lines: &[u64], out: &mut Vec<(u64, Checked)>) -> Result<()> {
+    /// Parses and checks one record; Ok(Err(why)) when polars cannot read it.
+    fn one_record(
+        &self,
+        record: &[u8],
+        line: u64,
+        batch: &mut CheckedBatch,
+    ) -> Result<std::result::Result<(), String>> {
+        match parse(record, self.separator, &self.schema) {
+            Ok(df) if df.height() == 1 => self.rows_of(&df, &[line], batch).map(Ok),
+            Ok(_) => Ok(Err("not one record".to_string())),
+            Err(e) => {
+                let mut why = e.to_string();
+                why.truncate(200);
+                Ok(Err(why))
+            }
+        }
+    }
+
+    fn rows_of(&self, df: &DataFrame, lines: &[u64], batch: &mut CheckedBatch) -> Result<()> {
         // Each column's cells read once, in order (a lookup by row index would find
         // the cell's array again for every cell).
         let cells: Vec<Vec<Option<&str>>> = df
@@ -248,7 +359,7 @@ impl Job {
                     .get(c)
                     .and_then(|column| column.get(i).copied().flatten())
             });
-            out.push((line, self.checker.check(&row, &self.units, self.file)));
+            batch.check(&self.checker, &row, &self.units, self.file);
         }
         Ok(())
     }
@@ -315,4 +426,76 @@ pub(crate) fn read_traccar(src: &mut Source, size: u64) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every record of `text` with the line it starts on, read in blocks of `size`.
+    fn records_in_blocks(text: &str, size: usize) -> Vec<(String, u64)> {
+        let mut blocks = Blocks::new(text.as_bytes(), size);
+        let (mut out, mut lines_before) = (Vec::new(), 0);
+        while let Some(block) = blocks.next_block().unwrap() {
+            let found = records(&block);
+            for &(a, b, line) in &found.spans {
+                let record = String::from_utf8(block[a..b].to_vec()).unwrap();
+                out.push((record, lines_before + line));
+            }
+            lines_before += found.newlines;
+        }
+        out
+    }
+
+    #[test]
+    fn blocks_end_between_records_never_inside_quotes() {
+        let text = "plate,note\nP-1,\"two\nlines\"\n\nP-2,plain\r\nP-3,\"a \"\"quoted\"\" word\nand, more\"\nP-4,last";
+        let whole = records_in_blocks(text, 1 << 20);
+        let expected: Vec<(String, u64)> = [
+            ("plate,note\n", 1),
+            ("P-1,\"two\nlines\"\n", 2),
+            ("P-2,plain\r\n", 5),
+            ("P-3,\"a \"\"quoted\"\" word\nand, more\"\n", 6),
+            ("P-4,last\n", 8),
+        ]
+        .iter()
+        .map(|&(r, l)| (r.to_string(), l))
+        .collect();
+        assert_eq!(whole, expected);
+        // Any block size down to the longest record (38 bytes) cuts the same records.
+        for size in [64, 48, 40, 39, 38] {
+            assert_eq!(
+                records_in_blocks(text, size),
+                expected,
+                "blocks of {size} bytes"
+            );
+        }
+    }
+
+    #[test]
+    fn a_quote_never_closed_costs_a_bounded_block_not_the_file() {
+        // The stray quote would swallow every following line into one record; a block
+        // still ends at a line end, so memory stays within the block size.
+        let mut text = String::from("plate,note\nP-1,\"open\n");
+        for i in 0..100 {
+            text.push_str(&format!("P-{i},fine\n"));
+        }
+        let mut blocks = Blocks::new(text.as_bytes(), 256);
+        let mut largest = 0;
+        while let Some(block) = blocks.next_block().unwrap() {
+            assert!(block.ends_with(b"\n"));
+            largest = largest.max(block.len());
+        }
+        assert!(largest <= 256, "a block of {largest} bytes");
+    }
+
+    #[test]
+    fn a_line_over_the_cap_is_found_with_its_number() {
+        let text = format!(
+            "plate,time\nP-1,1\n{}\n",
+            "x".repeat(crate::MAX_LINE_BYTES as usize + 1)
+        );
+        assert_eq!(records(text.as_bytes()).long_line, Some(3));
+        assert_eq!(records(b"plate,time\nP-1,1\n").long_line, None);
+    }
 }

@@ -152,15 +152,21 @@ fn read_line_capped<R: std::io::BufRead>(
         .take(MAX_LINE_BYTES + 1)
         .read_until(b'\n', buf)?;
     if n as u64 > MAX_LINE_BYTES {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!(
-                "a line over {} KiB: not a table of positions",
-                MAX_LINE_BYTES / 1024
-            ),
-        ));
+        return Err(long_line(None));
     }
     Ok(n)
+}
+
+/// The error for a line over `MAX_LINE_BYTES`, at `line` when it is known.
+fn long_line(line: Option<u64>) -> std::io::Error {
+    let at = line.map(|n| format!(" at line {n}")).unwrap_or_default();
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!(
+            "a line over {} KiB{at}: not a table of positions",
+            MAX_LINE_BYTES / 1024
+        ),
+    )
 }
 
 /// How to read the files of one import.

@@ -5,7 +5,7 @@
 
 use crate::{ColumnMap, Field, Source};
 use fleetctl_core::error::{Error, Result};
-use fleetctl_core::ingest::{Checked, RawRow, TypedCells};
+use fleetctl_core::ingest::{CheckedBatch, RawRow, TypedCells};
 use polars::prelude::{
     Column, DataFrame, DataType, FileMetadata, ParquetReader, SerReader, TimeUnit,
 };
@@ -44,7 +44,7 @@ pub(crate) fn read(src: &mut Source) -> Result<()> {
     }
     let checker = src.ingest.checker().clone();
     let (path, file_index) = (src.path, src.file);
-    let read_group = |(offset, n): (usize, usize)| -> Result<Vec<(u64, Checked)>> {
+    let read_group = |(offset, n): (usize, usize)| -> Result<CheckedBatch> {
         let bad = |e: polars::error::PolarsError| {
             Error::invalid(format!(
                 "{}: row group at row {offset}: {e}",
@@ -55,13 +55,13 @@ pub(crate) fn read(src: &mut Source) -> Result<()> {
         let mut reader = ParquetReader::new(file).with_columns(Some(wanted.clone()));
         reader.set_metadata(metadata.clone());
         let df = reader.with_slice(Some((offset, n))).finish().map_err(bad)?;
-        let mut out = Vec::with_capacity(n);
+        let mut batch = CheckedBatch::with_capacity(n);
         let mut raw = RawRow::default();
         for_each_row(&df, offset as u64, &map, &header, &mut raw, |raw| {
-            out.push((raw.line, checker.check(raw, &units, file_index)));
+            batch.check(&checker, raw, &units, file_index);
         })
         .map_err(bad)?;
-        Ok(out)
+        Ok(batch)
     };
     let (ingest, progress) = (&mut *src.ingest, &mut *src.progress);
     let mut done = 0usize;
@@ -69,11 +69,9 @@ pub(crate) fn read(src: &mut Source) -> Result<()> {
         &read_group,
         &mut |submit| groups.iter().try_for_each(|g| submit(*g)),
         &mut |rows| {
-            let rows = rows?;
-            done += rows.len();
-            for (line, checked) in rows {
-                ingest.accept(file_index, line, checked)?;
-            }
+            let batch = rows?;
+            done += batch.len();
+            ingest.accept_batch(file_index, 0, batch)?;
             progress(done as f64 / total as f64);
             Ok(())
         },
@@ -124,37 +122,54 @@ fn for_each_row(
     for (&field, &i) in &map.index {
         by_field.insert(field, Cells::of(field, df.column(&header[i])?)?);
     }
-    // Text cells by column index, looked up once per row group rather than per cell.
-    let texts: Vec<Option<&polars::prelude::StringChunked>> = (0..header.len())
+    // Each column's cells read once, in order (a lookup by row index would find the
+    // cell's array again for every cell).
+    let texts: Vec<Option<Vec<Option<&str>>>> = (0..header.len())
         .map(|i| {
             map.index
                 .iter()
                 .find(|(_, c)| **c == i)
                 .and_then(|(f, _)| match by_field.get(f) {
-                    Some(Cells::Text(t)) => Some(t),
+                    Some(Cells::Text(t)) => Some(t.iter().collect()),
                     _ => None,
                 })
         })
         .collect();
-    let number = |field: Field, row: usize| match by_field.get(&field) {
-        Some(Cells::Number(n)) => n.get(row),
+    let numbers = |field: Field| -> Option<Vec<Option<f64>>> {
+        match by_field.get(&field) {
+            Some(Cells::Number(n)) => Some(n.iter().collect()),
+            _ => None,
+        }
+    };
+    let [time, lat, lon, speed, heading, odometer] = [
+        Field::Time,
+        Field::Lat,
+        Field::Lon,
+        Field::Speed,
+        Field::Heading,
+        Field::Odometer,
+    ]
+    .map(numbers);
+    let ignition: Option<Vec<Option<bool>>> = match by_field.get(&Field::Ignition) {
+        Some(Cells::Flag(b)) => Some(b.iter().collect()),
         _ => None,
     };
+    let at = |cells: &Option<Vec<Option<f64>>>, row: usize| cells.as_ref().and_then(|c| c[row]);
     for row in 0..df.height() {
         crate::fill_row(raw, first_row + row as u64 + 1, map, |i| {
-            texts.get(i).copied().flatten().and_then(|s| s.get(row))
+            texts
+                .get(i)
+                .and_then(|column| column.as_ref())
+                .and_then(|column| column[row])
         });
         raw.typed = TypedCells {
-            time_epoch: number(Field::Time, row),
-            lat: number(Field::Lat, row),
-            lon: number(Field::Lon, row),
-            speed: number(Field::Speed, row),
-            heading: number(Field::Heading, row),
-            odometer: number(Field::Odometer, row),
-            ignition: match by_field.get(&Field::Ignition) {
-                Some(Cells::Flag(b)) => b.get(row),
-                _ => None,
-            },
+            time_epoch: at(&time, row),
+            lat: at(&lat, row),
+            lon: at(&lon, row),
+            speed: at(&speed, row),
+            heading: at(&heading, row),
+            odometer: at(&odometer, row),
+            ignition: ignition.as_ref().and_then(|c| c[row]),
         };
         each(raw);
     }

@@ -442,8 +442,14 @@ impl<'c, 'r> Ingest<'c, 'r> {
 
     /// Checks one row alone and stages it, or rejects it.
     pub fn row(&mut self, file: usize, row: &RawRow, units: &FileUnits) -> Result<()> {
-        let outcome = self.checker.check(row, units, file);
-        self.accept(file, row.line, outcome)
+        self.books.files[file].rows_read += 1;
+        match self.checker.check(row, units, file) {
+            Ok((plate, staged)) => {
+                let vehicle = self.vehicle(plate).map_err(|e| e.message);
+                self.stage_as(file, row.line, vehicle, staged)
+            }
+            Err((reason, detail)) => self.books.reject(file, row.line, reason, detail),
+        }
     }
 
     /// The checks a row passes alone, to run on other threads (see [`Checker`]).
@@ -451,22 +457,52 @@ impl<'c, 'r> Ingest<'c, 'r> {
         &self.checker
     }
 
-    /// Takes a row checked by [`Checker::check`] (in file order): finds or adds its
-    /// vehicle and stages it, or counts and reports its rejection.
-    pub fn accept(&mut self, file: usize, line: u64, outcome: Checked) -> Result<()> {
-        self.books.files[file].rows_read += 1;
-        let (plate, mut staged) = match outcome {
-            Ok(ok) => ok,
-            Err((reason, detail)) => return self.books.reject(file, line, reason, detail),
-        };
-        match self.vehicle(&plate) {
+    /// Takes the rows of a [`CheckedBatch`] (in file order), each line counted
+    /// from `line_base`: as [`Ingest::accept`] each, with one vehicle lookup per plate.
+    pub fn accept_batch(&mut self, file: usize, line_base: u64, batch: CheckedBatch) -> Result<()> {
+        // Looked up at a plate's first accepted row, so that only plates with rows
+        // to stage add vehicles.
+        let mut vehicles: Vec<Option<std::result::Result<i64, String>>> =
+            vec![None; batch.plates.len()];
+        for (line, outcome) in batch.rows {
+            let line = line_base + line;
+            self.books.files[file].rows_read += 1;
+            let (plate, staged) = match outcome {
+                Ok(ok) => ok,
+                Err((reason, detail)) => {
+                    self.books.reject(file, line, reason, detail)?;
+                    continue;
+                }
+            };
+            let vehicle = vehicles[plate as usize]
+                .get_or_insert_with(|| {
+                    self.vehicle(&batch.plates[plate as usize])
+                        .map_err(|e| e.message)
+                })
+                .clone();
+            self.stage_as(file, line, vehicle, staged)?;
+        }
+        Ok(())
+    }
+
+    /// Stages a checked row of the vehicle found for its plate, or rejects it with
+    /// the reason no vehicle could be found.
+    fn stage_as(
+        &mut self,
+        file: usize,
+        line: u64,
+        vehicle: std::result::Result<i64, String>,
+        mut staged: Staged,
+    ) -> Result<()> {
+        match vehicle {
             Ok(id) => {
                 staged.fix.vehicle_id = id;
+                staged.line = line;
                 self.stage(staged)
             }
-            Err(e) => self
+            Err(message) => self
                 .books
-                .reject(file, line, RejectReason::BadPlate, e.message),
+                .reject(file, line, RejectReason::BadPlate, message),
         }
     }
 
@@ -592,9 +628,75 @@ fn settle_against(rows: Vec<Staged>, stored: &HashMap<(i64, i64), (f64, f64)>) -
     settle_vehicle(rows, &mut |ts, ms| Ok(stored.get(&(ts, ms)).copied()))
 }
 
-/// A row after the checks it passes alone: its plate and staged fix (vehicle to be
-/// found), or why it is rejected and the offending value.
-pub type Checked = std::result::Result<(String, Staged), (RejectReason, String)>;
+/// Why a row is rejected, and the offending value.
+pub type Rejected = (RejectReason, String);
+
+/// A checked row of a [`CheckedBatch`]: its plate's index and staged fix, or why it
+/// is rejected.
+type PlateRow = std::result::Result<(u32, Staged), Rejected>;
+
+/// Rows checked on a worker thread, for [`Ingest::accept_batch`] to take in file
+/// order. Each plate is kept once, however many rows carry it: the taking thread
+/// finds a vehicle per plate, not per row, and no row carries a string of its own.
+#[derive(Debug, Default)]
+pub struct CheckedBatch {
+    plates: Vec<String>,
+    plate_index: HashMap<String, u32>,
+    last_plate: Option<u32>,
+    /// Each row's line (added to the base the batch is accepted with) and its plate's
+    /// index in `plates` and staged fix, or why it is rejected.
+    rows: Vec<(u64, PlateRow)>,
+}
+
+impl CheckedBatch {
+    /// An empty batch with room for `rows` rows.
+    pub fn with_capacity(rows: usize) -> CheckedBatch {
+        CheckedBatch {
+            rows: Vec::with_capacity(rows),
+            ..CheckedBatch::default()
+        }
+    }
+
+    /// Checks `row` (see [`Checker::check`]) and adds it.
+    pub fn check(&mut self, checker: &Checker, row: &RawRow, units: &FileUnits, file: usize) {
+        let outcome = checker.check(row, units, file).map(|(plate, staged)| {
+            // Rows come in runs of one vehicle: the last row's plate is the likely one.
+            let index = match self.last_plate {
+                Some(i) if self.plates[i as usize] == plate => i,
+                _ => self.intern(plate),
+            };
+            self.last_plate = Some(index);
+            (index, staged)
+        });
+        self.rows.push((row.line, outcome));
+    }
+
+    /// The rows in the batch.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// True when the batch has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Adds a row that could not be split into cells.
+    pub fn malformed(&mut self, line: u64, detail: String) {
+        self.rows
+            .push((line, Err((RejectReason::MalformedRow, detail))));
+    }
+
+    fn intern(&mut self, plate: &str) -> u32 {
+        if let Some(&i) = self.plate_index.get(plate) {
+            return i;
+        }
+        self.plates.push(plate.to_string());
+        let i = self.plates.len() as u32 - 1;
+        self.plate_index.insert(plate.to_string(), i);
+        i
+    }
+}
 
 /// The checks a row passes alone (plate, time, coordinates, numbers, units): no
 /// database, nothing mutable, so readers may run them on every core.
@@ -605,8 +707,14 @@ pub struct Checker {
 }
 
 impl Checker {
-    /// Checks one row of file `file`.
-    pub fn check(&self, row: &RawRow, units: &FileUnits, file: usize) -> Checked {
+    /// Checks one row of file `file`: its plate (from the row or `--plate`) and
+    /// staged fix, the vehicle still to be found.
+    pub fn check<'a>(
+        &self,
+        row: &'a RawRow,
+        units: &'a FileUnits,
+        file: usize,
+    ) -> std::result::Result<(&'a str, Staged), Rejected> {
         use RejectReason as R;
         let plate = row
             .plate
@@ -685,7 +793,7 @@ impl Checker {
             file_index: file,
             line: row.line,
         };
-        Ok((plate.to_string(), staged))
+        Ok((plate, staged))
     }
 }
 

@@ -94,9 +94,12 @@ impl Writer {
             conn,
             path: path.to_path_buf(),
         };
+        // 64 KiB pages (SQLite's largest; set before the first table): appending 10 M
+        // positions in key order took 3.1–3.3 s against 4.2–4.3 s with 4 KiB pages,
+        // measured on this 2-core machine; fewer, fuller pages to split and balance.
         w.conn
             .execute_batch(
-                &format!("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536; PRAGMA application_id = {APPLICATION_ID};"),
+                &format!("PRAGMA page_size = 65536; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536; PRAGMA application_id = {APPLICATION_ID};"),
             )
             .map_err(|e| w.fail(e))?;
         w.conn
