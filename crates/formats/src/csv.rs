@@ -217,28 +217,47 @@ pub(crate) fn read_csv(src: &mut Source, size: u64) -> Result<()> {
     let mut lines_before = memchr::memchr_iter(b'\n', &first[..end]).count() as u64;
     first.drain(..end);
     let mut first = Some(first);
-    fleetctl_core::parallel::map_in_order(
-        &|bytes: Vec<u8>| job.rows(&bytes),
-        &mut |submit| {
-            if let Some(rest) = first.take() {
-                submit(rest)?;
+    std::thread::scope(|scope| {
+        // A thread of its own reads the blocks, two ahead at most, so that the thread
+        // taking the rows (the database's) does not also wait for the file.
+        let (block_tx, block_rx) = std::sync::mpsc::sync_channel(2);
+        scope.spawn(move || {
+            loop {
+                let next = blocks.next_block().transpose();
+                let last = !matches!(next, Some(Ok(_)));
+                let Some(next) = next else { break };
+                if block_tx.send(next.map(|b| (b, blocks.read_bytes))).is_err() || last {
+                    break;
+                }
             }
-            while let Some(block) = blocks.next_block().map_err(|e| Error::io(path, e))? {
-                submit(block)?;
-                progress(blocks.read_bytes as f64 / size.max(1) as f64);
-            }
-            Ok(())
-        },
-        &mut |rows| {
-            let rows = rows?;
-            if let Some(line) = rows.long_line {
-                return Err(Error::io(path, crate::long_line(Some(lines_before + line))));
-            }
-            ingest.accept_batch(file, lines_before, rows.batch)?;
-            lines_before += rows.newlines;
-            Ok(())
-        },
-    )
+        });
+        let result = fleetctl_core::parallel::map_in_order(
+            &|bytes: Vec<u8>| job.rows(&bytes),
+            &mut |submit| {
+                if let Some(rest) = first.take() {
+                    submit(rest)?;
+                }
+                for next in block_rx.iter() {
+                    let (block, read_bytes) = next.map_err(|e| Error::io(path, e))?;
+                    submit(block)?;
+                    progress(read_bytes as f64 / size.max(1) as f64);
+                }
+                Ok(())
+            },
+            &mut |rows| {
+                let rows = rows?;
+                if let Some(line) = rows.long_line {
+                    return Err(Error::io(path, crate::long_line(Some(lines_before + line))));
+                }
+                ingest.accept_batch(file, lines_before, rows.batch)?;
+                lines_before += rows.newlines;
+                Ok(())
+            },
+        );
+        // A reader still waiting to hand over a block stops when no one takes it.
+        drop(block_rx);
+        result
+    })
 }
 
 /// What parsing and checking a block needs, shared by the worker threads.
