@@ -49,10 +49,18 @@ pub fn map_in_order<J: Send, R: Send>(
             Ok(())
         };
         let mut submitted = 0usize;
+        let stopped = || Error::internal("a worker thread stopped");
         let fed = feed(&mut |job| {
-            job_tx
-                .send((submitted, job))
-                .map_err(|_| Error::internal("a worker thread stopped"))?;
+            let mut job = (submitted, job);
+            // While the line is full, this thread takes results rather than wait idle.
+            while let Err(refused) = job_tx.try_send(job) {
+                job = match refused {
+                    mpsc::TrySendError::Full(job) => job,
+                    mpsc::TrySendError::Disconnected(_) => return Err(stopped()),
+                };
+                let (seq, r) = done_rx.recv().map_err(|_| stopped())?;
+                arrived(seq, r)?;
+            }
             submitted += 1;
             while let Ok((seq, r)) = done_rx.try_recv() {
                 arrived(seq, r)?;
