@@ -105,7 +105,6 @@ pub fn generate_summary(s: &GenerateSummary) -> String {
 
 /// The summary `fleetctl analyze` prints.
 pub fn analyze_summary(path: &Path, s: &AnalyzeSummary) -> String {
-    let events: Vec<String> = s.events.iter().map(|(k, n)| format!("{k} {n}")).collect();
     format!(
         "Analysed {} in {:.2} s\n  vehicles   {}\n  fixes      {}\n  stops      {}\n  trips      {}\n  events     {}\n",
         path.display(),
@@ -114,8 +113,17 @@ pub fn analyze_summary(path: &Path, s: &AnalyzeSummary) -> String {
         thousands(s.fixes as u64),
         thousands(s.stops as u64),
         thousands(s.trips as u64),
-        events.join(", ")
+        event_counts(&s.events)
     )
+}
+
+/// Event counts by kind, "speeding 12, long_stop 10", or "none".
+fn event_counts<K: std::fmt::Display>(events: &[(K, usize)]) -> String {
+    if events.is_empty() {
+        return "none".to_string();
+    }
+    let counts: Vec<String> = events.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    counts.join(", ")
 }
 
 /// A scalar for a table cell.
@@ -432,7 +440,6 @@ pub fn import_summary(s: &fleetctl_core::ingest::ImportSummary) -> String {
         );
     }
     if let Some(a) = &s.analysis {
-        let events: Vec<String> = a.events.iter().map(|(k, n)| format!("{k} {n}")).collect();
         let _ = writeln!(
             out,
             "Re-analysed {} vehicle{}: {} stops, {} trips; events: {}",
@@ -440,11 +447,7 @@ pub fn import_summary(s: &fleetctl_core::ingest::ImportSummary) -> String {
             if a.vehicles == 1 { "" } else { "s" },
             thousands(a.stops as u64),
             thousands(a.trips as u64),
-            if events.is_empty() {
-                "none".to_string()
-            } else {
-                events.join(", ")
-            }
+            event_counts(&a.events)
         );
     }
     out
@@ -531,6 +534,19 @@ mod tests {
         assert_eq!(thousands(1000), "1,000");
         assert_eq!(thousands(214_332), "214,332");
         assert_eq!(thousands(60_000_000), "60,000,000");
+    }
+
+    #[test]
+    fn an_analysis_without_events_says_none() {
+        let mut summary = AnalyzeSummary::default();
+        let text = analyze_summary(Path::new("fleet.db"), &summary);
+        assert!(text.contains("  events     none\n"), "{text}");
+        summary.events = vec![("speeding", 12), ("long_stop", 10)];
+        let text = analyze_summary(Path::new("fleet.db"), &summary);
+        assert!(
+            text.contains("  events     speeding 12, long_stop 10\n"),
+            "{text}"
+        );
     }
 
     #[test]
