@@ -28,6 +28,12 @@ fn main() {
     let quick = std::env::var_os("FLEETCTL_BENCH_QUICK").is_some();
     let dir = std::env::temp_dir().join(format!("fleetctl-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
+    if std::env::var("FLEETCTL_BENCH_ONLY").as_deref() == Ok("import") {
+        println!("import (in a child process: dedup, staging, indexes; detection timed apart)");
+        bench_import(&dir, quick);
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
     println!(
         "fleetctl benchmarks (release build, {} cores)",
         std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -297,19 +303,7 @@ fn report(label: &str, runs: &[Figures], target_s: f64) {
 }
 
 fn child(args: &[&str]) -> Figures {
-    let out = Command::new(std::env::current_exe().expect("own path"))
-        .args(args)
-        .output()
-        .expect("child runs");
-    assert!(
-        out.status.success(),
-        "child failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Vec<f64> = String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .map(|x| x.parse().unwrap())
-        .collect();
+    let v = child_numbers(args);
     Figures {
         seconds: v[0],
         rows: v[1] as u64,
@@ -444,41 +438,78 @@ fn bench_import(dir: &Path, quick: bool) {
         .expect("write parquet");
     drop(df);
     let mib = |p: &Path| std::fs::metadata(p).map_or(0.0, |m| m.len() as f64 / 1048576.0);
+    // Every file of the bench on disk before the clock starts (the input at rest, as
+    // a user's file would be): the write-back of the gigabytes generated and analysed
+    // before is not the import's time.
+    for entry in std::fs::read_dir(dir).expect("bench dir").flatten() {
+        let _ = std::fs::File::open(entry.path()).and_then(|f| f.sync_all());
+    }
+    // Three imports of each file (this machine is shared and noisy): the median is
+    // the figure, the range beside it.
+    let runs = if quick { 1 } else { 3 };
     for (label, file) in [("CSV", &csv_path), ("Parquet", &parquet_path)] {
         let db = dir.join(format!("import-{label}.db"));
-        let _ = std::fs::remove_file(&db);
-        let out = Command::new(std::env::current_exe().expect("own path"))
-            .args([
-                "--child-import",
-                db.to_str().unwrap(),
-                file.to_str().unwrap(),
-            ])
-            .output()
-            .expect("child runs");
-        assert!(
-            out.status.success(),
-            "import failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: Vec<f64> = String::from_utf8_lossy(&out.stdout)
-            .split_whitespace()
-            .map(|x| x.parse().unwrap())
+        let mut figures: Vec<(f64, f64, f64)> = (0..runs)
+            .map(|_| {
+                let _ = std::fs::remove_file(&db);
+                let (import_s, analyze_s, imported, peak) = import_in_child(&db, file);
+                assert_eq!(imported, n, "every row imported");
+                (import_s, analyze_s, peak)
+            })
             .collect();
-        let (import_s, analyze_s, imported, peak) = (v[0], v[1], v[2] as usize, v[3]);
-        assert_eq!(imported, n, "every row imported");
+        let _ = std::fs::remove_file(&db);
+        figures.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (import_s, analyze_s, _) = figures[figures.len() / 2];
+        let peak = figures.iter().map(|f| f.2).fold(0.0, f64::max);
         let rate = n as f64 / import_s / 1e6;
         let verdict = if rate >= 1.0 && peak <= 1024.0 {
             "met"
         } else {
             "MISSED"
         };
+        let range = if runs > 1 {
+            format!(
+                " (runs {:.2}–{:.2} s)",
+                figures[0].0,
+                figures[figures.len() - 1].0
+            )
+        } else {
+            String::new()
+        };
         println!(
-            "  {label:<8} {:>12} rows ({:.0} MiB): import {import_s:>6.2} s = {rate:.2} M rows/s, detection {analyze_s:.2} s, peak {peak:.0} MiB  (target ≥ 1 M rows/s, ≤ 1 GB: {verdict})",
+            "  {label:<8} {:>12} rows ({:.0} MiB): import {import_s:>6.2} s = {rate:.2} M rows/s{range}, detection {analyze_s:.2} s, peak {peak:.0} MiB  (target ≥ 1 M rows/s, ≤ 1 GB: {verdict})",
             fleetctl::render::thousands(n as u64),
             mib(file)
         );
-        let _ = std::fs::remove_file(&db);
     }
+}
+
+/// One `import` of `file` into a new database `db`, in a child process: seconds of
+/// import, seconds of detection, rows imported, peak MiB.
+fn import_in_child(db: &Path, file: &Path) -> (f64, f64, usize, f64) {
+    let v = child_numbers(&[
+        "--child-import",
+        db.to_str().unwrap(),
+        file.to_str().unwrap(),
+    ]);
+    (v[0], v[1], v[2] as usize, v[3])
+}
+
+/// Runs this binary with `args` and reads the numbers it prints.
+fn child_numbers(args: &[&str]) -> Vec<f64> {
+    let out = Command::new(std::env::current_exe().expect("own path"))
+        .args(args)
+        .output()
+        .expect("child runs");
+    assert!(
+        out.status.success(),
+        "child failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect()
 }
 
 /// Exports from the 15 × 7 database, and (unless quick) the 1000 × 30 one's
