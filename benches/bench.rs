@@ -29,7 +29,6 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("fleetctl-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     if std::env::var("FLEETCTL_BENCH_ONLY").as_deref() == Ok("import") {
-        println!("import (in a child process: dedup, staging, indexes; detection timed apart)");
         bench_import(&dir, quick);
         let _ = std::fs::remove_dir_all(&dir);
         return;
@@ -66,7 +65,6 @@ fn main() {
     }
 
     println!();
-    println!("import (in a child process: dedup, staging, indexes; detection timed apart)");
     bench_import(&dir, quick);
 
     println!();
@@ -367,6 +365,7 @@ fn child_analyze(path: &str) {
 /// 200 vehicles × 30 days; the default fleet when quick) and times `import` of each
 /// into a fresh database.
 fn bench_import(dir: &Path, quick: bool) {
+    println!("import (in a child process: dedup, staging, indexes; detection timed apart)");
     let source = if quick {
         dir.join("default-0.db")
     } else {

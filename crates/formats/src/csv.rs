@@ -202,8 +202,8 @@ pub(crate) fn read_csv(src: &mut Source, size: u64) -> Result<()> {
             .map(|n| PlField::new(n.as_str().into(), DataType::String)),
     ));
     let units = src.units(Some(&map));
-    // Blocks are numbered, parsed and checked on every core; this thread reads them
-    // from the file and takes the rows back in file order.
+    // Blocks are read on a thread of their own, parsed and checked on every core,
+    // and their rows taken back on this thread in file order.
     let job = Job {
         separator,
         schema,

@@ -457,8 +457,9 @@ impl<'c, 'r> Ingest<'c, 'r> {
         &self.checker
     }
 
-    /// Takes the rows of a [`CheckedBatch`] (in file order), each line counted
-    /// from `line_base`: as [`Ingest::accept`] each, with one vehicle lookup per plate.
+    /// Takes the rows of a [`CheckedBatch`] (in file order), each line counted from
+    /// `line_base`: finds or adds each plate's vehicle once and stages its rows, or
+    /// counts and reports each rejection.
     pub fn accept_batch(&mut self, file: usize, line_base: u64, batch: CheckedBatch) -> Result<()> {
         // Looked up at a plate's first accepted row, so that only plates with rows
         // to stage add vehicles.
