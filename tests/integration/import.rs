@@ -866,6 +866,31 @@ fn geojson_lines_with_times_and_parquet_files_are_read() {
         derived && speed > 0.0 && !ignition,
         "{speed} {derived} {ignition}"
     );
+
+    // An ignition written as 1 and 0 (as many trackers' exports have it) is read as
+    // on and off, not dropped.
+    let mut df = df!(
+        "plate" => ["PQ-2", "PQ-2"],
+        "ts" => [1_795_000_000i64, 1_795_000_015],
+        "lat" => [51.40, 51.401],
+        "lon" => [-0.2, -0.2],
+        "ignition" => [1i32, 0]
+    )
+    .unwrap();
+    let file = std::fs::File::create(dir.join("flags.parquet")).unwrap();
+    ParquetWriter::new(file).finish(&mut df).unwrap();
+    import(&db, &[dir.join("flags.parquet").to_str().unwrap()]).ok();
+    let ignition: Vec<Option<bool>> = open(&db)
+        .prepare(
+            "SELECT ignition FROM positions p JOIN vehicles v ON v.id = p.vehicle_id \
+             WHERE v.plate = 'PQ-2' ORDER BY ts",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(ignition, [Some(true), Some(false)]);
 }
 
 #[test]

@@ -17,7 +17,24 @@ pub fn map_in_order<J: Send, R: Send>(
     feed: &mut dyn FnMut(&mut Submit<J>) -> Result<()>,
     take: &mut dyn FnMut(R) -> Result<()>,
 ) -> Result<()> {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    map_in_order_on(cores(), work, feed, take)
+}
+
+/// The cores this process may use, up to eight.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+}
+
+/// [`map_in_order`] on `workers` worker threads (at least one): fewer than the
+/// cores when taking a result costs as much as making it, so that the taking
+/// thread keeps a core of its own.
+pub fn map_in_order_on<J: Send, R: Send>(
+    workers: usize,
+    work: &(dyn Fn(J) -> R + Sync),
+    feed: &mut dyn FnMut(&mut Submit<J>) -> Result<()>,
+    take: &mut dyn FnMut(R) -> Result<()>,
+) -> Result<()> {
+    let workers = workers.max(1);
     std::thread::scope(|scope| {
         let (job_tx, job_rx) = mpsc::sync_channel::<(usize, J)>(workers * 2);
         let job_rx = Arc::new(Mutex::new(job_rx));

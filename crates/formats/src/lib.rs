@@ -9,6 +9,7 @@
 pub mod columns;
 mod csv;
 pub mod export;
+mod frame;
 mod gpx;
 mod json;
 mod parquet;
@@ -273,42 +274,6 @@ impl Source<'_, '_, '_, '_> {
                     names[0]
                 ))
         })
-    }
-}
-
-/// Refills `row` with the cells of another line, reusing its strings' memory (the
-/// hot path of CSV and Parquet: no allocation per cell once warm).
-fn fill_row<'a>(
-    row: &mut RawRow,
-    line: u64,
-    map: &ColumnMap,
-    cell: impl Fn(usize) -> Option<&'a str>,
-) {
-    fn set(slot: &mut Option<String>, value: Option<&str>) {
-        match (slot.as_mut(), value) {
-            (Some(s), Some(v)) => {
-                s.clear();
-                s.push_str(v);
-            }
-            (None, Some(v)) => *slot = Some(v.to_string()),
-            (_, None) => *slot = None,
-        }
-    }
-    let get = |f: Field| map.index.get(&f).and_then(|&i| cell(i));
-    row.line = line;
-    set(&mut row.plate, get(Field::Plate));
-    set(&mut row.lat, get(Field::Lat));
-    set(&mut row.lon, get(Field::Lon));
-    set(&mut row.speed, get(Field::Speed));
-    set(&mut row.heading, get(Field::Heading));
-    set(&mut row.ignition, get(Field::Ignition));
-    set(&mut row.odometer, get(Field::Odometer));
-    match (get(Field::Time), map.date_index.and_then(&cell)) {
-        // A time of day alone (`02:59:37`) takes its date from a `date` column.
-        (Some(t), Some(date)) if !t.contains(['-', '/', 'T']) && t.contains(':') => {
-            row.time = Some(format!("{} {}", date.trim(), t.trim()))
-        }
-        (t, _) => set(&mut row.time, t),
     }
 }
 

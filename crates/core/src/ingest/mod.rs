@@ -524,15 +524,17 @@ impl<'c, 'r> Ingest<'c, 'r> {
                 }
                 None
             }
+            // A vehicle's first row: it must not have been seen before.
             Some(last) => {
                 done.insert(last.fix.vehicle_id);
+                *broken |= done.contains(&vehicle);
                 Some(std::mem::take(group))
             }
-            None => None,
+            None => {
+                *broken |= done.contains(&vehicle);
+                None
+            }
         };
-        if done.contains(&vehicle) {
-            *broken = true;
-        }
         if *broken {
             return Err(Error::internal(OUT_OF_ORDER));
         }
@@ -919,10 +921,14 @@ fn cell_number(
 }
 
 fn parse_bool(text: &str) -> Option<bool> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "t" | "on" | "yes" | "y" => Some(true),
-        "0" | "false" | "f" | "off" | "no" | "n" => Some(false),
-        _ => None,
+    let text = text.trim();
+    let is = |words: [&str; 6]| words.iter().any(|w| w.eq_ignore_ascii_case(text));
+    if is(["1", "true", "t", "on", "yes", "y"]) {
+        Some(true)
+    } else if is(["0", "false", "f", "off", "no", "n"]) {
+        Some(false)
+    } else {
+        None
     }
 }
 
