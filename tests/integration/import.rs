@@ -867,30 +867,88 @@ fn geojson_lines_with_times_and_parquet_files_are_read() {
         "{speed} {derived} {ignition}"
     );
 
-    // An ignition written as 1 and 0 (as many trackers' exports have it) is read as
-    // on and off, not dropped.
-    let mut df = df!(
-        "plate" => ["PQ-2", "PQ-2"],
-        "ts" => [1_795_000_000i64, 1_795_000_015],
-        "lat" => [51.40, 51.401],
-        "lon" => [-0.2, -0.2],
-        "ignition" => [1i32, 0]
-    )
+    // An ignition written as 1 and 0 (as many trackers' exports have it), or as 1.0
+    // and 0.0 (a column with gaps, as pandas writes it), is read as on and off, not
+    // dropped; any other number is refused as the same cell in a CSV would be.
+    let ignition_of = |plate: &str| -> Vec<Option<bool>> {
+        open(&db)
+            .prepare(
+                "SELECT ignition FROM positions p JOIN vehicles v ON v.id = p.vehicle_id \
+                 WHERE v.plate = ?1 ORDER BY ts",
+            )
+            .unwrap()
+            .query_map([plate], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let ts = [1_795_000_000i64, 1_795_000_015, 1_795_000_030];
+    let (lat, lon) = ([51.40, 51.401, 51.402], [-0.2, -0.2, -0.2]);
+    let mut ints = df!("plate" => ["PQ-2"; 3], "ts" => ts, "lat" => lat, "lon" => lon,
+        "ignition" => [Some(1i32), Some(0), None])
     .unwrap();
-    let file = std::fs::File::create(dir.join("flags.parquet")).unwrap();
-    ParquetWriter::new(file).finish(&mut df).unwrap();
-    import(&db, &[dir.join("flags.parquet").to_str().unwrap()]).ok();
-    let ignition: Vec<Option<bool>> = open(&db)
-        .prepare(
-            "SELECT ignition FROM positions p JOIN vehicles v ON v.id = p.vehicle_id \
-             WHERE v.plate = 'PQ-2' ORDER BY ts",
-        )
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
+    let mut floats = df!("plate" => ["PQ-3"; 3], "ts" => ts, "lat" => lat, "lon" => lon,
+        "ignition" => [1.0, 0.0, 2.0])
+    .unwrap();
+    for (name, df) in [("ints.parquet", &mut ints), ("floats.parquet", &mut floats)] {
+        let file = std::fs::File::create(dir.join(name)).unwrap();
+        ParquetWriter::new(file).finish(df).unwrap();
+    }
+    let r = import(
+        &db,
+        &[
+            "--rejects",
+            rejects.to_str().unwrap(),
+            dir.join("ints.parquet").to_str().unwrap(),
+            dir.join("floats.parquet").to_str().unwrap(),
+        ],
+    )
+    .ok();
+    assert_eq!(ignition_of("PQ-2"), [Some(true), Some(false), None]);
+    assert_eq!(ignition_of("PQ-3"), [Some(true), Some(false)]);
+    let text = std::fs::read_to_string(&rejects).unwrap();
+    assert!(
+        text.contains("floats.parquet,3,non_numeric,\"ignition \"\"2\"\"\""),
+        "{text}\n{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn numbers_that_are_not_finite_are_rejected_as_written() {
+    // polars reads `nan` and `1e999` as numbers; the rejects still show the cells.
+    let dir = TempDir::new("import-not-finite");
+    let csv = "plate,ts,lat,lon,speed\n\
+               NF-1,1795000000,14.60,-90.50,10\n\
+               NF-1,1795000015,nan,-90.50,10\n\
+               NF-1,1795000030,14.61,-90.50,1e999\n\
+               NF-1,1795000045,14.62,-90.50,12\n";
+    std::fs::write(dir.join("fixes.csv"), csv).unwrap();
+    let (db, rejects) = (dir.join("fleet.db"), dir.join("rejects.csv"));
+    import(
+        &db,
+        &[
+            "--time-zone",
+            "UTC",
+            "--rejects",
+            rejects.to_str().unwrap(),
+            dir.join("fixes.csv").to_str().unwrap(),
+        ],
+    )
+    .ok();
+    let text = std::fs::read_to_string(&rejects).unwrap();
+    assert!(
+        text.contains(",3,non_numeric,\"lat \"\"nan\"\"\""),
+        "{text}"
+    );
+    assert!(
+        text.contains(",4,non_numeric,\"speed \"\"1e999\"\"\""),
+        "{text}"
+    );
+    let kept: i64 = open(&db)
+        .query_row("SELECT count(*) FROM positions", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(ignition, [Some(true), Some(false)]);
+    assert_eq!(kept, 2);
 }
 
 #[test]

@@ -294,6 +294,16 @@ fn number_column(map: &ColumnMap, i: usize) -> bool {
     fields.clone().next().is_some() && fields.all(numeric)
 }
 
+/// True when a numeric column holds a NaN or an infinity, which polars reads as
+/// numbers: the block is then read as text, so that the row is rejected with the
+/// cell as written (`"nan"`, `"1e999"`), as every other cell that is no number.
+fn has_non_finite(df: &DataFrame) -> bool {
+    df.columns()
+        .iter()
+        .filter_map(|c| c.f64().ok())
+        .any(|c| c.iter().flatten().any(|v| !v.is_finite()))
+}
+
 /// What parsing and checking a block needs, shared by the worker threads.
 struct Job {
     separator: u8,
@@ -339,7 +349,8 @@ impl Job {
                 Ok(df) if df.height() == lines.len() => Some(df),
                 _ => None,
             };
-            match whole(&self.typed_schema).or_else(|| whole(&self.text_schema)) {
+            let typed = whole(&self.typed_schema).filter(|df| !has_non_finite(df));
+            match typed.or_else(|| whole(&self.text_schema)) {
                 Some(df) => self.rows_of(&df, &lines, &mut batch)?,
                 None => self.records_one_by_one(bytes, &found.spans, &mut batch)?,
             }

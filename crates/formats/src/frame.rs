@@ -7,6 +7,7 @@ use polars::prelude::{
     BooleanChunked, Column, DataFrame, DataType, Float64Chunked, PolarsResult, StringChunked,
     TimeUnit,
 };
+use std::fmt::Write;
 
 /// One column's cells, as the frame types them: numbers and flags stay numbers,
 /// timestamps become epoch seconds, anything else text.
@@ -30,11 +31,8 @@ impl Cells {
                 Cells::Number((ticks / per_second).f64()?.clone())
             }
             DataType::Boolean if field == Field::Ignition => Cells::Flag(col.bool()?.clone()),
-            // A plate that is a number (a device id) is still a name; an ignition of
-            // 1 and 0 is read as the text it would be in a CSV.
-            _ if dtype.is_primitive_numeric()
-                && !matches!(field, Field::Plate | Field::Ignition) =>
-            {
+            // A plate that is a number (a device id) is still a name.
+            _ if dtype.is_primitive_numeric() && field != Field::Plate => {
                 Cells::Number(col.cast(&DataType::Float64)?.f64()?.clone())
             }
             _ => Cells::Text(col.cast(&DataType::String)?.str()?.clone()),
@@ -88,12 +86,29 @@ pub(crate) fn for_each_row(
         Some(Values::Text(dates)) => Some(dates),
         _ => None,
     };
+    // The text of an ignition number that is neither 1 nor 0.
+    let mut odd = String::new();
     for row in 0..df.height() {
         raw.line = line(row);
         raw.typed = TypedCells::default();
         for (&field, values) in Field::ALL.iter().zip(&values) {
             let text = match values {
                 Some(Values::Text(v)) => v[row],
+                // An ignition of 1 and 0 (or 1.0 and 0.0, as a column with gaps is
+                // often written) is on and off; any other number is written out, for
+                // the checks to reject as they would the same cell in a CSV.
+                Some(Values::Number(v)) if field == Field::Ignition => match v[row] {
+                    Some(n) if n == 0.0 || n == 1.0 => {
+                        raw.typed.ignition = Some(n == 1.0);
+                        None
+                    }
+                    Some(n) => {
+                        odd.clear();
+                        write!(odd, "{n}").expect("a String takes any text");
+                        Some(odd.as_str())
+                    }
+                    None => None,
+                },
                 Some(Values::Number(v)) => {
                     set_number(&mut raw.typed, field, v[row]);
                     None
@@ -150,7 +165,8 @@ fn set_number(typed: &mut TypedCells, field: Field, value: Option<f64>) {
         Field::Speed => typed.speed = value,
         Field::Heading => typed.heading = value,
         Field::Odometer => typed.odometer = value,
-        // Never numbers (see `Cells::of`).
+        // A plate is never a number (see `Cells::of`); an ignition is a flag (see
+        // `for_each_row`).
         Field::Plate | Field::Ignition => {}
     }
 }
