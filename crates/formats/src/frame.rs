@@ -121,11 +121,10 @@ pub(crate) fn for_each_row(
             };
             set_text(text_slot(raw, field), text);
         }
-        if let (Some(time), Some(date)) = (raw.time.as_mut(), dates.as_ref().and_then(|d| d[row])) {
-            // A time of day alone (`02:59:37`) takes its date from a `date` column.
-            if !time.contains(['-', '/', 'T']) && time.contains(':') {
-                *time = format!("{} {}", date.trim(), time.trim());
-            }
+        if let (Some(time), Some(date)) = (raw.time.as_mut(), dates.as_ref().and_then(|d| d[row]))
+            && let Some(dated) = crate::dated_time(time, date)
+        {
+            *time = dated;
         }
         each(raw);
     }

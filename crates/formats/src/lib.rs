@@ -277,16 +277,22 @@ impl Source<'_, '_, '_, '_> {
     }
 }
 
+/// A time of day alone (`02:59:37`) with the date of a `date` column beside it;
+/// None when the time has a date of its own.
+fn dated_time(time: &str, date: &str) -> Option<String> {
+    (!time.contains(['-', '/', 'T']) && time.contains(':'))
+        .then(|| format!("{} {}", date.trim(), time.trim()))
+}
+
 /// A row's cells by field, from a mapped header.
 fn raw_row(line: u64, map: &ColumnMap, cell: impl Fn(usize) -> Option<String>) -> RawRow {
     let get = |f: Field| map.index.get(&f).and_then(|&i| cell(i));
-    // A time of day alone (`02:59:37`) takes its date from a `date` column.
-    let time = match (get(Field::Time), map.date_index) {
-        (Some(t), Some(d)) if !t.contains(['-', '/', 'T']) && t.contains(':') => cell(d)
-            .map(|date| format!("{} {}", date.trim(), t.trim()))
-            .or(Some(t)),
-        (t, _) => t,
-    };
+    let time = get(Field::Time).map(|t| {
+        map.date_index
+            .and_then(&cell)
+            .and_then(|date| dated_time(&t, &date))
+            .unwrap_or(t)
+    });
     RawRow {
         line,
         plate: get(Field::Plate),
