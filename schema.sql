@@ -97,7 +97,8 @@ CREATE TABLE trips (
     vehicle_id    INTEGER NOT NULL,
     start_ts      INTEGER NOT NULL,
     end_ts        INTEGER NOT NULL,
-    distance_km   REAL NOT NULL,
+    distance_km   REAL NOT NULL,        -- the GPS path (analyze/distance.rs)
+    odometer_km   REAL,                 -- the odometer's, only when it earned its use; NULL otherwise
     gap_km        REAL NOT NULL,        -- straight line across signal losses, not in distance_km
     max_speed_kmh REAL NOT NULL,
     moving_s      INTEGER NOT NULL,     -- between fixes at 5 km/h or more
@@ -153,7 +154,8 @@ CREATE TABLE daily (
     date                 TEXT NOT NULL,  -- local date, YYYY-MM-DD
     gps_distance_km      REAL NOT NULL,
     gap_km               REAL NOT NULL,  -- straight line across signal losses, not in gps_distance_km
-    odometer_distance_km REAL,           -- NULL without an odometer
+    odometer_distance_km REAL,           -- NULL without an odometer, or one that did not earn its use
+    odometer_rejected    TEXT,           -- decreasing | implausible: why the readings were not used
     moving_min           REAL NOT NULL,
     idle_min             REAL NOT NULL,
     parked_min           REAL NOT NULL,

@@ -615,7 +615,27 @@ id,deviceId,protocol,serverTime,deviceTime,fixTime,valid,latitude,longitude,alti
     let p = query_json(&db, &["position", "7"]);
     assert_eq!(p["speed_kmh"], json!(50.0), "27 knots: {p}");
     assert_eq!(p["ignition_on"], json!(true));
-    assert_eq!(p["odometer_km"], json!(1.1), "totalDistance is metres");
+    // Traccar's totalDistance is its server's own sum of straight lines (gaps
+    // included), not the device's odometer: left out unless mapped.
+    assert_eq!(
+        p["odometer_km"],
+        Value::Null,
+        "totalDistance is no odometer: {p}"
+    );
+    let mapped = dir.join("mapped.db");
+    import(
+        &mapped,
+        &[
+            "--time-zone",
+            "Europe/London",
+            "--map",
+            "odometer=totalDistance",
+            dir.join("export.csv").to_str().unwrap(),
+        ],
+    )
+    .ok();
+    let p = query_json(&mapped, &["position", "7"]);
+    assert_eq!(p["odometer_km"], json!(1.1), "mapped, and in metres: {p}");
     assert_eq!(p["last_fix_at"], json!("2026-11-24T08:00:30+00:00"));
     let json_export = json!([
         {"deviceId": 9, "fixTime": "2026-11-24T08:00:00.000+00:00", "serverTime": "2026-11-24T08:00:01.000+00:00",

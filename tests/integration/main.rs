@@ -5,6 +5,7 @@ mod architecture;
 mod cadence;
 mod charts;
 mod detection;
+mod distance;
 mod export;
 mod faults;
 mod generate;

@@ -584,3 +584,55 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+#[test]
+fn a_day_with_one_fix_is_drawn_and_no_hint_names_a_day_that_is_refused() {
+    let dir = TempDir::new("map-one-fix");
+    let db = dir.join("fleet.db");
+    let csv = dir.join("fixes.csv");
+    // One fix on the 1st; a drive of two fixes on the 2nd.
+    std::fs::write(
+        &csv,
+        "plate,time,lat,lon,speed_kmh\n\
+         ONE,2026-03-01T10:00:00Z,51.5,-0.12,0\n\
+         ONE,2026-03-02T10:00:00Z,51.5,-0.12,30\n\
+         ONE,2026-03-02T10:01:00Z,51.505,-0.12,30\n",
+    )
+    .unwrap();
+    run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "import",
+        "--time-zone",
+        "Europe/London",
+        csv.to_str().unwrap(),
+    ]))
+    .ok();
+    let (answer, png) = draw_on(
+        &db,
+        &["map", "ONE", "--date", "2026-03-01"],
+        &dir.join("one.png"),
+    );
+    assert_eq!(answer["fixes"], 1, "{answer}");
+    assert_eq!(answer["distance_km"], 0.0, "{answer}");
+    assert!(image::load_from_memory(&png).is_ok());
+    // A chart needs two fixes: it refuses the 1st, and its hint names only the 2nd.
+    let r = run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "chart",
+        "ONE",
+        "--date",
+        "2026-03-01",
+        "-o",
+        dir.join("chart.png").to_str().unwrap(),
+    ]))
+    .fails(3);
+    assert!(r.stderr.contains("2026-03-02"), "{}", r.stderr);
+    assert!(
+        !r.stderr
+            .contains("hint: days with two fixes or more for ONE: 2026-03-01"),
+        "{}",
+        r.stderr
+    );
+}

@@ -44,6 +44,54 @@ pub struct Fix {
     pub odometer_km: Option<f64>,
 }
 
+/// Why an odometer was not used for a span.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OdometerRejected {
+    /// A reading is lower than an earlier one by more than `analyze::distance::ODOMETER_STEP_BACK_KM`.
+    Decreasing,
+    /// The readings' distance disagrees with the GPS path beyond the margins.
+    Implausible,
+}
+
+impl OdometerRejected {
+    /// The name answers and the database use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OdometerRejected::Decreasing => "decreasing",
+            OdometerRejected::Implausible => "implausible",
+        }
+    }
+
+    /// Reads a stored name.
+    pub fn parse(text: &str) -> Option<OdometerRejected> {
+        match text {
+            "decreasing" => Some(OdometerRejected::Decreasing),
+            "implausible" => Some(OdometerRejected::Implausible),
+            _ => None,
+        }
+    }
+}
+
+/// The distance over one span of a vehicle's fixes (`analyze::distance::span_distance`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SpanDistance {
+    /// Driven km from the fixes: jitter, teleports and standing in a stop left out.
+    pub gps_km: f64,
+    /// Straight-line km across signal losses: the vehicle went there unseen.
+    pub gap_km: f64,
+    /// The odometer's km, when every fix has a reading and they earn their use.
+    pub odometer_km: Option<f64>,
+    /// Why the odometer's readings were not used, when every fix had one.
+    pub odometer_rejected: Option<OdometerRejected>,
+}
+
+impl SpanDistance {
+    /// The span's km: the odometer's when it earned its use, else the GPS path.
+    pub fn km(&self) -> f64 {
+        self.odometer_km.unwrap_or(self.gps_km)
+    }
+}
+
 /// The kinds of anomaly the generator plants, as stored in `injected_events.kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PlantedKind {
@@ -163,6 +211,9 @@ pub struct Trip {
     pub end_ts: i64,
     /// Distance from the fixes, jitter and teleports filtered out, km.
     pub distance_km: f64,
+    /// The odometer's km over the trip, when every fix has a reading and they earn
+    /// their use (`analyze::distance::odometer_verdict`).
+    pub odometer_km: Option<f64>,
     /// Straight-line km across signal losses inside the trip, not in `distance_km`.
     pub gap_km: f64,
     /// Highest speed reported, km/h.
@@ -179,6 +230,18 @@ pub struct Trip {
     pub end_lat: f64,
     /// End point.
     pub end_lon: f64,
+}
+
+impl Trip {
+    /// The trip's distance, as `analyze::distance::span_distance` found it.
+    pub fn distance(&self) -> SpanDistance {
+        SpanDistance {
+            gps_km: self.distance_km,
+            gap_km: self.gap_km,
+            odometer_km: self.odometer_km,
+            odometer_rejected: None,
+        }
+    }
 }
 
 /// The kinds of event detection derives from positions.
@@ -391,8 +454,11 @@ pub struct DailyRollup {
     pub gps_distance_km: f64,
     /// Straight-line km across signal losses while moving, not in `gps_distance_km`.
     pub gap_km: f64,
-    /// Distance from the odometer, km, when the data has one.
+    /// Distance from the odometer, km, when every fix has a reading and they earn
+    /// their use (`analyze::distance::odometer_verdict`).
     pub odometer_distance_km: Option<f64>,
+    /// Why the day's odometer readings were not used, when every fix had one.
+    pub odometer_rejected: Option<OdometerRejected>,
     /// Minutes moving.
     pub moving_min: f64,
     /// Minutes stopped with the engine on.
@@ -413,6 +479,18 @@ pub struct DailyRollup {
     pub last_ts: i64,
     /// Signal losses that began this day.
     pub signal_losses: i64,
+}
+
+impl DailyRollup {
+    /// The day's distance, as `analyze::distance::span_distance` found it.
+    pub fn distance(&self) -> SpanDistance {
+        SpanDistance {
+            gps_km: self.gps_distance_km,
+            gap_km: self.gap_km,
+            odometer_km: self.odometer_distance_km,
+            odometer_rejected: self.odometer_rejected,
+        }
+    }
 }
 
 /// Everything detection found for one vehicle.

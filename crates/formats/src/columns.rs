@@ -79,7 +79,9 @@ impl Field {
             Field::Speed => &["speed"],
             Field::Heading => &["course", "heading", "bearing"],
             Field::Ignition => &["ignition", "acc"],
-            Field::Odometer => &["odometer", "totaldistance", "mileage"],
+            // Not Traccar's `totalDistance`: its server's own sum of the straight lines
+            // between positions (gaps included), not a device odometer.
+            Field::Odometer => &["odometer", "mileage"],
         }
     }
 }

@@ -1,18 +1,15 @@
 //! The daily rollup: one row per vehicle and local day, so that day and range
 //! reports read a handful of rows instead of thousands of fixes.
 
-use super::{Context, Segments, motion};
+use super::distance::{SpanDistance, span_distance};
+use super::{Context, Segments};
 use crate::clock::Date;
 use crate::model::{DailyRollup, EventKind, Fix, VehicleAnalysis};
 use std::collections::BTreeMap;
 
 #[derive(Default)]
 struct Acc {
-    gps_m: f64,
-    gap_m: f64,
-    odo_min: Option<f64>,
-    odo_max: Option<f64>,
-    odo_complete: bool,
+    distance: SpanDistance,
     moving_s: i64,
     idle_s: i64,
     parked_s: i64,
@@ -32,35 +29,30 @@ pub fn rollup(
     ctx: &Context,
 ) -> Vec<DailyRollup> {
     let (th, zone) = (&ctx.thresholds, &ctx.zone);
-    let (ranges, spans) = (&segments.stop_ranges, &segments.movement_spans);
+    let ranges = &segments.stop_ranges;
     let (stops, trips, events) = (&found.stops, &found.trips, &found.events);
     let mut days: BTreeMap<Date, Acc> = BTreeMap::new();
-    for f in fixes {
-        let acc = days.entry(zone.local_date(f.ts)).or_insert_with(|| Acc {
-            first_ts: f.ts,
-            odo_complete: true,
-            ..Acc::default()
-        });
-        acc.last_ts = f.ts;
-        acc.max_speed = acc.max_speed.max(f.speed_kmh);
-        match f.odometer_km {
-            Some(o) => {
-                acc.odo_min = Some(acc.odo_min.map_or(o, |m| m.min(o)));
-                acc.odo_max = Some(acc.odo_max.map_or(o, |m| m.max(o)));
-            }
-            None => acc.odo_complete = false,
-        }
-    }
-    for &(a, b) in spans.iter() {
-        motion::moving_distance_m(fixes, a, b, th, |f, d, gap| {
-            if let Some(acc) = days.get_mut(&zone.local_date(f.ts)) {
-                if gap {
-                    acc.gap_m += d;
-                } else {
-                    acc.gps_m += d;
-                }
-            }
-        });
+    // A day's distance is the one span distance over that day's fixes.
+    let mut start = 0;
+    while start < fixes.len() {
+        let date = zone.local_date(fixes[start].ts);
+        let end = start
+            + fixes[start..]
+                .iter()
+                .take_while(|f| zone.local_date(f.ts) == date)
+                .count();
+        let day = &fixes[start..end];
+        days.insert(
+            date,
+            Acc {
+                distance: span_distance(day, th),
+                first_ts: day[0].ts,
+                last_ts: day[day.len() - 1].ts,
+                max_speed: day.iter().map(|f| f.speed_kmh).fold(0.0, f64::max),
+                ..Acc::default()
+            },
+        );
+        start = end;
     }
     // Time between consecutive fixes (short gaps only) goes to moving, idle or parked.
     let mut in_stop = vec![false; fixes.len()];
@@ -104,12 +96,10 @@ pub fn rollup(
             DailyRollup {
                 vehicle_id,
                 date: date.to_string(),
-                gps_distance_km: a.gps_m / 1000.0,
-                gap_km: a.gap_m / 1000.0,
-                odometer_distance_km: match (a.odo_complete, a.odo_min, a.odo_max) {
-                    (true, Some(lo), Some(hi)) => Some(hi - lo),
-                    _ => None,
-                },
+                gps_distance_km: a.distance.gps_km,
+                gap_km: a.distance.gap_km,
+                odometer_distance_km: a.distance.odometer_km,
+                odometer_rejected: a.distance.odometer_rejected,
                 moving_min: a.moving_s as f64 / 60.0,
                 idle_min: a.idle_s as f64 / 60.0,
                 parked_min: a.parked_s as f64 / 60.0,
@@ -117,7 +107,7 @@ pub fn rollup(
                 stops: a.stops,
                 max_speed_kmh: a.max_speed,
                 avg_moving_speed_kmh: if moving_h > 0.0 {
-                    a.gps_m / 1000.0 / moving_h
+                    a.distance.gps_km / moving_h
                 } else {
                     0.0
                 },

@@ -5,20 +5,13 @@
 //! really standing (close to the stop's centre, or reporting no speed), so that the
 //! slow approach and departure belong to the trips. A trip is the movement between
 //! two stops, at least `trip_min_m` long; a gap of more than `trip_gap_s` closes it.
-//! Distance counts a step only once the vehicle is `JITTER_M` away from the last
-//! counted point, so GPS noise while standing adds nothing (when that takes at most
-//! `DENSE_S`, the fixes' own path in between counts, so dense fixes keep their
-//! curves), and drops fixes that would imply more than `teleport_kmh`.
+//! Its distance is `distance::span_distance` over its fixes, as every span's is.
 
 use super::Thresholds;
+use super::distance::span_distance;
 use crate::geo::{LatLon, haversine_m, places::Namer};
 use crate::model::{Fix, Stop, Trip};
 
-/// Steps shorter than this from the last counted point are jitter, metres.
-pub const JITTER_M: f64 = 25.0;
-/// Within this many seconds, a step of `JITTER_M` is movement: the fixes' own path
-/// counts, not only its straight line (dense fixes on a winding road).
-const DENSE_S: i64 = 10;
 /// A stop's edges are fixes within this distance of its centre (or without speed).
 const STANDING_M: f64 = 50.0;
 const STANDING_KMH: f64 = 3.0;
@@ -35,6 +28,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
 /// The index ranges of the stops in `fixes` (inclusive), in order.
 pub fn stop_ranges(fixes: &[Fix], th: &Thresholds) -> Vec<(usize, usize, LatLon)> {
     let mut out = Vec::new();
+    let gap_s = (th.signal_loss_min * 60.0) as i64;
     let mut i = 0;
     while i < fixes.len() {
         let anchor = at(&fixes[i]);
@@ -75,7 +69,7 @@ pub fn stop_ranges(fixes: &[Fix], th: &Thresholds) -> Vec<(usize, usize, LatLon)
             (i, j)
         };
         // Crawling within the radius (a bus in a jam, a walker) is not a stop.
-        if crawling(&fixes[start..=end]) {
+        if crawling(&fixes[start..=end], gap_s) {
             i += 1;
             continue;
         }
@@ -85,36 +79,20 @@ pub fn stop_ranges(fixes: &[Fix], th: &Thresholds) -> Vec<(usize, usize, LatLon)
     out
 }
 
-/// Sustained movement, over windows of at least `CRAWL_WINDOW_S`: a window counts as
-/// moving when its fixes end over `CRAWL_MIN_M` from where they began at
-/// `CRAWL_KMH` or more (GPS noise while standing moves a fix a few metres, not
-/// tens). A spell that moved most of its time is slow driving, not a stop.
-fn crawling(fixes: &[Fix]) -> bool {
+/// Slow movement, not a stop: a spell whose steps moved most of its time, each step
+/// judged by `distance::still_steps` over the spell's own fixes (the driving that
+/// brought the vehicle there is no part of it).
+fn crawling(fixes: &[Fix], gap_s: i64) -> bool {
     let total_s = fixes[fixes.len() - 1].ts - fixes[0].ts;
-    if total_s <= 0 {
-        return false;
-    }
-    let mut moving_s = 0;
-    let mut a = 0;
-    while a + 1 < fixes.len() {
-        let mut b = a + 1;
-        while b + 1 < fixes.len() && fixes[b].ts - fixes[a].ts < CRAWL_WINDOW_S {
-            b += 1;
-        }
-        let dt = fixes[b].ts - fixes[a].ts;
-        let d = haversine_m(at(&fixes[a]), at(&fixes[b]));
-        if dt > 0 && d > CRAWL_MIN_M && d / dt as f64 * 3.6 >= CRAWL_KMH {
-            moving_s += dt;
-        }
-        a = b;
-    }
+    let still = super::distance::still_steps(fixes, gap_s);
+    let moving_s: i64 = fixes
+        .windows(2)
+        .zip(&still)
+        .filter(|(_, still)| !**still)
+        .map(|(w, _)| w[1].ts - w[0].ts)
+        .sum();
     moving_s * 2 > total_s
 }
-
-/// See [`crawling`].
-const CRAWL_WINDOW_S: i64 = 60;
-const CRAWL_MIN_M: f64 = 50.0;
-const CRAWL_KMH: f64 = 3.0;
 
 /// Builds the stops of one vehicle's fixes (time-ordered).
 pub fn stops(fixes: &[Fix], ranges: &[(usize, usize, LatLon)], namer: &Namer) -> Vec<Stop> {
@@ -152,66 +130,6 @@ pub fn stops(fixes: &[Fix], ranges: &[(usize, usize, LatLon)], namer: &Namer) ->
         .collect()
 }
 
-/// Distance from fix `a` to fix `b`: driven, and across gaps.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Distance {
-    /// Driven, km-worthy metres (jitter and teleports filtered).
-    pub driven_m: f64,
-    /// Straight-line metres across gaps longer than the signal-loss threshold: the
-    /// vehicle went there unseen, so it is not counted as driven.
-    pub gap_m: f64,
-}
-
-/// Distance travelled from fix `a` to fix `b` (inclusive), jitter and teleports
-/// filtered, gaps set apart; `on_step` receives each counted step (its end fix, its
-/// metres, and whether it crossed a gap). The one definition of distance: trips,
-/// daily totals and maps all add up these steps.
-pub fn moving_distance_m(
-    fixes: &[Fix],
-    a: usize,
-    b: usize,
-    th: &Thresholds,
-    mut on_step: impl FnMut(&Fix, f64, bool),
-) -> Distance {
-    let gap_s = (th.signal_loss_min * 60.0) as i64;
-    let mut gap_m = 0.0;
-    let mut total = 0.0;
-    let mut counted = a; // the last point a step was counted to
-    let mut good = a; // the last fix not dropped as a teleport
-    let mut path_m = 0.0; // the fixes' own path since `counted`
-    for k in a + 1..=b {
-        let dt = (fixes[k].ts - fixes[good].ts).max(1) as f64;
-        let step = haversine_m(at(&fixes[good]), at(&fixes[k]));
-        if step / dt * 3.6 > th.teleport_kmh {
-            continue;
-        }
-        let across_gap = fixes[k].ts - fixes[good].ts > gap_s;
-        good = k;
-        path_m += step;
-        let d = haversine_m(at(&fixes[counted]), at(&fixes[k]));
-        if across_gap {
-            gap_m += d;
-            counted = k;
-            path_m = 0.0;
-            on_step(&fixes[k], d, true);
-        } else if d >= JITTER_M {
-            // Reached quickly (dense fixes on the move), the path between is driven
-            // distance, curves included; reached slowly, only the straight line
-            // counts, so that noise while standing adds nothing.
-            let quick = fixes[k].ts - fixes[counted].ts <= DENSE_S;
-            let counted_m = if quick { path_m.max(d) } else { d };
-            total += counted_m;
-            counted = k;
-            path_m = 0.0;
-            on_step(&fixes[k], counted_m, false);
-        }
-    }
-    Distance {
-        driven_m: total,
-        gap_m,
-    }
-}
-
 /// The movement spans between stops: inclusive index ranges not inside a stop,
 /// split at gaps longer than `trip_gap_s`.
 pub fn movement_spans(
@@ -246,19 +164,20 @@ pub fn movement_spans(
     spans
 }
 
-/// Builds trips from the movement spans that cover at least `trip_min_m`.
+/// Builds trips from the movement spans whose GPS path is at least `trip_min_m`.
 pub fn trips(fixes: &[Fix], spans: &[(usize, usize)], th: &Thresholds) -> Vec<Trip> {
     spans
         .iter()
         .filter_map(|&(a, b)| {
-            let d = moving_distance_m(fixes, a, b, th, |_, _, _| {});
+            let d = span_distance(&fixes[a..=b], th);
             let (moving_s, idle_s) = trip_time_s(&fixes[a..=b], th);
-            (d.driven_m >= th.trip_min_m).then(|| Trip {
+            (d.gps_km * 1000.0 >= th.trip_min_m).then(|| Trip {
                 vehicle_id: fixes[a].vehicle_id,
                 start_ts: fixes[a].ts,
                 end_ts: fixes[b].ts,
-                distance_km: d.driven_m / 1000.0,
-                gap_km: d.gap_m / 1000.0,
+                distance_km: d.gps_km,
+                odometer_km: d.odometer_km,
+                gap_km: d.gap_km,
                 max_speed_kmh: fixes[a..=b].iter().map(|f| f.speed_kmh).fold(0.0, f64::max),
                 moving_s,
                 idle_s,

@@ -76,7 +76,7 @@ impl SpeedUnit {
 pub enum OdometerUnit {
     /// Kilometres.
     Km,
-    /// Metres (Traccar's `totalDistance` and `odometer`).
+    /// Metres (Traccar's `odometer`).
     M,
     /// Miles.
     Mi,

@@ -34,10 +34,12 @@ pub struct DayRow {
     pub plate: String,
     /// Driver.
     pub driver: String,
-    /// Kilometres driven (odometer when the vehicle has one, else GPS).
+    /// Kilometres driven (the odometer when its readings earned their use, else GPS).
     pub distance_km: f64,
     /// Where distance_km comes from.
     pub distance_source: super::DistanceSource,
+    /// Why the odometer's readings were not used: `decreasing` or `implausible`.
+    pub odometer_rejected: Option<String>,
     /// Straight-line kilometres across signal losses, not in distance_km.
     pub gap_km: f64,
     /// Start of the day's first trip.
@@ -148,8 +150,9 @@ pub fn day_row(db: &Db, d: &crate::model::DailyRollup, reports_ignition: bool) -
         date: d.date.clone(),
         plate: v.map_or_else(String::new, |v| v.plate.clone()),
         driver: v.map_or_else(String::new, |v| v.driver.clone()),
-        distance_km: round2(d.odometer_distance_km.unwrap_or(d.gps_distance_km)),
-        distance_source: super::DistanceSource::from_odometer(d.odometer_distance_km.is_some()),
+        distance_km: round2(d.distance().km()),
+        distance_source: super::DistanceSource::of(&d.distance()),
+        odometer_rejected: super::odometer_rejected(&d.distance()),
         gap_km: round2(d.gap_km),
         first_departure: span.map(|s| db.time(s.0)),
         last_return: span.map(|s| db.time(s.1)),

@@ -33,8 +33,11 @@ pub struct MileageRow {
     pub active_days: usize,
     /// Kilometres per active day.
     pub daily_average_km: f64,
-    /// `odometer` when every day had one, else `gps`.
+    /// `odometer` when every day's readings earned their use, `gps` when none did,
+    /// `mixed` when some did (each day counts its own source).
     pub distance_source: super::DistanceSource,
+    /// Why some day's odometer readings were not used: `decreasing` or `implausible`.
+    pub odometer_rejected: Option<String>,
     /// False for a vehicle out of service.
     pub active: bool,
 }
@@ -70,18 +73,22 @@ pub fn run(db: &Db, req: &MileageRankingRequest) -> Result<MileageRankingReport>
         .iter()
         .map(|(v, _)| {
             let mine: &[_] = by_vehicle.get(&v.id).map_or(&[], Vec::as_slice);
-            let odometer =
-                !mine.is_empty() && mine.iter().all(|d| d.odometer_distance_km.is_some());
-            let km: f64 = mine
+            // A range's km is the sum of its days' (so one day asked alone gives
+            // the daily_summary's figure).
+            let km: f64 = mine.iter().map(|d| d.distance().km()).sum();
+            let on_odometer = mine
                 .iter()
-                .map(|d| {
-                    if odometer {
-                        d.odometer_distance_km.unwrap_or(0.0)
-                    } else {
-                        d.gps_distance_km
-                    }
-                })
-                .sum();
+                .filter(|d| d.odometer_distance_km.is_some())
+                .count();
+            let source = match on_odometer {
+                0 => super::DistanceSource::Gps,
+                n if n == mine.len() => super::DistanceSource::Odometer,
+                _ => super::DistanceSource::Mixed,
+            };
+            let odometer_rejected = mine
+                .iter()
+                .find_map(|d| d.odometer_rejected)
+                .map(|r| r.as_str().to_string());
             MileageRow {
                 rank: 0,
                 plate: v.plate.clone(),
@@ -93,7 +100,8 @@ pub fn run(db: &Db, req: &MileageRankingRequest) -> Result<MileageRankingReport>
                 } else {
                     round1(km / mine.len() as f64)
                 },
-                distance_source: super::DistanceSource::from_odometer(odometer),
+                distance_source: source,
+                odometer_rejected,
                 active: v.active,
             }
         })

@@ -52,10 +52,13 @@ pub enum DistanceSource {
     Odometer,
     /// The GPS track.
     Gps,
+    /// A range whose days differ: the odometer on the days it earned its use, the
+    /// GPS track on the others.
+    Mixed,
 }
 
 impl DistanceSource {
-    /// The odometer when there is one, else GPS.
+    /// The odometer when it was used, else GPS.
     pub fn from_odometer(has_odometer: bool) -> DistanceSource {
         if has_odometer {
             DistanceSource::Odometer
@@ -63,6 +66,16 @@ impl DistanceSource {
             DistanceSource::Gps
         }
     }
+
+    /// The source of a span's km.
+    pub fn of(d: &crate::analyze::distance::SpanDistance) -> DistanceSource {
+        DistanceSource::from_odometer(d.odometer_km.is_some())
+    }
+}
+
+/// Why a span's odometer was not used, as answers say it.
+pub fn odometer_rejected(d: &crate::analyze::distance::SpanDistance) -> Option<String> {
+    d.odometer_rejected.map(|r| r.as_str().to_string())
 }
 
 /// A capped list: the first rows, how many there are in all, and whether some

@@ -4,7 +4,7 @@
 
 use super::resolve::parse_hhmm;
 use super::{Answer, Db, ReportSpec, round1, round2};
-use crate::analyze::motion;
+use crate::analyze::distance;
 use crate::error::{Error, ErrorCode, Result};
 use crate::geo::LatLon;
 use crate::model::EventKind;
@@ -232,6 +232,8 @@ pub struct RouteMapReport {
     pub distance_km: f64,
     /// `odometer` or `gps`.
     pub distance_source: super::DistanceSource,
+    /// Why the odometer's readings were not used (`decreasing`, `implausible`).
+    pub odometer_rejected: Option<String>,
     /// Stops drawn.
     pub stops: usize,
     /// Speeding episodes marked.
@@ -289,7 +291,7 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
     let (from_ts, to_ts) = window(req, day)?;
     let (width, height) = (req.width.unwrap_or(1024), req.height.unwrap_or(768));
     let fixes = read::fixes_between(db.conn(), v.id, from_ts, to_ts)?;
-    if fixes.len() < 2 {
+    if fixes.is_empty() {
         let days = read::days_with_data(db.conn(), v.id)?;
         let what = if req.from.is_some() || req.to.is_some() {
             "in that window of "
@@ -341,13 +343,8 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
         .filter(|e| e.kind == EventKind::SignalLoss)
         .count();
     let (first, last) = (fixes[0], fixes[fixes.len() - 1]);
-    let odometer = fixes.iter().all(|f| f.odometer_km.is_some());
-    let distance_km = if odometer {
-        last.odometer_km.unwrap_or_default() - first.odometer_km.unwrap_or_default()
-    } else {
-        motion::moving_distance_m(&fixes, 0, fixes.len() - 1, &db.thresholds, |_, _, _| {}).driven_m
-            / 1000.0
-    };
+    let distance = distance::span_distance(&fixes, &db.thresholds);
+    let distance_km = distance.km();
     let max_speed = fixes.iter().map(|f| f.speed_kmh).fold(0.0, f64::max);
     let fix_count = fixes.len();
     let window_text = match (&req.from, &req.to) {
@@ -421,7 +418,8 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
         last_fix_at: db.time(last.ts),
         fixes: fix_count,
         distance_km: round2(distance_km),
-        distance_source: super::DistanceSource::from_odometer(odometer),
+        distance_source: super::DistanceSource::of(&distance),
+        odometer_rejected: super::odometer_rejected(&distance),
         stops: stops.len(),
         speeding: input.speeding.len(),
         signal_losses: losses,

@@ -217,8 +217,17 @@ pub fn run(db: &Db, req: &SpeedChartRequest) -> Result<Answer> {
             db.no_data_note(v, true, &date.to_string())?
                 .unwrap_or_default()
         } else {
-            let days = read::days_with_data(db.conn(), v.id)?;
-            format!("days with data for {}: {}", v.plate, days.join(", "))
+            // Only days the chart can draw: a hint never names one it refuses.
+            let days = read::days_with_two_fixes(db.conn(), v.id)?;
+            if days.is_empty() {
+                format!("{} has no day with two fixes or more", v.plate)
+            } else {
+                format!(
+                    "days with two fixes or more for {}: {}",
+                    v.plate,
+                    days.join(", ")
+                )
+            }
         };
         let what = if fixes.is_empty() {
             "no fixes"

@@ -92,6 +92,8 @@ pub struct TripSummaryReport {
     pub gap_km: f64,
     /// Kilometres from the odometer, when present.
     pub odometer_distance_km: Option<f64>,
+    /// Why the odometer's readings were not used: `decreasing` or `implausible`.
+    pub odometer_rejected: Option<String>,
     /// Start of the first trip.
     pub departure_at: Option<String>,
     /// End of the last trip.
@@ -200,9 +202,8 @@ pub fn run(db: &Db, req: &TripSummaryRequest) -> Result<TripSummaryReport> {
         trips.first().map(|t| t.start_ts),
         trips.last().map(|t| t.end_ts),
     );
-    let (gps_km, odo_km) = day
-        .as_ref()
-        .map_or((0.0, None), |d| (d.gps_distance_km, d.odometer_distance_km));
+    let distance = day.as_ref().map(|d| d.distance()).unwrap_or_default();
+    let (gps_km, odo_km) = (distance.gps_km, distance.odometer_km);
     Ok(TripSummaryReport {
         plate: v.plate.clone(),
         driver: v.driver.clone(),
@@ -210,8 +211,9 @@ pub fn run(db: &Db, req: &TripSummaryRequest) -> Result<TripSummaryReport> {
         data_now: db.time(db.now_ts),
         has_data: day.is_some(),
         note: db.no_data_note(v, day.is_none(), &date.to_string())?,
-        distance_km: round2(odo_km.unwrap_or(gps_km)),
-        distance_source: super::DistanceSource::from_odometer(odo_km.is_some()),
+        distance_km: round2(distance.km()),
+        distance_source: super::DistanceSource::of(&distance),
+        odometer_rejected: super::odometer_rejected(&distance),
         gps_distance_km: round2(gps_km),
         gap_km: round2(day.as_ref().map_or(0.0, |d| d.gap_km)),
         odometer_distance_km: odo_km.map(round2),

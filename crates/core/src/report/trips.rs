@@ -51,7 +51,8 @@ pub struct TripRow {
     pub end_place: String,
     /// Kilometres driven.
     pub distance_km: f64,
-    /// Where distance_km comes from (trips are measured on the GPS track).
+    /// Where distance_km comes from: the odometer when its readings over the trip
+    /// earned their use, else the GPS track.
     pub distance_source: DistanceSource,
     /// Straight-line kilometres across signal losses inside the trip, not in distance_km.
     pub gap_km: f64,
@@ -147,15 +148,15 @@ pub fn trip_row(db: &Db, t: &crate::model::Trip, events: &[crate::model::Event])
         end: db.time(t.end_ts),
         start_place: db.place(t.start_lat, t.start_lon),
         end_place: db.place(t.end_lat, t.end_lon),
-        distance_km: round2(t.distance_km),
-        distance_source: DistanceSource::Gps,
+        distance_km: round2(t.distance().km()),
+        distance_source: DistanceSource::of(&t.distance()),
         gap_km: round2(t.gap_km),
         duration_min: round1((t.end_ts - t.start_ts) as f64 / 60.0),
         driving_min: round1(t.moving_s as f64 / 60.0),
         idle_min: round1(t.idle_s as f64 / 60.0),
         max_speed_kmh: round1(t.max_speed_kmh),
         avg_speed_kmh: if driving_h > 0.0 {
-            round1(t.distance_km / driving_h)
+            round1(t.distance().km() / driving_h)
         } else {
             0.0
         },

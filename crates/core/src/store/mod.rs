@@ -19,7 +19,33 @@ pub mod read;
 pub use file::{APPLICATION_ID, Probe, probe};
 
 /// The schema this binary reads and writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
+
+/// The schema version `fleetctl analyze` brings up to date in place: 4 differs only
+/// in derived columns (version 5 added `trips.odometer_km` and
+/// `daily.odometer_rejected`), which analysis fills from the positions.
+const UPGRADABLE_SCHEMA_VERSION: i64 = 4;
+
+/// Brings a database of `UPGRADABLE_SCHEMA_VERSION` up to `SCHEMA_VERSION` (the new
+/// derived columns added, empty until the analysis that follows fills them); true
+/// when it did. Positions, vehicles, places and settings are not touched.
+pub fn upgrade_derived(path: &Path) -> Result<bool> {
+    if !matches!(probe(path), Ok(Probe::Fleet { schema_version }) if schema_version == UPGRADABLE_SCHEMA_VERSION)
+    {
+        return Ok(false);
+    }
+    let mut conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
+        .map_err(|e| Error::io(path, e))?;
+    let tx = conn.transaction().map_err(db_write_err)?;
+    tx.execute_batch(&format!(
+        "ALTER TABLE trips ADD COLUMN odometer_km REAL; \
+         ALTER TABLE daily ADD COLUMN odometer_rejected TEXT; \
+         UPDATE meta SET value = '{SCHEMA_VERSION}' WHERE key = 'schema_version';"
+    ))
+    .map_err(db_write_err)?;
+    tx.commit().map_err(db_write_err)?;
+    Ok(true)
+}
 
 /// The whole schema, tables then indexes, split at the `-- @indexes` line.
 pub const SCHEMA_SQL: &str = include_str!("../../../../schema.sql");
@@ -321,11 +347,19 @@ pub fn open_read_only(path: &Path) -> Result<Connection> {
     match probe(path) {
         Ok(Probe::Fleet { schema_version }) if schema_version == SCHEMA_VERSION => {}
         Ok(Probe::Fleet { schema_version }) => {
+            let hint = if schema_version == UPGRADABLE_SCHEMA_VERSION {
+                format!(
+                    "run `fleetctl --db {} analyze` once to bring it up to date (positions are kept)",
+                    path.display()
+                )
+            } else {
+                "regenerate it with `fleetctl generate --force`".to_string()
+            };
             return Err(Error::new(
                 ErrorCode::DbSchema,
                 format!("{} has schema version {schema_version}; this fleetctl reads version {SCHEMA_VERSION}", path.display()),
             )
-            .with_hint("regenerate it with `fleetctl generate --force`"));
+            .with_hint(hint));
         }
         Ok(Probe::Missing) => {
             return Err(Error::new(
@@ -698,8 +732,8 @@ impl<'c> DerivedWriter<'c> {
         }
         let mut st = c
             .prepare_cached(
-                "INSERT INTO trips (vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon, gap_km, moving_s, idle_s) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                "INSERT INTO trips (vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon, gap_km, moving_s, idle_s, odometer_km) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             )
             .map_err(db_write_err)?;
         for t in &a.trips {
@@ -715,7 +749,8 @@ impl<'c> DerivedWriter<'c> {
                 t.end_lon,
                 t.gap_km,
                 t.moving_s,
-                t.idle_s
+                t.idle_s,
+                t.odometer_km
             ])
             .map_err(db_write_err)?;
         }
@@ -749,8 +784,8 @@ impl<'c> DerivedWriter<'c> {
         let mut st = c
             .prepare_cached(
                 "INSERT INTO daily (vehicle_id, date, gps_distance_km, odometer_distance_km, moving_min, idle_min, parked_min, \
-                 trips, stops, max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses, gap_km) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                 trips, stops, max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses, gap_km, odometer_rejected) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             )
             .map_err(db_write_err)?;
         for d in &a.daily {
@@ -769,7 +804,8 @@ impl<'c> DerivedWriter<'c> {
                 d.first_ts,
                 d.last_ts,
                 d.signal_losses,
-                d.gap_km
+                d.gap_km,
+                d.odometer_rejected.map(|r| r.as_str())
             ])
             .map_err(db_write_err)?;
         }

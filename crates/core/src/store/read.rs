@@ -202,10 +202,11 @@ fn trip_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Trip> {
         gap_km: r.get(9)?,
         moving_s: r.get(10)?,
         idle_s: r.get(11)?,
+        odometer_km: r.get(12)?,
     })
 }
 
-const TRIP_COLUMNS: &str = "vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon, gap_km, moving_s, idle_s";
+const TRIP_COLUMNS: &str = "vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon, gap_km, moving_s, idle_s, odometer_km";
 
 /// A vehicle's trips that began in `[from_ts, to_ts)`.
 pub fn trips_between(
@@ -323,7 +324,7 @@ pub fn daily_between(
     };
     let sql = format!(
         "SELECT vehicle_id, date, gps_distance_km, odometer_distance_km, moving_min, idle_min, parked_min, trips, stops, \
-         max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses, gap_km FROM daily \
+         max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses, gap_km, odometer_rejected FROM daily \
          WHERE {vehicle_filter} AND date >= ?1 AND date <= ?2 ORDER BY vehicle_id, date"
     );
     let mut st = conn.prepare_cached(&sql).map_err(db_err)?;
@@ -345,6 +346,10 @@ pub fn daily_between(
                 last_ts: r.get(12)?,
                 signal_losses: r.get(13)?,
                 gap_km: r.get(14)?,
+                odometer_rejected: r
+                    .get::<_, Option<String>>(15)?
+                    .as_deref()
+                    .and_then(crate::model::OdometerRejected::parse),
             })
         })
         .map_err(db_err)?;
@@ -355,6 +360,17 @@ pub fn daily_between(
 pub fn days_with_data(conn: &Connection, vehicle_id: i64) -> Result<Vec<String>> {
     let mut st = conn
         .prepare_cached("SELECT date FROM daily WHERE vehicle_id = ?1 ORDER BY date")
+        .map_err(db_err)?;
+    let rows = st.query_map([vehicle_id], |r| r.get(0)).map_err(db_err)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(db_err)
+}
+
+/// A vehicle's local dates with at least two fixes (a line to chart), in order.
+pub fn days_with_two_fixes(conn: &Connection, vehicle_id: i64) -> Result<Vec<String>> {
+    let mut st = conn
+        .prepare_cached(
+            "SELECT date FROM daily WHERE vehicle_id = ?1 AND last_ts > first_ts ORDER BY date",
+        )
         .map_err(db_err)?;
     let rows = st.query_map([vehicle_id], |r| r.get(0)).map_err(db_err)?;
     rows.collect::<rusqlite::Result<_>>().map_err(db_err)
