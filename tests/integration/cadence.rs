@@ -280,3 +280,48 @@ fn a_fix_every_second_finds_the_same_anomalies() {
         .collect();
     assert_found("1 s", &s, &kinds);
 }
+
+#[test]
+fn a_lone_fix_over_the_limit_at_a_sparse_cadence_is_one_fix_not_a_long_episode() {
+    let dir = TempDir::new("sparse-speeding");
+    let db = dir.join("fleet.db");
+    // A fix every 120 s heading north at 60 km/h (2 km apart), one of them at 95.
+    let mut csv = String::from("plate,time,lat,lon,speed_kmh\n");
+    for k in 0..10 {
+        let speed = if k == 5 { 95.0 } else { 60.0 };
+        let lat = 14.6 + k as f64 * 0.018;
+        writeln!(
+            csv,
+            "BUS,{},{lat:.6},-90.5,{speed}",
+            1_795_000_000 + k * 120
+        )
+        .unwrap();
+    }
+    std::fs::write(dir.join("bus.csv"), csv).unwrap();
+    run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "import",
+        "--time-zone",
+        "America/Guatemala",
+        dir.join("bus.csv").to_str().unwrap(),
+    ]))
+    .ok();
+    let events = crate::harness::query_json(
+        &db,
+        &[
+            "events",
+            "--kind",
+            "speeding",
+            "--from",
+            "2026-11-18",
+            "--to",
+            "2026-11-18",
+        ],
+    );
+    let items = events["events"]["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{events}");
+    let detail = &items[0]["detail"];
+    assert_eq!(detail["fixes"], 1, "{events}");
+    assert_eq!(detail["duration_s"], 15, "{events}");
+}

@@ -347,8 +347,14 @@ pub struct SpeedingDetail {
     pub limit_geofence: Option<String>,
     /// How far over, km/h.
     pub over_limit_kmh: f64,
-    /// From the first to the last fix above the limit, seconds.
+    /// What its fixes prove, seconds: from the first to the last fix above the
+    /// limit, plus at each end half the interval to the next fix, at most
+    /// `analyze::events::SPEEDING_EDGE_MAX_S`.
     pub duration_s: i64,
+    /// The fixes above the limit it rests on (one, at a sparse cadence, is one
+    /// reading: the vehicle may have been over the limit a second or a minute).
+    #[serde(default)]
+    pub fixes: usize,
     /// Where it began, for people.
     pub place: String,
 }

@@ -29,13 +29,20 @@ fn event(f: &Fix, kind: EventKind, end_ts: i64, detail: EventDetail) -> Event {
     }
 }
 
+/// At most this many seconds are added at each end of a speeding episode beyond its
+/// first and last fast fix (half the interval to the neighbouring fix, when shorter).
+pub const SPEEDING_EDGE_MAX_S: f64 = 7.5;
+
 /// Speeding: a run of fixes above the limit, consecutive ones less than the
-/// signal-loss threshold apart, that lasted at least `speeding_min_s`. A fix stands
-/// for the time from halfway to the fix before it to halfway to the fix after it
-/// (the moment the vehicle crossed the limit is unknown between two fixes), so the
-/// definition holds at every cadence: at a fix every 15 s one fast fix (15 s) is not
-/// an episode and two are; at a fix every 60 s one fast fix is. The event runs from
-/// the first fast fix to the last; `duration_s` is the estimate.
+/// signal-loss threshold apart, that may have lasted at least `speeding_min_s`. A
+/// fix stands for the time from halfway to the fix before it to halfway to the fix
+/// after it (the moment the vehicle crossed the limit is unknown between two fixes),
+/// so the definition holds at every cadence: at a fix every 15 s one fast fix (15 s)
+/// is not an episode and two are; at a fix every 60 s one fast fix is. The event runs
+/// from the first fast fix to the last; its `duration_s` is what the fixes prove
+/// (that span, plus at each end half the interval to the neighbour, at most
+/// `SPEEDING_EDGE_MAX_S`), and `fixes` says how many fast fixes it rests on: a lone
+/// fix at a 120-s cadence is an event of one fix and 15 s, not a 120-s episode.
 pub fn speeding(
     fixes: &[Fix],
     limits: &[(f64, super::LimitSource)],
@@ -62,8 +69,12 @@ pub fn speeding(
         } else {
             0.0
         };
-        let duration_s = ((fixes[j].ts - fixes[i].ts) as f64 + before + after).round() as i64;
-        if duration_s >= th.speeding_min_s {
+        let span_s = (fixes[j].ts - fixes[i].ts) as f64;
+        let possible_s = (span_s + before + after).round() as i64;
+        if possible_s >= th.speeding_min_s {
+            let duration_s =
+                (span_s + before.min(SPEEDING_EDGE_MAX_S) + after.min(SPEEDING_EDGE_MAX_S)).round()
+                    as i64;
             let max = fixes[i..=j].iter().map(|f| f.speed_kmh).fold(0.0, f64::max);
             // The episode broke the lowest limit that applied during it.
             let (limit, source) = limits[i..=j]
@@ -87,6 +98,7 @@ pub fn speeding(
                     limit_geofence,
                     over_limit_kmh: round1(max - limit),
                     duration_s,
+                    fixes: j - i + 1,
                     place: namer.name(LatLon::new(fixes[i].lat, fixes[i].lon)),
                 }),
             ));

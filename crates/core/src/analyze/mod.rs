@@ -462,7 +462,9 @@ mod tests {
         };
         // 30 s from the first fast fix to the last, and half an interval each side.
         assert_eq!((d.max_speed_kmh, d.duration_s), (104.0, 45));
-        // A fix every 60 s: one fast fix stands for a minute, an episode.
+        assert_eq!(d.fixes, 3);
+        // A fix every 60 s: one fast fix may stand for a minute, an episode, but it
+        // proves one reading: 7.5 s each side, and one fix.
         let sparse: Vec<Fix> = fixes
             .iter()
             .step_by(4)
@@ -481,7 +483,7 @@ mod tests {
         let crate::model::EventDetail::Speeding(d) = &ep[0].detail else {
             panic!("a speeding detail")
         };
-        assert_eq!(d.duration_s, 60);
+        assert_eq!((d.duration_s, d.fixes), (15, 1));
     }
 
     #[test]
