@@ -52,6 +52,12 @@ pub struct ImportArgs {
     /// Write every rejected row (file, line, reason, value) to this CSV file.
     #[arg(long, value_name = "FILE")]
     rejects: Option<PathBuf>,
+
+    /// Refuse the import (nothing is written) when a file's speeds or odometer agree
+    /// with another unit than the one they are read in. Without it, the summary
+    /// names the suspicion and the flag that fixes it.
+    #[arg(long)]
+    strict_units: bool,
 }
 
 fn read_options(args: &ImportArgs) -> Result<ReadOptions> {
@@ -192,6 +198,7 @@ pub fn run(db: PathBuf, args: ImportArgs) -> Result<()> {
         db,
         time_zone: args.time_zone.clone(),
         wall_now: crate::clock::wall_clock_now(),
+        strict_units: args.strict_units,
     };
     let summary = ingest::import(&import_opts, &mut read, rejects, &mut |_| {});
     bar.finish();

@@ -655,6 +655,117 @@ id,deviceId,protocol,serverTime,deviceTime,fixTime,valid,latitude,longitude,alti
 }
 
 #[test]
+fn a_speed_column_read_in_the_wrong_unit_is_named_with_the_flag_that_fixes_it() {
+    let dir = TempDir::new("import-units");
+    let austin = format!("{REAL}/bus-austin-capmetro-2015-03-08.csv");
+    // Its speeds are mph; read as m/s they are 2.2 times what the positions imply.
+    let db = dir.join("mps.db");
+    let r = import(
+        &db,
+        &[
+            "--time-zone",
+            "America/Chicago",
+            "--speed-unit",
+            "mps",
+            &austin,
+        ],
+    )
+    .ok();
+    assert!(
+        r.stdout.contains("speed read as mps is")
+            && r.stdout
+                .contains("it agrees with mph: use --speed-unit mph"),
+        "{}",
+        r.stdout
+    );
+    // --strict-units refuses it, and writes nothing.
+    let strict = dir.join("strict.db");
+    let r = import(
+        &strict,
+        &[
+            "--time-zone",
+            "America/Chicago",
+            "--speed-unit",
+            "mps",
+            "--strict-units",
+            &austin,
+        ],
+    )
+    .fails(2);
+    assert!(r.stderr.contains("--speed-unit mph"), "{}", r.stderr);
+    assert!(!strict.exists(), "a refused import creates no database");
+    // Into an existing database: nothing already there changes.
+    let before = query_json(
+        &db,
+        &["mileage", "--from", "2015-03-08", "--to", "2015-03-08"],
+    );
+    // The same feed under other plates, its mph now read as km/h.
+    let odd = dir.join("kmh.csv");
+    std::fs::write(
+        &odd,
+        std::fs::read_to_string(&austin)
+            .unwrap()
+            .replace("vehicle_id,", "plate,")
+            .replace("\n2", "\nX2"),
+    )
+    .unwrap();
+    import(
+        &db,
+        &[
+            "--speed-unit",
+            "kmh",
+            "--strict-units",
+            odd.to_str().unwrap(),
+        ],
+    )
+    .fails(2);
+    let after = query_json(
+        &db,
+        &["mileage", "--from", "2015-03-08", "--to", "2015-03-08"],
+    );
+    assert_eq!(before, after);
+
+    // An odometer in miles, in a column that names no unit (read as km): 10 km
+    // north at 36 km/h, a fix every 10 s, the odometer 0.0621 per 100 m.
+    let mut csv = String::from("plate,time,lat,lon,speed_kmh,odometer\n");
+    for k in 0..=100 {
+        let lat = 14.6 + k as f64 * 100.0 / 111_195.0;
+        let miles = 1000.0 + k as f64 * 0.1 / 1.609_344;
+        csv.push_str(&format!(
+            "VAN,{},{lat:.6},-90.5,36,{miles:.4}\n",
+            1_795_000_000 + k * 10
+        ));
+    }
+    std::fs::write(dir.join("van.csv"), csv).unwrap();
+    let r = import(
+        &dir.join("van.db"),
+        &[
+            "--time-zone",
+            "America/Guatemala",
+            dir.join("van.csv").to_str().unwrap(),
+        ],
+    )
+    .ok();
+    assert!(
+        r.stdout.contains("odometer read as km is 0.62 times")
+            && r.stdout.contains("use --odometer-unit mi"),
+        "{}",
+        r.stdout
+    );
+    // The day's km is the GPS path's: a 6.2 km odometer did not earn its use.
+    let day = query_json(
+        &dir.join("van.db"),
+        &["trip", "VAN", "--date", "2026-11-18"],
+    );
+    assert_eq!(day["distance_source"], "gps", "{day}");
+    assert_eq!(day["odometer_rejected"], "implausible", "{day}");
+    assert!(
+        (day["distance_km"].as_f64().unwrap() - 10.0).abs() < 0.1,
+        "{day}"
+    );
+}
+
+#[test]
 fn real_bus_feeds_land_in_their_own_time_zone() {
     let dir = TempDir::new("import-bus");
     let db = dir.join("austin.db");
@@ -664,7 +775,7 @@ fn real_bus_feeds_land_in_their_own_time_zone() {
             "--time-zone",
             "America/Chicago",
             "--speed-unit",
-            "mps",
+            "mph",
             &format!("{REAL}/bus-austin-capmetro-2015-03-08.csv"),
         ],
     )
@@ -675,6 +786,8 @@ fn real_bus_feeds_land_in_their_own_time_zone() {
         "{}",
         r.stdout
     );
+    // The speeds agree with mph: nothing to say about units.
+    assert!(!r.stdout.contains("Units to check"), "{}", r.stdout);
     assert!(r.stdout.contains("exact_duplicate"), "{}", r.stdout);
     // The day daylight saving began: morning fixes at -06:00, evening ones at -05:00.
     let p = query_json(&db, &["position", "8809"]);

@@ -25,6 +25,9 @@ pub struct AnalyzeSummary {
     pub trips: usize,
     /// Events found, by kind name.
     pub events: Vec<(&'static str, usize)>,
+    /// Vehicle-days whose odometer readings were not used, by reason
+    /// (`decreasing`, `implausible`).
+    pub odometer_rejected: Vec<(&'static str, usize)>,
     /// Wall time, seconds.
     pub seconds: f64,
 }
@@ -54,6 +57,7 @@ pub fn detect_into(
     }
     let mut summary = AnalyzeSummary::default();
     let mut counts = std::collections::BTreeMap::new();
+    let mut odometer = std::collections::BTreeMap::new();
     let vehicles = store::read::vehicles(conn)?.len().max(1);
     in_parallel(
         &ctx,
@@ -67,11 +71,15 @@ pub fn detect_into(
             for e in &a.events {
                 *counts.entry(e.kind).or_insert(0usize) += 1;
             }
+            for why in a.daily.iter().filter_map(|d| d.odometer_rejected) {
+                *odometer.entry(why.as_str()).or_insert(0usize) += 1;
+            }
             out.write(&a)
         },
     )?;
     out.finish()?;
     summary.events = counts.into_iter().map(|(k, n)| (k.as_str(), n)).collect();
+    summary.odometer_rejected = odometer.into_iter().collect();
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
 }
@@ -114,6 +122,7 @@ pub fn detect_vehicles(
     }
     let mut summary = AnalyzeSummary::default();
     let mut counts = std::collections::BTreeMap::new();
+    let mut odometer = std::collections::BTreeMap::new();
     in_parallel(
         &ctx,
         &mut |submit| {
@@ -131,10 +140,14 @@ pub fn detect_vehicles(
             for e in &a.events {
                 *counts.entry(e.kind).or_insert(0usize) += 1;
             }
+            for why in a.daily.iter().filter_map(|d| d.odometer_rejected) {
+                *odometer.entry(why.as_str()).or_insert(0usize) += 1;
+            }
             out.write(&a)
         },
     )?;
     summary.events = counts.into_iter().map(|(k, n)| (k.as_str(), n)).collect();
+    summary.odometer_rejected = odometer.into_iter().collect();
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
 }

@@ -237,8 +237,8 @@ struct Source<'a, 'i, 'c, 'r> {
 impl Source<'_, '_, '_, '_> {
     /// The units for this file: the flags, else what the columns say, else the
     /// format's default.
-    fn units(&self, columns: Option<&ColumnMap>) -> FileUnits {
-        FileUnits {
+    fn units(&mut self, columns: Option<&ColumnMap>) -> FileUnits {
+        let units = FileUnits {
             speed: self
                 .opts
                 .speed_unit
@@ -250,7 +250,10 @@ impl Source<'_, '_, '_, '_> {
                 .or(columns.and_then(|c| c.odometer_unit))
                 .unwrap_or(self.format.default_odometer_unit()),
             plate: self.opts.plate.clone(),
-        }
+        };
+        // The import checks the file's figures against these when it ends.
+        self.ingest.file_units(self.file, &units);
+        units
     }
 
     fn row(&mut self, row: &RawRow, units: &FileUnits) -> Result<()> {

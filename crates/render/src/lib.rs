@@ -105,7 +105,7 @@ pub fn generate_summary(s: &GenerateSummary) -> String {
 
 /// The summary `fleetctl analyze` prints.
 pub fn analyze_summary(path: &Path, s: &AnalyzeSummary) -> String {
-    format!(
+    let mut out = format!(
         "Analysed {} in {:.2} s\n  vehicles   {}\n  fixes      {}\n  stops      {}\n  trips      {}\n  events     {}\n",
         path.display(),
         s.seconds,
@@ -114,7 +114,11 @@ pub fn analyze_summary(path: &Path, s: &AnalyzeSummary) -> String {
         thousands(s.stops as u64),
         thousands(s.trips as u64),
         event_counts(&s.events)
-    )
+    );
+    if let Some(line) = odometer_line(s) {
+        out.push_str(&format!("  {line}\n"));
+    }
+    out
 }
 
 /// Event counts by kind, "speeding 12, long_stop 10", or "none".
@@ -449,8 +453,47 @@ pub fn import_summary(s: &fleetctl_core::ingest::ImportSummary) -> String {
             thousands(a.trips as u64),
             event_counts(&a.events)
         );
+        if let Some(line) = odometer_line(a) {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    let suspicions: Vec<String> = s
+        .files
+        .iter()
+        .flat_map(|f| {
+            f.units
+                .suspicions()
+                .into_iter()
+                .map(move |u| format!("  {}: {u}", f.name))
+        })
+        .collect();
+    if !suspicions.is_empty() {
+        let _ = writeln!(
+            out,
+            "Units to check (the figures were imported as read; --strict-units refuses such a file):"
+        );
+        for line in suspicions {
+            let _ = writeln!(out, "{line}");
+        }
     }
     out
+}
+
+/// The vehicle-days whose odometer readings were not used, by reason; None when
+/// every odometer was used (or there were none).
+pub fn odometer_line(a: &fleetctl_core::pipeline::AnalyzeSummary) -> Option<String> {
+    if a.odometer_rejected.is_empty() {
+        return None;
+    }
+    let reasons: Vec<String> = a
+        .odometer_rejected
+        .iter()
+        .map(|(why, n)| format!("{why} {n}"))
+        .collect();
+    Some(format!(
+        "Odometer not used (distance from GPS instead), vehicle-days: {}",
+        reasons.join(", ")
+    ))
 }
 
 /// `fleetctl settings`: the zone and every detection threshold with its meaning.

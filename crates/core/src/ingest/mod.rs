@@ -11,6 +11,7 @@
 
 pub mod sort;
 pub mod time;
+pub mod units;
 
 use crate::clock::FleetZone;
 use crate::error::{Error, ErrorCode, Result};
@@ -291,6 +292,8 @@ pub struct FileTally {
     pub imported: u64,
     /// Rows rejected, by reason.
     pub rejected: BTreeMap<RejectReason, u64>,
+    /// What its kept rows say about their units.
+    pub units: units::UnitEvidence,
 }
 
 impl FileTally {
@@ -349,6 +352,9 @@ pub struct ImportOptions {
     /// The computer's clock (UTC seconds), for the future-time check of files
     /// without a receipt time.
     pub wall_now: i64,
+    /// Refuse the import (nothing written) when a file's speeds or odometer agree
+    /// with another unit than the one they were read in.
+    pub strict_units: bool,
 }
 
 /// An import in progress: the readers feed it rows.
@@ -436,8 +442,15 @@ impl<'c, 'r> Ingest<'c, 'r> {
             rows_read: 0,
             imported: 0,
             rejected: BTreeMap::new(),
+            units: units::UnitEvidence::default(),
         });
         self.books.files.len() - 1
+    }
+
+    /// Records the units file `file` is read in (its figures are checked against
+    /// its positions when the import ends).
+    pub fn file_units(&mut self, file: usize, read_in: &FileUnits) {
+        self.books.files[file].units.read_in = Some((read_in.speed, read_in.odometer));
     }
 
     /// Checks one row alone and stages it, or rejects it.
@@ -587,8 +600,15 @@ impl Books<'_> {
             return Ok(());
         }
         importer.insert_all(&kept)?;
+        let mut files_seen = Vec::new();
         for s in &kept {
             self.files[s.file_index].imported += 1;
+            if !files_seen.contains(&s.file_index) {
+                files_seen.push(s.file_index);
+            }
+        }
+        for file in files_seen {
+            self.files[file].units.observe(file, &kept);
         }
         self.vehicles.push(VehicleTally {
             plate: self.plate_of.get(&vehicle_id).cloned().unwrap_or_default(),
@@ -1168,6 +1188,9 @@ pub fn import(
             ingest
         };
         let (files, vehicles, touched) = ingest.settle(&mut *progress)?;
+        if opts.strict_units {
+            units_or_refuse(&files)?;
+        }
         before_detection()?;
         let analysis = if touched.is_empty() {
             None
@@ -1232,6 +1255,20 @@ pub fn import(
         analysis,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// `--strict-units`: the first file whose figures agree with another unit than the
+/// one they were read in stops the import.
+fn units_or_refuse(files: &[FileTally]) -> Result<()> {
+    for f in files {
+        if let Some(s) = f.units.suspicions().first() {
+            return Err(Error::invalid(format!("{}: {s}", f.name)).with_hint(format!(
+                "nothing was imported; run again with {} (or without --strict-units to import as read)",
+                s.flag
+            )));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
