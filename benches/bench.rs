@@ -600,6 +600,7 @@ fn child_import(db: &str, file: &str) {
         db: PathBuf::from(db),
         time_zone: Some("America/Guatemala".into()),
         wall_now: fleetctl::clock::wall_clock_now(),
+        strict_units: false,
     };
     let read_opts = fleetctl::formats::ReadOptions::default();
     let started = Instant::now();
