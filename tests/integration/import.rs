@@ -1198,3 +1198,122 @@ fn a_killed_import_leaves_the_database_as_it_was() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+/// One vehicle's drive across the night the clocks go back in `zone`: a fix every
+/// 60 s from `start_utc` for four hours, heading north at 40 km/h with a 20-minute
+/// stop in the middle. Returns (times with their offset, naive local times) rows.
+fn autumn_night(zone: &str, start_utc: &str) -> (String, String) {
+    let tz = fleetctl::clock::FleetZone::named(zone).unwrap();
+    let start = start_utc.parse::<jiff::Timestamp>().unwrap().as_second();
+    let (mut with_offset, mut naive) = (
+        String::from("plate,time,lat,lon,speed_kmh\n"),
+        String::from("plate,time,lat,lon,speed_kmh\n"),
+    );
+    let mut north_m = 0.0;
+    for k in 0..240i64 {
+        let t = start + k * 60;
+        let stopped = (110..130).contains(&k);
+        let speed = if stopped { 0.0 } else { 40.0 };
+        if !stopped {
+            north_m += 40_000.0 / 60.0;
+        }
+        let lat = 40.0 + north_m / 111_195.0;
+        let offset = tz.rfc3339(t);
+        let local = offset[..19].replace('T', " ");
+        with_offset.push_str(&format!("CAR,{offset},{lat:.6},-3.0,{speed}\n"));
+        naive.push_str(&format!("CAR,{local},{lat:.6},-3.0,{speed}\n"));
+    }
+    (with_offset, naive)
+}
+
+#[test]
+fn naive_local_times_across_the_night_the_clocks_go_back_land_on_the_same_instants() {
+    // New York and London fall back at 02:00 and 01:00 local; Sydney (southern
+    // hemisphere) at 03:00 in April.
+    for (zone, start) in [
+        ("America/New_York", "2026-11-01T04:00:00Z"),
+        ("Europe/London", "2026-10-24T23:00:00Z"),
+        ("Australia/Sydney", "2026-04-04T14:00:00Z"),
+    ] {
+        let dir = TempDir::new("autumn-night");
+        let (with_offset, naive) = autumn_night(zone, start);
+        std::fs::write(dir.join("offset.csv"), with_offset).unwrap();
+        std::fs::write(dir.join("naive.csv"), naive).unwrap();
+        let (a, b) = (dir.join("offset.db"), dir.join("naive.db"));
+        for (db, file) in [(&a, "offset.csv"), (&b, "naive.csv")] {
+            let r = import(db, &["--time-zone", zone, dir.join(file).to_str().unwrap()]).ok();
+            assert!(
+                r.stdout.contains("240         240           0"),
+                "{zone}: {}",
+                r.stdout
+            );
+        }
+        let instants = |db: &Path| -> Vec<i64> {
+            let conn = open(db);
+            let mut st = conn
+                .prepare("SELECT ts FROM positions ORDER BY ts")
+                .unwrap();
+            st.query_map([], |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        assert_eq!(instants(&a), instants(&b), "{zone}");
+        let date = fleetctl::clock::FleetZone::named(zone)
+            .unwrap()
+            .local_date(instants(&a)[120])
+            .to_string();
+        for report in ["mileage", "events", "trips"] {
+            let args = [report, "--from", date.as_str(), "--to", date.as_str()];
+            assert_eq!(
+                query_json(&a, &args),
+                query_json(&b, &args),
+                "{zone} {report}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_naive_time_the_clocks_skipped_or_repeated_without_a_clue_is_rejected_not_shifted() {
+    let dir = TempDir::new("dst-rejects");
+    let db = dir.join("fleet.db");
+    // New York: 02:30 on 2026-03-08 never happened; 01:30 on 2026-11-01 happened
+    // twice, and a lone fix there cannot say which.
+    std::fs::write(
+        dir.join("fixes.csv"),
+        "plate,time,lat,lon\n\
+         VAN,2026-03-08 01:30:00,40.70,-74.00\n\
+         VAN,2026-03-08 02:30:00,40.71,-74.00\n\
+         VAN,2026-03-08 03:30:00,40.72,-74.00\n\
+         TRUCK,2026-11-01 01:30:00,40.70,-74.00\n\
+         TRUCK,2026-11-01 03:30:00,40.72,-74.00\n",
+    )
+    .unwrap();
+    let rejects = dir.join("rejects.csv");
+    let r = import(
+        &db,
+        &[
+            "--time-zone",
+            "America/New_York",
+            "--rejects",
+            rejects.to_str().unwrap(),
+            dir.join("fixes.csv").to_str().unwrap(),
+        ],
+    )
+    .ok();
+    assert!(r.stdout.contains("nonexistent_local_time"), "{}", r.stdout);
+    assert!(r.stdout.contains("ambiguous_local_time"), "{}", r.stdout);
+    let lines = std::fs::read_to_string(&rejects).unwrap();
+    assert!(lines.contains(",3,nonexistent_local_time,"), "{lines}");
+    assert!(lines.contains(",5,ambiguous_local_time,"), "{lines}");
+    // A column whose name says UTC is UTC: 12:00 in it is 07:00 in New York.
+    std::fs::write(
+        dir.join("utc.csv"),
+        "plate,time_utc,lat,lon\nBUS,2026-06-01 12:00:00,40.7,-74.0\n",
+    )
+    .unwrap();
+    import(&db, &[dir.join("utc.csv").to_str().unwrap()]).ok();
+    let p = query_json(&db, &["position", "BUS"]);
+    assert_eq!(p["last_fix_at"], "2026-06-01T08:00:00-04:00", "{p}");
+}

@@ -122,6 +122,22 @@ fn digits<T: std::str::FromStr>(s: &str) -> Option<T> {
     }
 }
 
+/// What a wall time on a local date is in a zone (see [`FleetZone::resolve_local`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalTime {
+    /// One instant, UTC seconds.
+    Exact(i64),
+    /// The clocks went back: the wall time happened twice.
+    Repeated {
+        /// Its first occurrence, UTC seconds.
+        earlier: i64,
+        /// Its second.
+        later: i64,
+    },
+    /// The clocks went forward over it: it never happened.
+    Skipped,
+}
+
 /// The fleet's zone: an IANA name and its rules.
 #[derive(Debug, Clone)]
 pub struct FleetZone {
@@ -208,6 +224,29 @@ impl FleetZone {
         // In a gap: the wall time does not exist; keep the earlier offset, which
         // lands the same distance past the change.
         naive - before
+    }
+
+    /// A wall time on a local date as it really is: one instant, two (the hour a
+    /// clock change repeats), or none (the hour it skips).
+    pub fn resolve_local(&self, date: Date, seconds_of_day: i64) -> LocalTime {
+        let naive = date.days_since_epoch() * DAY_S + seconds_of_day;
+        let before = self.offset_s(naive - DAY_S);
+        let after = self.offset_s(naive + DAY_S);
+        let mut candidates = [naive - before, naive - after];
+        candidates.sort_unstable();
+        let real: Vec<i64> = candidates
+            .into_iter()
+            .filter(|&ts| ts + self.offset_s(ts) == naive)
+            .collect();
+        match real.as_slice() {
+            [] => LocalTime::Skipped,
+            [ts] => LocalTime::Exact(*ts),
+            [earlier, later, ..] if earlier == later => LocalTime::Exact(*earlier),
+            [earlier, later, ..] => LocalTime::Repeated {
+                earlier: *earlier,
+                later: *later,
+            },
+        }
     }
 
     /// Parses a local `YYYY-MM-DDTHH:MM` (a space may replace the `T`) into an instant.

@@ -123,6 +123,9 @@ pub struct ColumnMap {
     pub odometer_unit: Option<OdometerUnit>,
     /// A `date` column beside a time column that holds only the time of day.
     pub date_index: Option<usize>,
+    /// The time column's name says UTC (`time_utc`, `timestamp_utc`, `fix_time_z`):
+    /// its naive times are UTC, not the fleet's local time.
+    pub time_utc: bool,
 }
 
 impl ColumnMap {
@@ -143,6 +146,10 @@ impl ColumnMap {
                     .with_hint(format!("its columns are: {}", header.join(", ")))
                 })?;
             map.index.insert(*field, i);
+            if *field == Field::Time {
+                let key = normalise(&header[i]);
+                map.time_utc = key.ends_with("utc") || key.ends_with("gmt");
+            }
         }
         for field in Field::ALL {
             if map.index.contains_key(&field) {
@@ -165,6 +172,7 @@ impl ColumnMap {
                 match field {
                     Field::Speed => map.speed_unit = unit.and_then(SpeedUnit::parse),
                     Field::Odometer => map.odometer_unit = unit.and_then(OdometerUnit::parse),
+                    Field::Time => map.time_utc = unit.is_some(),
                     _ => {}
                 }
             }
@@ -195,7 +203,7 @@ fn match_name(field: Field, name: &str) -> Option<(usize, Option<&'static str>)>
         Field::Speed => &["kmh", "kph", "knots", "kn", "mps", "mph"],
         Field::Odometer => &["km", "mi", "m"],
         Field::Heading => &["deg", "degrees"],
-        Field::Time => &["utc"],
+        Field::Time => &["utc", "gmt", "z"],
         _ => &[],
     };
     for (rank, known) in field.known_names().iter().enumerate() {

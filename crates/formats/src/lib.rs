@@ -250,6 +250,7 @@ impl Source<'_, '_, '_, '_> {
                 .or(columns.and_then(|c| c.odometer_unit))
                 .unwrap_or(self.format.default_odometer_unit()),
             plate: self.opts.plate.clone(),
+            naive_times_utc: columns.is_some_and(|c| c.time_utc),
         };
         // The import checks the file's figures against these when it ends.
         self.ingest.file_units(self.file, &units);

@@ -126,6 +126,9 @@ pub struct FileUnits {
     pub odometer: OdometerUnit,
     /// The vehicle of rows without a plate (`--plate`).
     pub plate: Option<String>,
+    /// Naive times are UTC, not the fleet's local time: the time column's name says
+    /// so (`time_utc`, `timestamp_utc`, `time_z`).
+    pub naive_times_utc: bool,
 }
 
 /// One row of a source file, its cells as text, before any check. `None` is a
@@ -191,6 +194,12 @@ pub enum RejectReason {
     BadPlate,
     /// No time, or one that reads as no known form.
     UnparseableTime,
+    /// A naive local time the clocks skipped (the night they go forward): it never
+    /// happened in the fleet's zone.
+    NonexistentLocalTime,
+    /// A naive local time the clocks repeated (the night they go back) that the
+    /// vehicle's own order of rows does not place in either occurrence.
+    AmbiguousLocalTime,
     /// A line the CSV reader cannot split into the header's cells (broken
     /// quoting, more cells than the header).
     MalformedRow,
@@ -224,11 +233,13 @@ pub enum RejectReason {
 
 impl RejectReason {
     /// Every reason, in the order summaries list them.
-    pub const ALL: [RejectReason; 16] = [
+    pub const ALL: [RejectReason; 18] = [
         RejectReason::MalformedRow,
         RejectReason::MissingPlate,
         RejectReason::BadPlate,
         RejectReason::UnparseableTime,
+        RejectReason::NonexistentLocalTime,
+        RejectReason::AmbiguousLocalTime,
         RejectReason::InvalidFix,
         RejectReason::MissingCoordinates,
         RejectReason::CoordinatesOutOfRange,
@@ -251,6 +262,8 @@ impl RejectReason {
             RejectReason::MissingPlate => "missing_plate",
             RejectReason::BadPlate => "bad_plate",
             RejectReason::UnparseableTime => "unparseable_time",
+            RejectReason::NonexistentLocalTime => "nonexistent_local_time",
+            RejectReason::AmbiguousLocalTime => "ambiguous_local_time",
             RejectReason::MissingCoordinates => "missing_coordinates",
             RejectReason::CoordinatesOutOfRange => "coordinates_out_of_range",
             RejectReason::ZeroZero => "zero_zero",
@@ -726,6 +739,8 @@ impl CheckedBatch {
 #[derive(Debug, Clone)]
 pub struct Checker {
     zone: FleetZone,
+    /// For files whose time column says UTC.
+    utc: FleetZone,
     wall_now: i64,
 }
 
@@ -753,8 +768,22 @@ impl Checker {
         let at = match row.typed.time_epoch {
             Some(epoch) => time::epoch_number(epoch)
                 .ok_or_else(|| (R::UnparseableTime, format!("time {epoch}")))?,
-            None => parse_time(time_text, &self.zone)
-                .ok_or_else(|| (R::UnparseableTime, format!("time {time_text:?}")))?,
+            None => {
+                let zone = if units.naive_times_utc {
+                    &self.utc
+                } else {
+                    &self.zone
+                };
+                time::parse_time_strict(time_text, zone).map_err(|problem| match problem {
+                    time::TimeProblem::Unparseable => {
+                        (R::UnparseableTime, format!("time {time_text:?}"))
+                    }
+                    time::TimeProblem::Skipped => (
+                        R::NonexistentLocalTime,
+                        format!("time {time_text:?}: the clocks of {} skipped it", zone.name),
+                    ),
+                })?
+            }
         };
         let received = row
             .received
@@ -815,6 +844,7 @@ impl Checker {
             ts_ms: at.ms,
             file_index: file,
             line: row.line,
+            repeated_later_by_s: at.repeated_later_by_s,
         };
         Ok((plate, staged))
     }
@@ -996,6 +1026,7 @@ pub fn settle_vehicle(
     use RejectReason as R;
     let mut kept: Vec<Staged> = Vec::with_capacity(rows.len());
     let mut rejected = Vec::new();
+    let rows = place_repeated_times(rows, &mut rejected);
     let mut rows = rows.into_iter().peekable();
     // The rows at one instant; one buffer for every instant (most hold one row).
     let mut group: Vec<Staged> = Vec::new();
@@ -1085,6 +1116,74 @@ pub fn settle_vehicle(
     Ok(Settled { kept, rejected })
 }
 
+/// Places one vehicle's naive local times of the hour the clocks repeated (the night
+/// they go back), staged at their first occurrence: read in the order the vehicle's
+/// rows were written, a stream that steps back by no more than the shift, once, has
+/// crossed into the second occurrence, and its rows from there on are moved to it.
+/// A vehicle whose repeated times never step back, or step back more than once or
+/// by more than the shift, says nothing of which occurrence they are: those rows are
+/// rejected as `ambiguous_local_time`, never silently shifted. Returns the rows in
+/// settling order.
+fn place_repeated_times(
+    mut rows: Vec<Staged>,
+    rejected: &mut Vec<(Staged, RejectReason, String)>,
+) -> Vec<Staged> {
+    if rows.iter().all(|s| s.repeated_later_by_s == 0) {
+        return rows;
+    }
+    let mut repeated: Vec<usize> = (0..rows.len())
+        .filter(|&k| rows[k].repeated_later_by_s != 0)
+        .collect();
+    repeated.sort_by_key(|&k| (rows[k].file_index, rows[k].line));
+    let mut steps_back = Vec::new();
+    let mut disorder = false;
+    let mut high = i64::MIN;
+    for (n, &k) in repeated.iter().enumerate() {
+        let t = millis(&rows[k]);
+        if t < high {
+            if high - t <= rows[k].repeated_later_by_s * 1000 {
+                steps_back.push(n);
+            } else {
+                disorder = true;
+            }
+            high = t;
+        } else {
+            high = t;
+        }
+    }
+    let second_from = match (steps_back.as_slice(), disorder) {
+        ([n], false) => Some(*n),
+        _ => None,
+    };
+    let mut out_of: Vec<bool> = vec![false; rows.len()];
+    for (n, &k) in repeated.iter().enumerate() {
+        let s = &mut rows[k];
+        match second_from {
+            Some(from) => {
+                if n >= from {
+                    s.fix.ts += s.repeated_later_by_s;
+                }
+                s.repeated_later_by_s = 0;
+            }
+            None => out_of[k] = true,
+        }
+    }
+    let mut kept = Vec::with_capacity(rows.len());
+    for (k, s) in rows.into_iter().enumerate() {
+        if out_of[k] {
+            let detail = format!(
+                "local time occurs twice (the clocks went back {} min) and this vehicle's rows do not say which: give times with their offset",
+                s.repeated_later_by_s / 60
+            );
+            rejected.push((s, RejectReason::AmbiguousLocalTime, detail));
+        } else {
+            kept.push(s);
+        }
+    }
+    kept.sort_by_key(sort::order_key);
+    kept
+}
+
 /// False when `b` is surely no impossible jump from `a`, decided without
 /// trigonometry from an upper bound of their distance: along the meridian, then
 /// along a parallel, no shorter than the great circle and at most the radius times
@@ -1165,6 +1264,7 @@ pub fn import(
      -> Result<_> {
         let checker = Checker {
             zone: zone.clone(),
+            utc: FleetZone::named("UTC")?,
             wall_now: opts.wall_now,
         };
         let stream = Order::Stream {
@@ -1291,6 +1391,7 @@ mod tests {
             ts_ms: 0,
             file_index: 0,
             line,
+            repeated_later_by_s: 0,
         }
     }
 

@@ -16,10 +16,10 @@ use std::path::PathBuf;
 /// Rows held in memory before a run is spilled (about 100 bytes each).
 const BUDGET_ROWS: usize = 2_000_000;
 /// Bytes per row in a run file.
-const RECORD_BYTES: usize = 8 * 8 + 4 + 1 + 8;
+const RECORD_BYTES: usize = 8 * 8 + 4 + 1 + 8 + 4;
 
 /// The order rows are settled in: vehicle, time, then file and line (ties only).
-fn key(s: &Staged) -> (i64, i64, i64, usize, u64) {
+pub(crate) fn order_key(s: &Staged) -> (i64, i64, i64, usize, u64) {
     (s.fix.vehicle_id, s.fix.ts, s.ts_ms, s.file_index, s.line)
 }
 
@@ -61,7 +61,7 @@ impl Sorter {
     }
 
     fn spill(&mut self) -> Result<()> {
-        self.rows.sort_unstable_by_key(key);
+        self.rows.sort_unstable_by_key(order_key);
         let path = self.dir.join(format!("{}{}", self.prefix, self.runs.len()));
         self.runs.push(path.clone());
         let file = std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
@@ -79,7 +79,7 @@ impl Sorter {
     ) -> Result<()> {
         if self.runs.is_empty() {
             let mut rows = std::mem::take(&mut self.rows);
-            rows.sort_unstable_by_key(key);
+            rows.sort_unstable_by_key(order_key);
             let mut rows = rows.into_iter().peekable();
             while let Some(first) = rows.next() {
                 let id = first.fix.vehicle_id;
@@ -104,7 +104,7 @@ impl Sorter {
         for (i, (path, r)) in readers.iter_mut().enumerate() {
             let head = read_one(r).map_err(|e| Error::io(path, e))?;
             if let Some(h) = &head {
-                heap.push(Reverse((key(h), i)));
+                heap.push(Reverse((order_key(h), i)));
             }
             heads.push(head);
         }
@@ -114,7 +114,7 @@ impl Sorter {
             let (path, r) = &mut readers[i];
             heads[i] = read_one(r).map_err(|e| Error::io(path, e))?;
             if let Some(h) = &heads[i] {
-                heap.push(Reverse((key(h), i)));
+                heap.push(Reverse((order_key(h), i)));
             }
             if group
                 .last()
@@ -170,6 +170,7 @@ fn encode(s: &Staged) -> [u8; RECORD_BYTES] {
         Some(on) => on as u8,
     };
     out[69..77].copy_from_slice(&s.line.to_le_bytes());
+    out[77..81].copy_from_slice(&(s.repeated_later_by_s as i32).to_le_bytes());
     out
 }
 
@@ -203,6 +204,9 @@ fn read_one(r: &mut impl Read) -> std::io::Result<Option<Staged>> {
         ts_ms: i64::from_le_bytes(word(2)),
         file_index: u32::from_le_bytes(buf[64..68].try_into().expect("4 bytes")) as usize,
         line: u64::from_le_bytes(buf[69..77].try_into().expect("8 bytes")),
+        repeated_later_by_s: i64::from(i32::from_le_bytes(
+            buf[77..81].try_into().expect("4 bytes"),
+        )),
     }))
 }
 
@@ -226,6 +230,7 @@ mod tests {
             ts_ms: ts % 1000,
             file_index: (line % 2) as usize,
             line,
+            repeated_later_by_s: if ts % 7 == 0 { 3600 } else { 0 },
         }
     }
 
@@ -276,7 +281,7 @@ mod tests {
         assert_eq!(spilled.len(), 3);
         assert_eq!(spilled[0][0].fix.vehicle_id, 1);
         for g in &spilled {
-            assert!(g.windows(2).all(|w| key(&w[0]) < key(&w[1])));
+            assert!(g.windows(2).all(|w| order_key(&w[0]) < order_key(&w[1])));
         }
         assert_eq!(spilled.iter().map(Vec::len).sum::<usize>(), 1000);
     }

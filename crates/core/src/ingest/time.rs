@@ -1,8 +1,10 @@
 //! Reading the times that trackers and exports write: ISO 8601 with an offset (or
 //! `Z`), a naive local date and time (read in the fleet's zone), or epoch seconds,
 //! milliseconds or microseconds; fractions of a second are kept to the millisecond.
+//! A naive time the clocks skipped is refused; one they repeated is read as its first
+//! occurrence and marked, for the import to place by the vehicle's order.
 
-use crate::clock::{Date, FleetZone};
+use crate::clock::{Date, FleetZone, LocalTime};
 
 /// An instant: whole UTC epoch seconds and the milliseconds past them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -11,6 +13,10 @@ pub struct Instant {
     pub ts: i64,
     /// Milliseconds past `ts`, 0..=999.
     pub ms: i64,
+    /// For a naive local time that the clocks repeated (the night they go back):
+    /// how many seconds later its second occurrence is; `ts` is the first. 0 for
+    /// every other time.
+    pub repeated_later_by_s: i64,
 }
 
 impl Instant {
@@ -18,8 +24,18 @@ impl Instant {
         Instant {
             ts: total_ms.div_euclid(1000),
             ms: total_ms.rem_euclid(1000),
+            repeated_later_by_s: 0,
         }
     }
+}
+
+/// Why a time cell gives no instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeProblem {
+    /// Not a time in any form fleetctl reads.
+    Unparseable,
+    /// A naive local time the clocks skipped (the night they go forward).
+    Skipped,
 }
 
 /// Epoch numbers are told apart by size: seconds up to 10^11 (year 5138),
@@ -46,19 +62,55 @@ pub fn epoch_number(value: f64) -> Option<Instant> {
     Some(Instant::from_millis(ms.round() as i64))
 }
 
-/// Parses one time cell. A naive date and time is local time in `zone`.
+/// Parses one time cell. A naive date and time is local time in `zone` (a repeated
+/// one is its first occurrence, marked; a skipped one reads as if the clock had not
+/// moved yet). See [`parse_time_strict`] for the import's reading.
 pub fn parse_time(text: &str, zone: &FleetZone) -> Option<Instant> {
+    match parse_time_strict(text, zone) {
+        Ok(at) => Some(at),
+        Err(TimeProblem::Unparseable) => None,
+        Err(TimeProblem::Skipped) => {
+            let (date, seconds, ms) = naive(text.trim())?;
+            Some(Instant {
+                ts: zone.at(date, seconds),
+                ms,
+                repeated_later_by_s: 0,
+            })
+        }
+    }
+}
+
+/// Parses one time cell, refusing a naive local time the clocks skipped.
+pub fn parse_time_strict(text: &str, zone: &FleetZone) -> Result<Instant, TimeProblem> {
     let text = text.trim();
     if text.is_empty() {
-        return None;
+        return Err(TimeProblem::Unparseable);
     }
     if text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-        return epoch(text);
+        return epoch(text).ok_or(TimeProblem::Unparseable);
     }
     if let Ok(t) = text.parse::<jiff::Timestamp>() {
-        return Some(Instant::from_millis(t.as_millisecond()));
+        return Ok(Instant::from_millis(t.as_millisecond()));
     }
     // A naive date and time (T or a space between them), read in the fleet's zone.
+    let (date, seconds_of_day, ms) = naive(text).ok_or(TimeProblem::Unparseable)?;
+    match zone.resolve_local(date, seconds_of_day) {
+        LocalTime::Exact(ts) => Ok(Instant {
+            ts,
+            ms,
+            repeated_later_by_s: 0,
+        }),
+        LocalTime::Repeated { earlier, later } => Ok(Instant {
+            ts: earlier,
+            ms,
+            repeated_later_by_s: later - earlier,
+        }),
+        LocalTime::Skipped => Err(TimeProblem::Skipped),
+    }
+}
+
+/// A naive date and time: the date, the seconds of the day and the milliseconds.
+fn naive(text: &str) -> Option<(Date, i64, i64)> {
     let dt: jiff::civil::DateTime = text.parse().ok()?;
     let date = Date {
         year: i32::from(dt.year()),
@@ -67,11 +119,11 @@ pub fn parse_time(text: &str, zone: &FleetZone) -> Option<Instant> {
     };
     let seconds_of_day =
         i64::from(dt.hour()) * 3600 + i64::from(dt.minute()) * 60 + i64::from(dt.second());
-    let ts = zone.at(date, seconds_of_day);
-    Some(Instant {
-        ts,
-        ms: i64::from(dt.subsec_nanosecond()) / 1_000_000,
-    })
+    Some((
+        date,
+        seconds_of_day,
+        i64::from(dt.subsec_nanosecond()) / 1_000_000,
+    ))
 }
 
 #[cfg(test)]
@@ -85,6 +137,7 @@ mod tests {
         let noon_utc = Instant {
             ts: 1_795_000_000,
             ms: 0,
+            repeated_later_by_s: 0,
         };
         assert_eq!(at("1795000000"), Some(noon_utc));
         assert_eq!(at("1795000000000"), Some(noon_utc));
@@ -93,7 +146,8 @@ mod tests {
             at("1795000000.25"),
             Some(Instant {
                 ts: 1_795_000_000,
-                ms: 250
+                ms: 250,
+                repeated_later_by_s: 0,
             })
         );
         let iso = at("2026-11-24T08:13:00-06:00").unwrap();
@@ -120,5 +174,35 @@ mod tests {
         ] {
             assert_eq!(at(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_skipped_local_time_is_refused_and_a_repeated_one_marked() {
+        let ny = FleetZone::named("America/New_York").unwrap();
+        assert_eq!(
+            parse_time_strict("2026-03-08 02:30:00", &ny),
+            Err(TimeProblem::Skipped)
+        );
+        let first = parse_time_strict("2026-11-01 01:30:00", &ny).unwrap();
+        assert_eq!(first.repeated_later_by_s, 3600);
+        assert_eq!(
+            first,
+            parse_time_strict("2026-11-01T01:30:00-04:00", &ny)
+                .map(|t| Instant {
+                    repeated_later_by_s: 3600,
+                    ..t
+                })
+                .unwrap()
+        );
+        let plain = parse_time_strict("2026-11-01 03:30:00", &ny).unwrap();
+        assert_eq!(plain.repeated_later_by_s, 0);
+        // Lord Howe Island moves its clocks by half an hour.
+        let lh = FleetZone::named("Australia/Lord_Howe").unwrap();
+        assert_eq!(
+            parse_time_strict("2026-04-05 01:45:00", &lh)
+                .unwrap()
+                .repeated_later_by_s,
+            1800
+        );
     }
 }

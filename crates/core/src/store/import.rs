@@ -20,6 +20,10 @@ pub struct Staged {
     pub file_index: usize,
     /// Its line (or record) number in that file, from 1.
     pub line: u64,
+    /// A naive local time the clocks repeated: `fix.ts` is its first occurrence,
+    /// and the second is this many seconds later (the import places it by the
+    /// vehicle's order). 0 for every other time.
+    pub repeated_later_by_s: i64,
 }
 
 /// Finds vehicles and appends the rows of one import.
