@@ -1,7 +1,8 @@
--- fleetctl store, schema version 4 (2: latest_fix and the partial indexes; 3: imported
+-- fleetctl store, schema version 5 (2: latest_fix and the partial indexes; 3: imported
 -- data: fractional seconds, derived speeds, unknown heading and ignition, one fix per
 -- vehicle and instant; 4: positions keyed by vehicle and instant, with no rowid; a trip's moving and idle
--- time, a stop's time without ignition, stops and trips by time).
+-- time, a stop's time without ignition, stops and trips by time; 5: a trip's odometer km and
+-- why a day's odometer was not used; `fleetctl analyze` brings a version-4 file up to date).
 -- Times are UTC epoch seconds (INTEGER); coordinates are WGS84 degrees; units are in
 -- the column names. The indexes after the marker line at the end are built after a bulk
 -- load, which is several times faster than maintaining them row by row.

@@ -276,6 +276,21 @@ fn a_database_of_the_previous_schema_is_brought_up_to_date_by_analyze() {
             && said.contains(&format!("fleetctl --db {db_arg} analyze")),
         "{said}"
     );
+    // An analysis that fails (a limit out of range) leaves version 4 whole.
+    run(fleetctl(&[
+        "--db",
+        db_arg,
+        "analyze",
+        "--speed-limit",
+        "300",
+    ]))
+    .fails(2);
+    let still_old = run(fleetctl(&["--db", db_arg, "query", "trip", "CAR"])).fails(4);
+    assert!(
+        still_old.stdout.contains("schema version 4"),
+        "{}",
+        still_old.stdout
+    );
     run(fleetctl(&["--db", db_arg, "analyze"])).ok();
     let after = crate::harness::query_json(&db, &["trip", "CAR", "--date", "2020-12-18"]);
     assert_eq!(before, after);

@@ -172,8 +172,7 @@ pub fn reanalyze(
     adjust: &dyn Fn(&mut Thresholds),
     progress: &mut dyn FnMut(f64),
 ) -> Result<AnalyzeSummary> {
-    store::upgrade_derived(path)?;
-    store::with_write_transaction(path, |conn| {
+    store::with_upgrading_write_transaction(path, |conn| {
         let mut thresholds = stored_thresholds(conn)?;
         adjust(&mut thresholds);
         detect_into(conn, thresholds, progress)

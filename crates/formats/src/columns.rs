@@ -146,10 +146,6 @@ impl ColumnMap {
                     .with_hint(format!("its columns are: {}", header.join(", ")))
                 })?;
             map.index.insert(*field, i);
-            if *field == Field::Time {
-                let key = normalise(&header[i]);
-                map.time_utc = key.ends_with("utc") || key.ends_with("gmt");
-            }
         }
         for field in Field::ALL {
             if map.index.contains_key(&field) {
@@ -172,11 +168,14 @@ impl ColumnMap {
                 match field {
                     Field::Speed => map.speed_unit = unit.and_then(SpeedUnit::parse),
                     Field::Odometer => map.odometer_unit = unit.and_then(OdometerUnit::parse),
-                    Field::Time => map.time_utc = unit.is_some(),
                     _ => {}
                 }
             }
         }
+        map.time_utc = map
+            .index
+            .get(&Field::Time)
+            .is_some_and(|&i| says_utc(&header[i]));
         map.date_index = header
             .iter()
             .position(|h| matches!(normalise(h).as_str(), "date" | "gpsdate" | "day"))
@@ -191,6 +190,21 @@ impl ColumnMap {
             .filter(|f| !self.index.contains_key(f))
             .collect()
     }
+}
+
+/// A time column whose name says its naive times are UTC: it ends in `utc` or `gmt`
+/// (`time_utc`, `Time (UTC)`, `timestamp GMT`), or in a separate `z` (`fix_time_z`).
+fn says_utc(name: &str) -> bool {
+    let lower = name.trim().to_lowercase();
+    let key: String = normalise(&lower)
+        .chars()
+        .filter(|c| !matches!(c, '(' | ')' | '[' | ']'))
+        .collect();
+    key.ends_with("utc")
+        || key.ends_with("gmt")
+        || [" z", "_z", "-z", "(z)", "[z]"]
+            .iter()
+            .any(|s| lower.ends_with(s))
 }
 
 /// How well a column name means `field`: its rank in the known names, and the unit
@@ -298,5 +312,27 @@ mod tests {
         assert!(err.hint.unwrap().contains("deviceTime, fixTime"));
         assert!(parse_map("colour=x").is_err());
         assert!(parse_map("plate").is_err());
+    }
+
+    #[test]
+    fn a_time_column_named_for_utc_holds_utc() {
+        for (name, utc) in [
+            ("time_utc", true),
+            ("Time (UTC)", true),
+            ("timestamp GMT", true),
+            ("fix_time_z", true),
+            ("time", false),
+            ("Timestamp", false),
+            ("fixtime", false),
+        ] {
+            let m = ColumnMap::from_header(&header(&[name, "lat", "lon"]), &[]).unwrap();
+            assert_eq!(m.time_utc, utc, "{name}");
+        }
+        let mapped = ColumnMap::from_header(
+            &header(&["GPS Time (UTC)", "lat", "lon"]),
+            &[(Field::Time, "GPS Time (UTC)".into())],
+        )
+        .unwrap();
+        assert!(mapped.time_utc);
     }
 }

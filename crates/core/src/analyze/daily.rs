@@ -32,7 +32,8 @@ pub fn rollup(
     let ranges = &segments.stop_ranges;
     let (stops, trips, events) = (&found.stops, &found.trips, &found.events);
     let mut days: BTreeMap<Date, Acc> = BTreeMap::new();
-    // A day's distance is the one span distance over that day's fixes.
+    // A day's distance is the one span distance over that day's fixes, counted from
+    // the vehicle's last fix before it (the step across midnight is the new day's).
     let mut start = 0;
     while start < fixes.len() {
         let date = zone.local_date(fixes[start].ts);
@@ -45,7 +46,7 @@ pub fn rollup(
         days.insert(
             date,
             Acc {
-                distance: span_distance(day, th),
+                distance: span_distance(&fixes[start.saturating_sub(1)..end], th),
                 first_ts: day[0].ts,
                 last_ts: day[day.len() - 1].ts,
                 max_speed: day.iter().map(|f| f.speed_kmh).fold(0.0, f64::max),

@@ -38,12 +38,13 @@ pub const STILL_HALF_WINDOW_S: i64 = 60;
 pub const STILL_MAX_M: f64 = 30.0;
 
 /// For each step between consecutive fixes (`k` to `k + 1`), whether the vehicle
-/// stood still: from the fix at least `STILL_HALF_WINDOW_S` before the step to the
-/// fix at least as long after it (or the ends of `fixes`, or of a gap longer than
-/// `gap_s`), it moved no more than `STILL_MAX_M`, and neither fix of the step
-/// reports (not derives) a speed of `MOVING_KMH` or more. Jitter while parked is
-/// standing; a walker, a cyclist or a bus crawling in a jam keeps moving along a
-/// path, and is not. A step across a gap is not still (the vehicle was unseen).
+/// stood still: the step itself, and the stretch from the fix at least
+/// `STILL_HALF_WINDOW_S` before it to the fix at least as long after it (or the ends
+/// of `fixes`, or of a gap longer than `gap_s`), each moved no more than
+/// `STILL_MAX_M`, and neither fix of the step reports (not derives) a speed of
+/// `MOVING_KMH` or more. Jitter while parked is standing; a walker, a cyclist or a
+/// bus crawling in a jam keeps moving along a path, and is not. A step across a gap
+/// is not still (the vehicle was unseen; see `span_distance` for its distance).
 pub fn still_steps(fixes: &[Fix], gap_s: i64) -> Vec<bool> {
     let reports_moving = |f: &Fix| !f.speed_derived && f.speed_kmh >= super::events::MOVING_KMH;
     let gap_after = |k: usize| fixes[k + 1].ts - fixes[k].ts > gap_s;
@@ -65,6 +66,7 @@ pub fn still_steps(fixes: &[Fix], gap_s: i64) -> Vec<bool> {
         }
         still.push(
             haversine_m(at(&fixes[a]), at(&fixes[b])) <= STILL_MAX_M
+                && haversine_m(at(&fixes[k]), at(&fixes[k + 1])) <= STILL_MAX_M
                 && !reports_moving(&fixes[k])
                 && !reports_moving(&fixes[k + 1]),
         );
@@ -79,7 +81,8 @@ pub fn still_steps(fixes: &[Fix], gap_s: i64) -> Vec<bool> {
 /// - a step is counted only once the vehicle is `JITTER_M` from the last point a
 ///   step was counted to; reached within `DENSE_S`, the fixes' own path since then
 ///   counts (curves), else the straight line;
-/// - a step across a gap longer than `signal_loss_min` goes to `gap_km`;
+/// - a step across a gap longer than `signal_loss_min` goes to `gap_km`, unless it
+///   moved no more than `STILL_MAX_M` (a parked tracker's heartbeat: nothing);
 /// - a fix implying more than `teleport_kmh` from the last one kept is skipped;
 /// - the odometer (see [`odometer_verdict`]) is used only when it earns it.
 pub fn span_distance(fixes: &[Fix], th: &Thresholds) -> SpanDistance {
@@ -99,9 +102,9 @@ pub fn span_distance(fixes: &[Fix], th: &Thresholds) -> SpanDistance {
             continue;
         }
         let across_gap = fixes[k].ts - fixes[good].ts > gap_s;
-        let standing = still[k - 1];
+        let standing = still[k - 1] || (across_gap && step <= STILL_MAX_M);
         good = k;
-        if standing && !across_gap {
+        if standing {
             // Noise while standing: not added, and the point counted to stays
             // where the vehicle arrived, so that leaving counts from there.
             continue;

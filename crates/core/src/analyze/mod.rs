@@ -347,6 +347,26 @@ mod tests {
     }
 
     #[test]
+    fn a_parked_tracker_that_reports_every_ten_minutes_is_one_stop_and_no_distance() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+        let mut t = T0;
+        let mut fixes = drive(&mut t, 20, 0.0, 48.0);
+        // Eight hours parked, a heartbeat every 10 minutes wandering up to 13 m.
+        for mut f in parked(&mut rng, &mut t, 48, 4000.0, false) {
+            f.ts = T0 + 20 * 15 + (f.ts - T0 - 20 * 15) * 40;
+            fixes.push(f);
+        }
+        let a = analyze_vehicle(&fixes, &ctx(vec![]));
+        assert_eq!(a.stops.len(), 1, "{:?}", a.stops);
+        assert!(a.stops[0].duration_s() > 7 * 3600, "{:?}", a.stops);
+        let (km, gap): (f64, f64) = a.daily.iter().fold((0.0, 0.0), |(k, g), d| {
+            (k + d.gps_distance_km, g + d.gap_km)
+        });
+        assert!((km - 3.8).abs() < 0.1, "{km}");
+        assert_eq!(gap, 0.0, "heartbeats while parked are no gap driven");
+    }
+
+    #[test]
     fn a_drive_between_two_stops_is_one_trip_of_the_right_length() {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(2);
         let mut t = T0;

@@ -81,17 +81,23 @@ pub fn stop_ranges(fixes: &[Fix], th: &Thresholds) -> Vec<(usize, usize, LatLon)
 
 /// Slow movement, not a stop: a spell whose steps moved most of its time, each step
 /// judged by `distance::still_steps` over the spell's own fixes (the driving that
-/// brought the vehicle there is no part of it).
+/// brought the vehicle there is no part of it). A step longer than `gap_s` (a parked
+/// tracker that reports every 10 minutes) is left out of the count: unseen, it says
+/// nothing of moving, and the spell already keeps within the stop's radius.
 fn crawling(fixes: &[Fix], gap_s: i64) -> bool {
-    let total_s = fixes[fixes.len() - 1].ts - fixes[0].ts;
     let still = super::distance::still_steps(fixes, gap_s);
-    let moving_s: i64 = fixes
-        .windows(2)
-        .zip(&still)
-        .filter(|(_, still)| !**still)
-        .map(|(w, _)| w[1].ts - w[0].ts)
-        .sum();
-    moving_s * 2 > total_s
+    let (mut moving_s, mut seen_s) = (0, 0);
+    for (w, still) in fixes.windows(2).zip(&still) {
+        let dt = w[1].ts - w[0].ts;
+        if dt > gap_s {
+            continue;
+        }
+        seen_s += dt;
+        if !still {
+            moving_s += dt;
+        }
+    }
+    moving_s * 2 > seen_s
 }
 
 /// Builds the stops of one vehicle's fixes (time-ordered).

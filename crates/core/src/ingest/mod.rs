@@ -613,15 +613,12 @@ impl Books<'_> {
             return Ok(());
         }
         importer.insert_all(&kept)?;
-        let mut files_seen = Vec::new();
         for s in &kept {
             self.files[s.file_index].imported += 1;
-            if !files_seen.contains(&s.file_index) {
-                files_seen.push(s.file_index);
-            }
         }
-        for file in files_seen {
-            self.files[file].units.observe(file, &kept);
+        // Each run of consecutive rows from one file is evidence of its units.
+        for run in kept.chunk_by(|a, b| a.file_index == b.file_index) {
+            self.files[run[0].file_index].units.observe(run);
         }
         self.vehicles.push(VehicleTally {
             plate: self.plate_of.get(&vehicle_id).cloned().unwrap_or_default(),
@@ -648,7 +645,13 @@ fn stored_at_instants(
     if added.contains(&vehicle_id) {
         return Ok(HashMap::new());
     }
-    importer.stored_between(vehicle_id, rows[0].fix.ts, rows[rows.len() - 1].fix.ts)
+    // A repeated local time may be placed up to its shift later when settled.
+    let last = rows
+        .iter()
+        .map(|s| s.fix.ts + s.repeated_later_by_s)
+        .max()
+        .unwrap_or(rows[0].fix.ts);
+    importer.stored_between(vehicle_id, rows[0].fix.ts, last)
 }
 
 /// Settles and appends one vehicle's rows, here and now (streamed input).
@@ -1117,13 +1120,14 @@ pub fn settle_vehicle(
 }
 
 /// Places one vehicle's naive local times of the hour the clocks repeated (the night
-/// they go back), staged at their first occurrence: read in the order the vehicle's
-/// rows were written, a stream that steps back by no more than the shift, once, has
-/// crossed into the second occurrence, and its rows from there on are moved to it.
-/// A vehicle whose repeated times never step back, or step back more than once or
-/// by more than the shift, says nothing of which occurrence they are: those rows are
-/// rejected as `ambiguous_local_time`, never silently shifted. Returns the rows in
-/// settling order.
+/// they go back), staged at their first occurrence, one night at a time: read in the
+/// order the vehicle's rows were written, a stream that steps back by no more than
+/// the shift, once, has crossed into the second occurrence, and its rows from there
+/// on are moved to it. A row with the time and place of one read before it (sent
+/// twice) is no step. A vehicle whose repeated times of a night never step back, or
+/// step back more than once or by more than the shift, says nothing of which
+/// occurrence they are: those rows are rejected as `ambiguous_local_time`, never
+/// silently shifted. Returns the rows in settling order.
 fn place_repeated_times(
     mut rows: Vec<Staged>,
     rejected: &mut Vec<(Staged, RejectReason, String)>,
@@ -1131,41 +1135,56 @@ fn place_repeated_times(
     if rows.iter().all(|s| s.repeated_later_by_s == 0) {
         return rows;
     }
+    // The repeated rows, by night: a night's lie within one shift of each other,
+    // nights months apart.
     let mut repeated: Vec<usize> = (0..rows.len())
         .filter(|&k| rows[k].repeated_later_by_s != 0)
         .collect();
-    repeated.sort_by_key(|&k| (rows[k].file_index, rows[k].line));
-    let mut steps_back = Vec::new();
-    let mut disorder = false;
-    let mut high = i64::MIN;
-    for (n, &k) in repeated.iter().enumerate() {
-        let t = millis(&rows[k]);
-        if t < high {
-            if high - t <= rows[k].repeated_later_by_s * 1000 {
-                steps_back.push(n);
-            } else {
-                disorder = true;
-            }
-            high = t;
-        } else {
-            high = t;
+    repeated.sort_by_key(|&k| rows[k].fix.ts);
+    let mut nights: Vec<Vec<usize>> = Vec::new();
+    for k in repeated {
+        match nights.last_mut() {
+            Some(night) if rows[k].fix.ts - rows[night[0]].fix.ts <= 86_400 => night.push(k),
+            _ => nights.push(vec![k]),
         }
     }
-    let second_from = match (steps_back.as_slice(), disorder) {
-        ([n], false) => Some(*n),
-        _ => None,
-    };
     let mut out_of: Vec<bool> = vec![false; rows.len()];
-    for (n, &k) in repeated.iter().enumerate() {
-        let s = &mut rows[k];
-        match second_from {
-            Some(from) => {
-                if n >= from {
-                    s.fix.ts += s.repeated_later_by_s;
-                }
-                s.repeated_later_by_s = 0;
+    for mut night in nights {
+        night.sort_by_key(|&k| (rows[k].file_index, rows[k].line));
+        let mut steps_back = Vec::new();
+        let mut disorder = false;
+        let mut high = i64::MIN;
+        let mut seen: HashSet<(i64, u64, u64)> = HashSet::new();
+        for (n, &k) in night.iter().enumerate() {
+            let s = &rows[k];
+            let t = millis(s);
+            if !seen.insert((t, s.fix.lat.to_bits(), s.fix.lon.to_bits())) {
+                continue;
             }
-            None => out_of[k] = true,
+            if t < high {
+                if high - t <= s.repeated_later_by_s * 1000 {
+                    steps_back.push(n);
+                } else {
+                    disorder = true;
+                }
+            }
+            high = t;
+        }
+        let second_from = match (steps_back.as_slice(), disorder) {
+            ([n], false) => Some(*n),
+            _ => None,
+        };
+        for (n, &k) in night.iter().enumerate() {
+            let s = &mut rows[k];
+            match second_from {
+                Some(from) => {
+                    if n >= from {
+                        s.fix.ts += s.repeated_later_by_s;
+                    }
+                    s.repeated_later_by_s = 0;
+                }
+                None => out_of[k] = true,
+            }
         }
     }
     let mut kept = Vec::with_capacity(rows.len());

@@ -19,9 +19,9 @@ const MIN_ODOMETER_PATH_KM: f64 = 2.0;
 /// The figures agree with a unit when the ratio is within this factor of it (speed
 /// units closest together, knots and mph, are 1.15 apart)…
 const AGREES_SPEED: f64 = 1.07;
-/// …(odometers run a few per cent over a GPS path: their units are 1.6 and 1000
-/// apart)…
-const AGREES_ODOMETER: f64 = 1.15;
+/// …(odometers run over or under a GPS path by more, and their units are 1.6 and
+/// 1000 apart)…
+const AGREES_ODOMETER: f64 = 1.25;
 /// …and say another unit than the one read only when the unit read is this far off.
 const DISAGREES: f64 = 1.25;
 
@@ -32,9 +32,10 @@ pub struct UnitEvidence {
     pub read_in: Option<(SpeedUnit, OdometerUnit)>,
     /// Reported speed (as read, in km/h) over the speed its positions imply, per step.
     speed_ratios: Vec<f64>,
-    /// Odometer distance (as read, km) of vehicles whose readings never went down…
+    /// Odometer distance (as read, km) over the steps compared, of vehicles whose
+    /// readings never went down…
     odometer_km: f64,
-    /// …and the GPS path over the same rows, km.
+    /// …and the GPS path over the same steps, km.
     path_km: f64,
 }
 
@@ -64,14 +65,14 @@ impl std::fmt::Display for UnitSuspicion {
 }
 
 impl UnitEvidence {
-    /// Takes in one vehicle's kept rows (time order) that came from file `file`.
-    pub fn observe(&mut self, file: usize, rows: &[Staged]) {
-        let mine = || rows.iter().filter(|s| s.file_index == file);
+    /// Takes in consecutive kept rows of one vehicle (time order), all from this file.
+    pub fn observe(&mut self, rows: &[Staged]) {
+        // The odometer is compared step by step over the same steps as the path (a
+        // gap's unseen driving is in neither).
         let mut odometer_ok = true;
-        let (mut odo_first, mut odo_last) = (None, None);
-        let mut path_km = 0.0;
+        let (mut odometer_km, mut path_km) = (0.0, 0.0);
         let mut previous: Option<&Staged> = None;
-        for s in mine() {
+        for s in rows {
             if let Some(p) = previous {
                 let dt = s.fix.ts - p.fix.ts;
                 let m = haversine_m(
@@ -79,7 +80,13 @@ impl UnitEvidence {
                     LatLon::new(s.fix.lat, s.fix.lon),
                 );
                 if dt > 0 && dt <= MAX_STEP_S {
-                    path_km += m / 1000.0;
+                    match (p.fix.odometer_km, s.fix.odometer_km) {
+                        (Some(a), Some(b)) if b >= a => {
+                            odometer_km += b - a;
+                            path_km += m / 1000.0;
+                        }
+                        _ => odometer_ok = false,
+                    }
                     let implied = m / dt as f64 * 3.6;
                     let reported = (p.fix.speed_kmh + s.fix.speed_kmh) / 2.0;
                     if implied >= MIN_IMPLIED_KMH
@@ -92,20 +99,10 @@ impl UnitEvidence {
                     }
                 }
             }
-            match s.fix.odometer_km {
-                Some(o) => {
-                    if odo_last.is_some_and(|l| o < l) {
-                        odometer_ok = false;
-                    }
-                    odo_first.get_or_insert(o);
-                    odo_last = Some(o);
-                }
-                None => odometer_ok = false,
-            }
             previous = Some(s);
         }
-        if let (true, Some(a), Some(b)) = (odometer_ok, odo_first, odo_last) {
-            self.odometer_km += b - a;
+        if odometer_ok {
+            self.odometer_km += odometer_km;
             self.path_km += path_km;
         }
     }

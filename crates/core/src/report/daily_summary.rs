@@ -40,7 +40,7 @@ pub struct DayRow {
     pub distance_source: super::DistanceSource,
     /// Why the odometer's readings were not used: `decreasing` or `implausible`.
     pub odometer_rejected: Option<String>,
-    /// Straight-line kilometres across signal losses, not in distance_km.
+    /// Straight-line kilometres across signal losses: not in a GPS distance_km (an odometer's counts what was driven unseen too).
     pub gap_km: f64,
     /// Start of the day's first trip.
     #[schemars(extend("format" = "date-time"))]

@@ -33,8 +33,7 @@ pub struct MileageRow {
     pub active_days: usize,
     /// Kilometres per active day.
     pub daily_average_km: f64,
-    /// `odometer` when every day's readings earned their use, `gps` when none did,
-    /// `mixed` when some did (each day counts its own source).
+    /// `odometer` when every day's readings earned their use, `gps` when none did, `mixed` when some did (each day counts its own source).
     pub distance_source: super::DistanceSource,
     /// Why some day's odometer readings were not used: `decreasing` or `implausible`.
     pub odometer_rejected: Option<String>,

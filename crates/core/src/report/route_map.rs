@@ -343,7 +343,10 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
         .filter(|e| e.kind == EventKind::SignalLoss)
         .count();
     let (first, last) = (fixes[0], fixes[fixes.len() - 1]);
-    let distance = distance::span_distance(&fixes, &db.thresholds);
+    // Counted from the vehicle's last fix before the window, as a day's km are.
+    let lead_in = read::fixes_at_or_before(db.conn(), &[v.id], from_ts - 1)?;
+    let span: Vec<Fix> = lead_in.into_iter().chain(fixes.iter().copied()).collect();
+    let distance = distance::span_distance(&span, &db.thresholds);
     let distance_km = distance.km();
     let max_speed = fixes.iter().map(|f| f.speed_kmh).fold(0.0, f64::max);
     let fix_count = fixes.len();

@@ -51,10 +51,9 @@ pub struct TripRow {
     pub end_place: String,
     /// Kilometres driven.
     pub distance_km: f64,
-    /// Where distance_km comes from: the odometer when its readings over the trip
-    /// earned their use, else the GPS track.
+    /// Where distance_km comes from: the odometer when its readings over the trip earned their use, else the GPS track.
     pub distance_source: DistanceSource,
-    /// Straight-line kilometres across signal losses inside the trip, not in distance_km.
+    /// Straight-line kilometres across signal losses inside the trip: not in a GPS distance_km (an odometer's counts what was driven unseen too).
     pub gap_km: f64,
     /// Minutes from start to end.
     pub duration_min: f64,
@@ -64,7 +63,7 @@ pub struct TripRow {
     pub idle_min: f64,
     /// Highest speed, km/h.
     pub max_speed_kmh: f64,
-    /// distance_km over driving time, km/h.
+    /// The GPS km over driving time, km/h.
     pub avg_speed_kmh: f64,
     /// Events that began during the trip, in time order.
     pub events: Vec<TripEvent>,
@@ -156,7 +155,7 @@ pub fn trip_row(db: &Db, t: &crate::model::Trip, events: &[crate::model::Event])
         idle_min: round1(t.idle_s as f64 / 60.0),
         max_speed_kmh: round1(t.max_speed_kmh),
         avg_speed_kmh: if driving_h > 0.0 {
-            round1(t.distance().km() / driving_h)
+            round1(t.distance_km / driving_h)
         } else {
             0.0
         },

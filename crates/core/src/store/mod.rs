@@ -26,25 +26,17 @@ pub const SCHEMA_VERSION: i64 = 5;
 /// `daily.odometer_rejected`), which analysis fills from the positions.
 const UPGRADABLE_SCHEMA_VERSION: i64 = 4;
 
-/// Brings a database of `UPGRADABLE_SCHEMA_VERSION` up to `SCHEMA_VERSION` (the new
-/// derived columns added, empty until the analysis that follows fills them); true
-/// when it did. Positions, vehicles, places and settings are not touched.
-pub fn upgrade_derived(path: &Path) -> Result<bool> {
-    if !matches!(probe(path), Ok(Probe::Fleet { schema_version }) if schema_version == UPGRADABLE_SCHEMA_VERSION)
-    {
-        return Ok(false);
-    }
-    let mut conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
-        .map_err(|e| Error::io(path, e))?;
-    let tx = conn.transaction().map_err(db_write_err)?;
-    tx.execute_batch(&format!(
+/// Inside a write transaction on a database of `UPGRADABLE_SCHEMA_VERSION`, adds
+/// the columns `SCHEMA_VERSION` has and sets the version: the analysis that follows
+/// in the same transaction fills them, so a failure leaves the old version whole.
+/// Positions, vehicles, places and settings are not touched.
+fn upgrade_derived(conn: &Connection) -> Result<()> {
+    conn.execute_batch(&format!(
         "ALTER TABLE trips ADD COLUMN odometer_km REAL; \
          ALTER TABLE daily ADD COLUMN odometer_rejected TEXT; \
          UPDATE meta SET value = '{SCHEMA_VERSION}' WHERE key = 'schema_version';"
     ))
-    .map_err(db_write_err)?;
-    tx.commit().map_err(db_write_err)?;
-    Ok(true)
+    .map_err(db_write_err)
 }
 
 /// The whole schema, tables then indexes, split at the `-- @indexes` line.
@@ -410,7 +402,35 @@ pub fn with_write_transaction<T>(
     path: &Path,
     f: impl FnOnce(&Connection) -> Result<T>,
 ) -> Result<T> {
-    let mut conn = open_read_write(path)?;
+    write_transaction(path, false, f)
+}
+
+/// As [`with_write_transaction`], for a full re-analysis (`fleetctl analyze`): a
+/// database of the previous schema version is brought up to date first, in the same
+/// transaction, so that the analysis fills the new columns or nothing changes.
+pub fn with_upgrading_write_transaction<T>(
+    path: &Path,
+    f: impl FnOnce(&Connection) -> Result<T>,
+) -> Result<T> {
+    write_transaction(path, true, f)
+}
+
+fn write_transaction<T>(
+    path: &Path,
+    upgrade: bool,
+    f: impl FnOnce(&Connection) -> Result<T>,
+) -> Result<T> {
+    let old = upgrade
+        && matches!(probe(path), Ok(Probe::Fleet { schema_version }) if schema_version == UPGRADABLE_SCHEMA_VERSION);
+    let mut conn = if old {
+        Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| Error::io(path, e))?
+    } else {
+        open_read_write(path)?
+    };
     // Another writer (a second `analyze`) holds the file for as long as it runs.
     let _ = conn.busy_timeout(std::time::Duration::from_secs(5));
     let tx = conn
@@ -426,6 +446,13 @@ pub fn with_write_transaction<T>(
             }
             _ => db_write_err(e),
         })?;
+    if old {
+        // Another fleetctl may have upgraded it while this one waited for the lock.
+        let version = read_meta(&tx, "schema_version")?;
+        if version.as_deref() == Some(UPGRADABLE_SCHEMA_VERSION.to_string().as_str()) {
+            upgrade_derived(&tx)?;
+        }
+    }
     let out = f(&tx)?;
     tx.commit().map_err(|e| Error::io(path, e))?;
     Ok(out)
