@@ -16,3 +16,4 @@ mod interop;
 mod maps;
 mod mcp;
 mod reports;
+mod traccar;

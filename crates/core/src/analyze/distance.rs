@@ -30,7 +30,8 @@ fn at(f: &Fix) -> LatLon {
     LatLon::new(f.lat, f.lon)
 }
 
-/// Half the window around a step that tells standing from slow movement, seconds.
+/// How far the window around a step reaches on each side, seconds: the stretch that
+/// tells standing from slow movement.
 pub const STILL_HALF_WINDOW_S: i64 = 60;
 /// Over that window, a vehicle that moved no more than this stood still, metres:
 /// a parked receiver's noise wanders a few metres; a walker at 2 km/h covers 67 m
@@ -38,9 +39,9 @@ pub const STILL_HALF_WINDOW_S: i64 = 60;
 pub const STILL_MAX_M: f64 = 30.0;
 
 /// For each step between consecutive fixes (`k` to `k + 1`), whether the vehicle
-/// stood still: the step itself, and the stretch from the fix at least
-/// `STILL_HALF_WINDOW_S` before it to the fix at least as long after it (or the ends
-/// of `fixes`, or of a gap longer than `gap_s`), each moved no more than
+/// stood still: the step itself, and the stretch from the earliest fix at most
+/// `STILL_HALF_WINDOW_S` before it to the latest fix at most as long after it (never
+/// across a gap longer than `gap_s`), each moved no more than
 /// `STILL_MAX_M`, and neither fix of the step reports (not derives) a speed of
 /// `MOVING_KMH` or more. Jitter while parked is standing; a walker, a cyclist or a
 /// bus crawling in a jam keeps moving along a path, and is not. A step across a gap
@@ -57,11 +58,12 @@ pub fn still_steps(fixes: &[Fix], gap_s: i64) -> Vec<bool> {
             a = k + 1;
             continue;
         }
-        while a < k && fixes[a + 1].ts <= fixes[k].ts - STILL_HALF_WINDOW_S {
+        while a < k && fixes[a].ts < fixes[k].ts - STILL_HALF_WINDOW_S {
             a += 1;
         }
         b = b.max(k + 1);
-        while b + 1 < n && !gap_after(b) && fixes[b].ts < fixes[k + 1].ts + STILL_HALF_WINDOW_S {
+        while b + 1 < n && !gap_after(b) && fixes[b + 1].ts <= fixes[k + 1].ts + STILL_HALF_WINDOW_S
+        {
             b += 1;
         }
         still.push(
