@@ -16,6 +16,10 @@ const MIN_IMPLIED_KMH: f64 = 10.0;
 const MIN_SPEED_SAMPLES: usize = 20;
 /// An odometer is compared over at least this GPS path, km.
 const MIN_ODOMETER_PATH_KM: f64 = 2.0;
+/// Past this much path with its speed samples full, a file has said enough: its
+/// further rows are not looked at (an import of millions of rows pays for the first
+/// thousand km only).
+const ENOUGH_PATH_KM: f64 = 1000.0;
 /// The figures agree with a unit when the ratio is within this factor of it (speed
 /// units closest together, knots and mph, are 1.15 apart)…
 const AGREES_SPEED: f64 = 1.07;
@@ -37,6 +41,8 @@ pub struct UnitEvidence {
     odometer_km: f64,
     /// …and the GPS path over the same steps, km.
     path_km: f64,
+    /// The GPS path of every step looked at, km.
+    looked_km: f64,
 }
 
 /// A unit the figures of a file contradict.
@@ -67,6 +73,9 @@ impl std::fmt::Display for UnitSuspicion {
 impl UnitEvidence {
     /// Takes in consecutive kept rows of one vehicle (time order), all from this file.
     pub fn observe(&mut self, rows: &[Staged]) {
+        if self.speed_ratios.len() >= MAX_SPEED_SAMPLES && self.looked_km >= ENOUGH_PATH_KM {
+            return;
+        }
         // The odometer is compared step by step over the same steps as the path (a
         // gap's unseen driving is in neither).
         let mut odometer_ok = true;
@@ -80,6 +89,7 @@ impl UnitEvidence {
                     LatLon::new(s.fix.lat, s.fix.lon),
                 );
                 if dt > 0 && dt <= MAX_STEP_S {
+                    self.looked_km += m / 1000.0;
                     match (p.fix.odometer_km, s.fix.odometer_km) {
                         (Some(a), Some(b)) if b >= a => {
                             odometer_km += b - a;
