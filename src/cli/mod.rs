@@ -484,6 +484,20 @@ fn generate(path: PathBuf, args: GenerateArgs) -> Result<()> {
                     opts.path.display()
                 ));
             }
+            // The previous schema: brought up to date in place (an import's fleet
+            // may live at the default path), never replaced.
+            store::Probe::Fleet { schema_version }
+                if schema_version == store::UPGRADABLE_SCHEMA_VERSION =>
+            {
+                let mut bar = ProgressBar::new("bringing it up to date");
+                crate::pipeline::reanalyze(&opts.path, &|_| {}, &mut |f| bar.set(f))?;
+                bar.finish();
+                return print_stdout(&format!(
+                    "{} had schema version {schema_version}; brought it up to version {} and kept it\n",
+                    opts.path.display(),
+                    store::SCHEMA_VERSION
+                ));
+            }
             // Our own database, of a schema this binary cannot read: replace it.
             store::Probe::Fleet { schema_version } => {
                 crate::logging::info(&format!(

@@ -276,6 +276,25 @@ fn a_database_of_the_previous_schema_is_brought_up_to_date_by_analyze() {
             && said.contains(&format!("fleetctl --db {db_arg} analyze")),
         "{said}"
     );
+    // `generate --if-missing` (what `make run` does) keeps such a fleet: it brings it
+    // up to date rather than replacing it with the demo.
+    let copy = dir.join("copy.db");
+    std::fs::copy(&db, &copy).unwrap();
+    let copy_arg = copy.to_str().unwrap();
+    let kept = run(fleetctl(&[
+        "--db",
+        copy_arg,
+        "generate",
+        "--if-missing",
+        "--ahora",
+        "2026-11-25T15:30",
+    ]))
+    .ok();
+    assert!(kept.stdout.contains("kept it"), "{}", kept.stdout);
+    assert_eq!(
+        crate::harness::query_json(&copy, &["trip", "CAR", "--date", "2020-12-18"]),
+        before
+    );
     // An analysis that fails (a limit out of range) leaves version 4 whole.
     run(fleetctl(&[
         "--db",

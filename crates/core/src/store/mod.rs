@@ -24,7 +24,7 @@ pub const SCHEMA_VERSION: i64 = 5;
 /// The schema version `fleetctl analyze` brings up to date in place: 4 differs only
 /// in derived columns (version 5 added `trips.odometer_km` and
 /// `daily.odometer_rejected`), which analysis fills from the positions.
-const UPGRADABLE_SCHEMA_VERSION: i64 = 4;
+pub const UPGRADABLE_SCHEMA_VERSION: i64 = 4;
 
 /// Inside a write transaction on a database of `UPGRADABLE_SCHEMA_VERSION`, adds
 /// the columns `SCHEMA_VERSION` has and sets the version: the analysis that follows
