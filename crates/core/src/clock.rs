@@ -209,6 +209,20 @@ impl FleetZone {
     /// daylight-saving change is read as if the clock had not moved yet (it lands
     /// after the gap); a repeated time is its first occurrence.
     pub fn at(&self, date: Date, seconds_of_day: i64) -> i64 {
+        match self.resolve_local(date, seconds_of_day) {
+            LocalTime::Exact(ts) | LocalTime::Repeated { earlier: ts, .. } => ts,
+            // In a gap: the wall time does not exist; keep the earlier offset, which
+            // lands the same distance past the change.
+            LocalTime::Skipped => {
+                let naive = date.days_since_epoch() * DAY_S + seconds_of_day;
+                naive - self.offset_s(naive - DAY_S)
+            }
+        }
+    }
+
+    /// A wall time on a local date as it really is: one instant, two (the hour a
+    /// clock change repeats), or none (the hour it skips).
+    pub fn resolve_local(&self, date: Date, seconds_of_day: i64) -> LocalTime {
         let naive = date.days_since_epoch() * DAY_S + seconds_of_day;
         // The offsets in force a day either side of that wall time (zones change
         // offset at most a few times a year): the instant is one of the two.
@@ -216,36 +230,15 @@ impl FleetZone {
         let after = self.offset_s(naive + DAY_S);
         let mut candidates = [naive - before, naive - after];
         candidates.sort_unstable();
-        for ts in candidates {
-            if ts + self.offset_s(ts) == naive {
-                return ts;
-            }
-        }
-        // In a gap: the wall time does not exist; keep the earlier offset, which
-        // lands the same distance past the change.
-        naive - before
-    }
-
-    /// A wall time on a local date as it really is: one instant, two (the hour a
-    /// clock change repeats), or none (the hour it skips).
-    pub fn resolve_local(&self, date: Date, seconds_of_day: i64) -> LocalTime {
-        let naive = date.days_since_epoch() * DAY_S + seconds_of_day;
-        let before = self.offset_s(naive - DAY_S);
-        let after = self.offset_s(naive + DAY_S);
-        let mut candidates = [naive - before, naive - after];
-        candidates.sort_unstable();
-        let real: Vec<i64> = candidates
-            .into_iter()
-            .filter(|&ts| ts + self.offset_s(ts) == naive)
-            .collect();
-        match real.as_slice() {
-            [] => LocalTime::Skipped,
-            [ts] => LocalTime::Exact(*ts),
-            [earlier, later, ..] if earlier == later => LocalTime::Exact(*earlier),
-            [earlier, later, ..] => LocalTime::Repeated {
-                earlier: *earlier,
-                later: *later,
+        let real = |ts: i64| ts + self.offset_s(ts) == naive;
+        match (real(candidates[0]), real(candidates[1])) {
+            (false, false) => LocalTime::Skipped,
+            (true, true) if candidates[0] != candidates[1] => LocalTime::Repeated {
+                earlier: candidates[0],
+                later: candidates[1],
             },
+            (true, _) => LocalTime::Exact(candidates[0]),
+            (false, true) => LocalTime::Exact(candidates[1]),
         }
     }
 
