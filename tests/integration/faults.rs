@@ -393,3 +393,36 @@ fn regression_a_damaged_database_is_said_to_be_damaged_never_read_as_empty() {
         assert!(r.stderr.contains("fleetctl analyze"), "{}", r.stderr);
     }
 }
+
+#[test]
+fn a_failed_read_of_the_thresholds_never_resets_a_fleets_own_settings() {
+    let dir = TempDir::new("thresholds-read");
+    let db = dir.join("fleet.db");
+    generate(&db, &with(&[])).ok();
+    let db_arg = db.to_str().unwrap();
+    run(fleetctl(&[
+        "--db",
+        db_arg,
+        "analyze",
+        "--speed-limit",
+        "70",
+    ]))
+    .ok();
+    // The next analysis cannot read one threshold: it fails, and writes nothing.
+    let mut failing = fleetctl(&["--db", db_arg, "analyze"]);
+    failing.env("FLEETCTL_TEST_FAIL_META_READ", "long_stop_min");
+    let r = run(failing);
+    assert_ne!(r.code, 0, "{}", r.stdout);
+    assert!(r.stderr.contains("meta.long_stop_min"), "{}", r.stderr);
+    // Reports refuse too, rather than answering with the defaults.
+    let mut query = fleetctl(&["--db", db_arg, "query", "alerts"]);
+    query.env("FLEETCTL_TEST_FAIL_META_READ", "speed_limit_kmh");
+    assert_ne!(run(query).code, 0);
+    let settings = run(fleetctl(&["--db", db_arg, "settings"])).ok().stdout;
+    assert!(
+        settings
+            .lines()
+            .any(|l| l.trim_start().starts_with("speed_limit_kmh") && l.contains(" 70 ")),
+        "{settings}"
+    );
+}

@@ -152,9 +152,18 @@ pub fn detect_vehicles(
     Ok(summary)
 }
 
-/// The thresholds stored in a database's `meta` (defaults for missing ones).
+/// The thresholds stored in a database's `meta`: the default for one that is missing
+/// (a database from before it existed), an error for one that cannot be read or
+/// is not a number — never a silent default, which the next analysis would write
+/// back over the fleet's own settings. The one reading of them (`Db::open` too).
 pub fn stored_thresholds(conn: &Connection) -> Result<Thresholds> {
-    Thresholds::from_meta(|k| store::read_meta(conn, k).ok().flatten())
+    let mut meta = std::collections::HashMap::new();
+    for (key, _) in Thresholds::default().to_meta() {
+        if let Some(value) = store::read_meta(conn, key)? {
+            meta.insert(key, value);
+        }
+    }
+    Thresholds::from_meta(|k| meta.get(k).cloned())
 }
 
 /// The fleet's zone and the detection thresholds of the database at `path`.

@@ -193,13 +193,7 @@ impl Db {
         let geofences = store::read_geofences(&conn)?;
         let known_places = store::read_places(&conn)?;
         let namer = Namer::for_geofences(&geofences, &known_places);
-        let mut meta = std::collections::HashMap::new();
-        for (key, _) in Thresholds::default().to_meta() {
-            if let Some(value) = store::read_meta(&conn, key)? {
-                meta.insert(key, value);
-            }
-        }
-        let thresholds = Thresholds::from_meta(|k| meta.get(k).cloned())?;
+        let thresholds = crate::pipeline::stored_thresholds(&conn)?;
         let places = resolve::place_candidates(&geofences, &known_places);
         Ok(Db {
             conn,

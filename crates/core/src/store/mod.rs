@@ -475,6 +475,15 @@ pub(crate) fn db_write_err(e: rusqlite::Error) -> Error {
 
 /// Reads a `meta` value.
 pub fn read_meta(conn: &Connection, key: &str) -> Result<Option<String>> {
+    // Debug builds only: lets the tests prove that a failed read is an error, never
+    // a silent default (`FLEETCTL_TEST_FAIL_META_READ=KEY`).
+    #[cfg(debug_assertions)]
+    if std::env::var("FLEETCTL_TEST_FAIL_META_READ").is_ok_and(|k| k == key) {
+        return Err(Error::new(
+            ErrorCode::DbUnavailable,
+            format!("database read failed: meta.{key} (injected by the test)"),
+        ));
+    }
     conn.prepare_cached("SELECT value FROM meta WHERE key = ?1")
         .and_then(|mut st| st.query_row([key], |r| r.get(0)).optional())
         .map_err(db_err)
