@@ -208,17 +208,21 @@ struct ServeArgs {
     #[arg(long, value_name = "NAME[:PORT]", requires = "http")]
     allow_host: Vec<String>,
 
-    /// Worker threads, each with its own read-only database connection.
-    #[arg(long, default_value_t = 4, value_name = "N", requires = "http")]
-    workers: usize,
+    /// Worker threads, each with its own read-only database connection (1–64).
+    #[arg(long, default_value_t = 4, value_name = "N", requires = "http",
+          value_parser = clap::value_parser!(u16).range(1..=64))]
+    workers: u16,
 
-    /// Requests that may wait for a worker; beyond them the server answers 503.
-    #[arg(long, default_value_t = 64, value_name = "N", requires = "http")]
-    queue: usize,
+    /// Requests that may wait for a worker; beyond them the server answers 503
+    /// (1–4096).
+    #[arg(long, default_value_t = 64, value_name = "N", requires = "http",
+          value_parser = clap::value_parser!(u16).range(1..=4096))]
+    queue: u16,
 
     /// Seconds a client may take to send one request (headers and body) before it
-    /// gets 408; SIGTERM waits at most this long (+1 s) for requests in hand.
-    #[arg(long, default_value_t = 10, value_name = "S", requires = "http")]
+    /// gets 408; SIGTERM waits at most this long (+1 s) for requests in hand (1–3600).
+    #[arg(long, default_value_t = 10, value_name = "S", requires = "http",
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
     request_timeout_s: u64,
 }
 
@@ -364,11 +368,11 @@ fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
         token: crate::mcp::http::read_token(args.token_file.as_deref())?,
         allowed_origins: args.allow_origin,
         allowed_hosts: args.allow_host,
-        workers: args.workers.clamp(1, 64),
-        queue: args.queue.clamp(1, 4096),
+        workers: usize::from(args.workers),
+        queue: usize::from(args.queue),
         max_connections: 128,
         tiles: args.tiles,
-        request_timeout: std::time::Duration::from_secs(args.request_timeout_s.clamp(1, 3600)),
+        request_timeout: std::time::Duration::from_secs(args.request_timeout_s),
     };
     crate::mcp::http::serve(&db, opts)
 }

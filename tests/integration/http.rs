@@ -860,3 +860,27 @@ fn sigterm_ends_the_server_whatever_the_clients_do() {
     assert!(status.success(), "{status:?}");
     drop(held);
 }
+
+#[test]
+fn serve_refuses_out_of_range_settings_rather_than_clamping_them() {
+    for (flag, value, range) in [
+        ("--workers", "100", "1..=64"),
+        ("--workers", "0", "1..=64"),
+        ("--queue", "0", "1..=4096"),
+        ("--request-timeout-s", "5000", "1..=3600"),
+    ] {
+        let r = crate::harness::run(crate::harness::fleetctl(&[
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            flag,
+            value,
+        ]))
+        .fails(2);
+        assert!(
+            r.stderr.contains(flag) && r.stderr.contains(value) && r.stderr.contains(range),
+            "{}",
+            r.stderr
+        );
+    }
+}
