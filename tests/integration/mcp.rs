@@ -226,10 +226,12 @@ fn regression_a_batch_cannot_cost_gigabytes_or_write_a_giant_line() {
             .contains("at most 64 messages")
     );
     still_serving(&mut s);
-    // 64 maps in one batch: the answers stop growing at the cap; the rest are not run
-    // and say so, each with its own id.
+    // 64 pages of the week's trips in one batch (each about a quarter of a MiB, so
+    // the cap is reached after a dozen or so; pages are cheap, so the test does not
+    // wait on a busy machine's drawing speed): the answers stop growing at the cap;
+    // the rest are not run and say so, each with its own id.
     let calls: Vec<Value> = (0..64)
-        .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "route_map", "arguments": {"plate": "P-467KCQ", "date": "2026-11-24", "width": 2048, "height": 2048}}}))
+        .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "trips", "arguments": {"from": "2026-11-19", "to": "2026-11-25"}}}))
         .collect();
     s.send_line(&Value::Array(calls).to_string());
     let r = s.recv();
