@@ -62,7 +62,7 @@ pub fn rollup(
     }
     for (k, w) in fixes.windows(2).enumerate() {
         let dt = w[1].ts - w[0].ts;
-        if dt as f64 > th.signal_loss_min * 60.0 {
+        if dt > th.signal_loss_s() {
             continue;
         }
         if let Some(acc) = days.get_mut(&zone.local_date(w[0].ts)) {

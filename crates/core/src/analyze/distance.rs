@@ -91,7 +91,7 @@ pub fn span_distance(fixes: &[Fix], th: &Thresholds) -> SpanDistance {
     if fixes.is_empty() {
         return SpanDistance::default();
     }
-    let gap_s = (th.signal_loss_min * 60.0) as i64;
+    let gap_s = th.signal_loss_s();
     let still = still_steps(fixes, gap_s);
     let (mut driven_m, mut gap_m) = (0.0, 0.0);
     let mut counted = 0; // the last point a step was counted to

@@ -49,7 +49,7 @@ pub fn speeding(
     th: &Thresholds,
     namer: &Namer,
 ) -> Vec<Event> {
-    let max_gap_s = (th.signal_loss_min * 60.0) as i64;
+    let max_gap_s = th.signal_loss_s();
     let half = |a: usize, b: usize| (fixes[b].ts - fixes[a].ts).min(max_gap_s) as f64 / 2.0;
     let fast = |k: usize| fixes[k].speed_kmh > limits[k].0;
     let mut out = Vec::new();
@@ -150,7 +150,7 @@ pub fn signal_losses(fixes: &[Fix], th: &Thresholds, namer: &Namer) -> Vec<Event
     };
     fixes
         .windows(2)
-        .filter(|w| (w[1].ts - w[0].ts) as f64 > th.signal_loss_min * 60.0 && on_shift(w))
+        .filter(|w| w[1].ts - w[0].ts > th.signal_loss_s() && on_shift(w))
         .map(|w| {
             event(
                 &w[0],

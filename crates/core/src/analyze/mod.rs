@@ -108,6 +108,12 @@ impl Thresholds {
         })
     }
 
+    /// The signal-loss threshold in whole seconds: a gap between fixes longer than
+    /// this is a signal loss on shift, and no driving in any case.
+    pub fn signal_loss_s(&self) -> i64 {
+        (self.signal_loss_min * 60.0) as i64
+    }
+
     /// Checks the values a user may set.
     pub fn validate(&self) -> Result<()> {
         let check = |flag: &str, v: f64, lo: f64, hi: f64| {

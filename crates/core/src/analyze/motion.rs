@@ -28,7 +28,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
 /// The index ranges of the stops in `fixes` (inclusive), in order.
 pub fn stop_ranges(fixes: &[Fix], th: &Thresholds) -> Vec<(usize, usize, LatLon)> {
     let mut out = Vec::new();
-    let gap_s = (th.signal_loss_min * 60.0) as i64;
+    let gap_s = th.signal_loss_s();
     let mut i = 0;
     while i < fixes.len() {
         let anchor = at(&fixes[i]);
@@ -202,7 +202,7 @@ pub fn trips(fixes: &[Fix], spans: &[(usize, usize)], th: &Thresholds) -> Vec<Tr
 /// off or unreported is neither, nor is a gap over the signal-loss threshold (the
 /// vehicle was unseen).
 pub fn trip_time_s(fixes: &[Fix], th: &Thresholds) -> (i64, i64) {
-    let gap_s = (th.signal_loss_min * 60.0) as i64;
+    let gap_s = th.signal_loss_s();
     let (mut moving_s, mut idle_s) = (0, 0);
     for w in fixes.windows(2) {
         let dt = w[1].ts - w[0].ts;

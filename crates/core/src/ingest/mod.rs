@@ -1,7 +1,7 @@
 //! `fleetctl import`: positions from a fleet's own files into the store, with every
 //! row accounted for.
 //!
-//! Readers (crates/io) turn a file into [`RawRow`]s, cells as text. Here each row is
+//! Readers (`crates/formats`) turn a file into [`RawRow`]s, cells as text. Here each row is
 //! checked alone (plate, time, coordinates, numbers, units) and staged, or rejected
 //! with a [`RejectReason`]; then, one vehicle at a time in time order, duplicates and
 //! impossible jumps are settled, missing speeds derived from the neighbouring fixes

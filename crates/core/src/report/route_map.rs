@@ -384,7 +384,7 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
         fixes,
         width,
         height,
-        gap_s: (db.thresholds.signal_loss_min * 60.0) as i64,
+        gap_s: db.thresholds.signal_loss_s(),
         signal_losses: events
             .iter()
             .filter(|e| e.kind == EventKind::SignalLoss)

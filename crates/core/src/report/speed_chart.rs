@@ -252,7 +252,7 @@ pub fn run(db: &Db, req: &SpeedChartRequest) -> Result<Answer> {
         .filter(|g| g.speed_limit_kmh.is_some_and(|l| l < limit_kmh))
         .cloned()
         .collect();
-    let gap_s = (db.thresholds.signal_loss_min * 60.0) as i64;
+    let gap_s = db.thresholds.signal_loss_s();
     let mut zone_limits: Vec<ZoneLimitRow> = Vec::new();
     let mut points = Vec::with_capacity(fixes.len());
     for (i, f) in fixes.iter().enumerate() {
