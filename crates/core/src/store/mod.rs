@@ -162,13 +162,7 @@ impl Writer {
 
     /// Adds a geofence.
     pub fn insert_geofence(&self, g: &crate::geo::atlas::GeofenceDef) -> Result<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO geofences (name, kind, wkt, radius_m) VALUES (?1, ?2, ?3, ?4)",
-            )
-            .and_then(|mut st| st.execute(params![g.name, g.kind, g.wkt, g.radius_m]))
-            .map(drop)
-            .map_err(|e| self.fail(e))
+        insert_geofence_row(&self.conn, g).map_err(|e| self.fail(e))
     }
 
     /// Appends fixes (whole seconds).
@@ -611,12 +605,20 @@ pub fn insert_geofence(conn: &Connection, g: &crate::geo::atlas::GeofenceDef) ->
             ),
         );
     }
+    insert_geofence_row(conn, g).map_err(db_write_err)
+}
+
+/// The one insert of a geofence row, every column (the generator's copy once
+/// dropped the speed limit).
+fn insert_geofence_row(
+    conn: &Connection,
+    g: &crate::geo::atlas::GeofenceDef,
+) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT INTO geofences (name, kind, wkt, radius_m, speed_limit_kmh) VALUES (?1, ?2, ?3, ?4, ?5)",
     )
     .and_then(|mut st| st.execute(params![g.name, g.kind, g.wkt, g.radius_m, g.speed_limit_kmh]))
     .map(drop)
-    .map_err(db_write_err)
 }
 
 /// Removes the geofence with this name (and its visits); how many went.
@@ -871,5 +873,36 @@ mod derived_index_tests {
                 "daily_date"
             ]
         );
+    }
+}
+
+#[cfg(test)]
+mod geofence_insert_tests {
+    use crate::geo::atlas::GeofenceDef;
+
+    #[test]
+    fn both_writers_keep_a_geofences_speed_limit() {
+        let dir = std::env::temp_dir().join(format!("fleetctl-geofence-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("fleet.db");
+        let _ = std::fs::remove_file(&path);
+        let zone = |name: &str| GeofenceDef {
+            name: name.into(),
+            kind: "zone".into(),
+            wkt: "POINT(-90.5 14.6)".into(),
+            radius_m: Some(300.0),
+            speed_limit_kmh: Some(30.0),
+        };
+        let w = super::Writer::create(&path).unwrap();
+        w.insert_geofence(&zone("School, built")).unwrap();
+        super::insert_geofence(w.connection(), &zone("School, edited")).unwrap();
+        let limits: Vec<Option<f64>> = super::read_geofences(w.connection())
+            .unwrap()
+            .iter()
+            .map(|g| g.speed_limit_kmh)
+            .collect();
+        assert_eq!(limits, [Some(30.0), Some(30.0)]);
+        drop(w);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
