@@ -139,11 +139,7 @@ impl Writer {
 
     /// Sets one `meta` entry.
     pub fn set_meta(&self, key: &str, value: &str) -> Result<()> {
-        self.conn
-            .prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")
-            .and_then(|mut st| st.execute(params![key, value]))
-            .map(drop)
-            .map_err(|e| self.fail(e))
+        set_meta_row(&self.conn, key, value).map_err(|e| self.fail(e))
     }
 
     /// Adds the demo's places.
@@ -536,6 +532,11 @@ pub fn read_geofences(conn: &Connection) -> Result<Vec<Geofence>> {
     Ok(out)
 }
 
+/// A fix's columns, in the order `fix_from_row` reads them (positions and
+/// latest_fix share them).
+pub(crate) const FIX_COLUMNS: &str =
+    "vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km";
+
 fn fix_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Fix> {
     Ok(Fix {
         vehicle_id: r.get(0)?,
@@ -635,10 +636,9 @@ pub fn remove_geofence(conn: &Connection, name: &str) -> Result<usize> {
 /// One vehicle's fixes in time order.
 pub fn vehicle_fixes(conn: &Connection, vehicle_id: i64) -> Result<Vec<Fix>> {
     let mut st = conn
-        .prepare_cached(
-            "SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km \
-             FROM positions WHERE vehicle_id = ?1 ORDER BY ts, ts_ms",
-        )
+        .prepare_cached(&format!(
+            "SELECT {FIX_COLUMNS} FROM positions WHERE vehicle_id = ?1 ORDER BY ts, ts_ms"
+        ))
         .map_err(db_err)?;
     st.query_map([vehicle_id], fix_from_row)
         .and_then(|rows| rows.collect())
@@ -647,10 +647,14 @@ pub fn vehicle_fixes(conn: &Connection, vehicle_id: i64) -> Result<Vec<Fix>> {
 
 /// Sets one `meta` entry inside the caller's transaction.
 pub fn write_meta(conn: &Connection, key: &str, value: &str) -> Result<()> {
+    set_meta_row(conn, key, value).map_err(db_write_err)
+}
+
+/// The one write of a `meta` entry.
+fn set_meta_row(conn: &Connection, key: &str, value: &str) -> rusqlite::Result<()> {
     conn.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")
         .and_then(|mut st| st.execute(params![key, value]))
         .map(drop)
-        .map_err(db_write_err)
 }
 
 /// Calls `f` with each vehicle's fixes in time order, one vehicle at a time.
@@ -659,10 +663,9 @@ pub fn for_each_vehicle_fixes(
     mut f: impl FnMut(&[Fix]) -> Result<()>,
 ) -> Result<()> {
     let mut st = conn
-        .prepare(
-            "SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km \
-             FROM positions ORDER BY vehicle_id, ts, ts_ms",
-        )
+        .prepare(&format!(
+            "SELECT {FIX_COLUMNS} FROM positions ORDER BY vehicle_id, ts, ts_ms"
+        ))
         .map_err(db_err)?;
     let mut rows = st.query([]).map_err(db_err)?;
     let mut batch: Vec<Fix> = Vec::new();
@@ -727,23 +730,28 @@ impl<'c> DerivedWriter<'c> {
 
     /// Sets one `meta` entry.
     pub fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
-        self.conn
-            .prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")
-            .and_then(|mut st| st.execute(params![key, value]))
-            .map(drop)
-            .map_err(db_write_err)
+        write_meta(self.conn, key, value)
     }
 
     /// Writes one vehicle's analysis.
     pub fn write(&mut self, a: &VehicleAnalysis) -> Result<()> {
         let c = self.conn;
         if let Some(f) = &a.latest {
-            c.prepare_cached(
-                "INSERT INTO latest_fix (vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )
+            c.prepare_cached(&format!(
+                "INSERT INTO latest_fix ({FIX_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+            ))
             .and_then(|mut st| {
-                st.execute(params![f.vehicle_id, f.ts, f.lat, f.lon, f.speed_kmh, f.speed_derived, f.heading_deg, f.ignition, f.odometer_km])
+                st.execute(params![
+                    f.vehicle_id,
+                    f.ts,
+                    f.lat,
+                    f.lon,
+                    f.speed_kmh,
+                    f.speed_derived,
+                    f.heading_deg,
+                    f.ignition,
+                    f.odometer_km
+                ])
             })
             .map_err(db_write_err)?;
         }

@@ -28,13 +28,12 @@ pub fn vehicles(conn: &Connection) -> Result<Vec<(Vehicle, Option<String>)>> {
     rows.collect::<rusqlite::Result<_>>().map_err(db_err)
 }
 
-const LATEST_COLUMNS: &str =
-    "vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km";
+use super::FIX_COLUMNS;
 
 /// The newest fix of a vehicle (as of the last analysis).
 pub fn last_fix(conn: &Connection, vehicle_id: i64) -> Result<Option<Fix>> {
     conn.prepare_cached(&format!(
-        "SELECT {LATEST_COLUMNS} FROM latest_fix WHERE vehicle_id = ?1"
+        "SELECT {FIX_COLUMNS} FROM latest_fix WHERE vehicle_id = ?1"
     ))
     .and_then(|mut st| st.query_row([vehicle_id], super::fix_from_row).optional())
     .map_err(db_err)
@@ -44,7 +43,7 @@ pub fn last_fix(conn: &Connection, vehicle_id: i64) -> Result<Option<Fix>> {
 pub fn last_fixes(conn: &Connection) -> Result<Vec<Fix>> {
     let mut st = conn
         .prepare_cached(&format!(
-            "SELECT {LATEST_COLUMNS} FROM latest_fix ORDER BY vehicle_id"
+            "SELECT {FIX_COLUMNS} FROM latest_fix ORDER BY vehicle_id"
         ))
         .map_err(db_err)?;
     let rows = st.query_map([], super::fix_from_row).map_err(db_err)?;
@@ -59,10 +58,9 @@ pub fn fixes_between(
     to_ts: i64,
 ) -> Result<Vec<Fix>> {
     let mut st = conn
-        .prepare_cached(
-            "SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km \
-             FROM positions WHERE vehicle_id = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts, ts_ms",
-        )
+        .prepare_cached(&format!(
+            "SELECT {FIX_COLUMNS} FROM positions WHERE vehicle_id = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts, ts_ms"
+        ))
         .map_err(db_err)?;
     let rows = st
         .query_map(params![vehicle_id, from_ts, to_ts], super::fix_from_row)
@@ -81,8 +79,9 @@ pub fn positions_between(
 ) -> Result<()> {
     let mut st = conn
         .prepare_cached(
-            "SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km, ts_ms \
-             FROM positions WHERE vehicle_id = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts, ts_ms",
+            &format!(
+                "SELECT {FIX_COLUMNS}, ts_ms FROM positions WHERE vehicle_id = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts, ts_ms"
+            ),
         )
         .map_err(db_err)?;
     let mut rows = st
@@ -100,10 +99,9 @@ pub fn positions_between(
 /// vehicle, through the positions' `(vehicle_id, ts)` key.
 pub fn fixes_at_or_before(conn: &Connection, vehicle_ids: &[i64], at_ts: i64) -> Result<Vec<Fix>> {
     let mut st = conn
-        .prepare_cached(
-            "SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km \
-             FROM positions WHERE vehicle_id = ?1 AND ts <= ?2 ORDER BY ts DESC, ts_ms DESC LIMIT 1",
-        )
+        .prepare_cached(&format!(
+            "SELECT {FIX_COLUMNS} FROM positions WHERE vehicle_id = ?1 AND ts <= ?2 ORDER BY ts DESC, ts_ms DESC LIMIT 1"
+        ))
         .map_err(db_err)?;
     let mut out = Vec::new();
     for &id in vehicle_ids {
