@@ -732,7 +732,9 @@ fn positions_day(
     }))
 }
 
-/// Appends one report row to `table`, field by field as its specs say.
+/// Appends one report row to `table`, field by field as its specs say. A value that
+/// does not fit its column's type is an error (a report row and its schema that
+/// disagree), never an empty cell.
 fn push_row(table: &mut Table, row: &impl Serialize, zone: &FleetZone) -> Result<()> {
     let value = serde_json::to_value(row).map_err(|e| Error::internal(e.to_string()))?;
     let fields = value
@@ -745,16 +747,35 @@ fn push_row(table: &mut Table, row: &impl Serialize, zone: &FleetZone) -> Result
             _ => spec.name.as_str(),
         };
         let v = fields.get(field).unwrap_or(&Value::Null);
+        // A null is an empty cell; anything else must be of the column's type.
+        fn typed<T>(
+            v: &Value,
+            field: &str,
+            get: impl Fn(&Value) -> Option<T>,
+        ) -> Result<Option<T>> {
+            if v.is_null() {
+                return Ok(None);
+            }
+            get(v).map(Some).ok_or_else(|| {
+                Error::internal(format!(
+                    "export: the value {v} of `{field}` does not fit its column's type"
+                ))
+            })
+        }
         match cells {
-            Cells::Int(c) => c.push(v.as_i64()),
-            Cells::Float(c) => c.push(v.as_f64()),
-            Cells::Bool(c) => c.push(v.as_bool()),
-            Cells::Runs(c) => c.push((v.as_str().unwrap_or_default().to_string(), 1)),
+            Cells::Int(c) => c.push(typed(v, field, Value::as_i64)?),
+            Cells::Float(c) => c.push(typed(v, field, Value::as_f64)?),
+            Cells::Bool(c) => c.push(typed(v, field, Value::as_bool)?),
+            Cells::Runs(c) => c.push((
+                typed(v, field, |v| v.as_str().map(str::to_string))?.unwrap_or_default(),
+                1,
+            )),
             Cells::TimeUtc(c) => {
-                let ms = v
-                    .as_str()
-                    .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-                    .map(|t| t.as_millisecond());
+                let ms = typed(v, field, |v| {
+                    v.as_str()
+                        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                        .map(|t| t.as_millisecond())
+                })?;
                 first_time = first_time.or(ms);
                 c.push(ms);
             }
@@ -774,4 +795,44 @@ fn push_row(table: &mut Table, row: &impl Serialize, zone: &FleetZone) -> Result
         *last = first_time.map(|ms| zone.local_date(ms.div_euclid(1000)).to_string());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod push_row_tests {
+    use super::*;
+
+    #[test]
+    fn a_value_that_does_not_fit_its_column_is_an_error_not_an_empty_cell() {
+        let spec = |name: &str, kind| ColumnSpec {
+            name: name.into(),
+            kind,
+            doc: String::new(),
+        };
+        let mut table = Table::empty(vec![
+            spec("stops", ColumnKind::Int),
+            spec("start_utc", ColumnKind::TimeUtc),
+        ]);
+        let zone = FleetZone::default();
+        push_row(
+            &mut table,
+            &serde_json::json!({"stops": 3, "start": "2026-11-24T08:00:00-06:00"}),
+            &zone,
+        )
+        .unwrap();
+        push_row(
+            &mut table,
+            &serde_json::json!({"stops": null, "start": null}),
+            &zone,
+        )
+        .unwrap();
+        assert_eq!(table.rows(), 2);
+        for bad in [
+            serde_json::json!({"stops": "three", "start": null}),
+            serde_json::json!({"stops": 2.5, "start": null}),
+            serde_json::json!({"stops": 1, "start": "yesterday"}),
+        ] {
+            let e = push_row(&mut table, &bad, &zone).unwrap_err();
+            assert!(e.message.contains("does not fit"), "{bad}: {}", e.message);
+        }
+    }
 }
