@@ -1317,3 +1317,33 @@ fn a_naive_time_the_clocks_skipped_or_repeated_without_a_clue_is_rejected_not_sh
     let p = query_json(&db, &["position", "BUS"]);
     assert_eq!(p["last_fix_at"], "2026-06-01T08:00:00-04:00", "{p}");
 }
+
+#[test]
+fn an_import_rejects_jumps_by_the_fleets_own_teleport_threshold() {
+    let dir = TempDir::new("import-teleport");
+    let db = dir.join("fleet.db");
+    let first = dir.join("first.csv");
+    std::fs::write(
+        &first,
+        "plate,time,lat,lon\nVAN,2026-11-24T08:00:00Z,14.60,-90.50\n",
+    )
+    .unwrap();
+    import(&db, &["--time-zone", "UTC", first.to_str().unwrap()]).ok();
+    // The fleet's jump rule, stored as detection reads it: 150 km/h.
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('teleport_kmh', '150')",
+            [],
+        )
+        .unwrap();
+    // 2 km in 36 s: 200 km/h.
+    let second = dir.join("second.csv");
+    std::fs::write(
+        &second,
+        "plate,time,lat,lon\nVAN,2026-11-24T08:01:00Z,14.60,-90.50\nVAN,2026-11-24T08:01:36Z,14.618,-90.50\n",
+    )
+    .unwrap();
+    let r = import(&db, &[second.to_str().unwrap()]).ok();
+    assert!(r.stdout.contains("impossible_jump"), "{}", r.stdout);
+}

@@ -85,7 +85,8 @@ pub fn still_steps(fixes: &[Fix], gap_s: i64) -> Vec<bool> {
 ///   counts (curves), else the straight line;
 /// - a step across a gap longer than `signal_loss_min` goes to `gap_km`, unless it
 ///   moved no more than `STILL_MAX_M` (a parked tracker's heartbeat: nothing);
-/// - a fix implying more than `teleport_kmh` from the last one kept is skipped;
+/// - a fix implying more than `teleport_kmh` from the last one kept is skipped
+///   (`analyze::is_jump`, the import's rule too);
 /// - the odometer (see [`odometer_verdict`]) is used only when it earns it.
 pub fn span_distance(fixes: &[Fix], th: &Thresholds) -> SpanDistance {
     if fixes.is_empty() {
@@ -100,7 +101,7 @@ pub fn span_distance(fixes: &[Fix], th: &Thresholds) -> SpanDistance {
     for k in 1..fixes.len() {
         let dt = (fixes[k].ts - fixes[good].ts).max(1) as f64;
         let step = haversine_m(at(&fixes[good]), at(&fixes[k]));
-        if step / dt * 3.6 > th.teleport_kmh {
+        if super::is_jump(step, dt, th.teleport_kmh) {
             continue;
         }
         let across_gap = fixes[k].ts - fixes[good].ts > gap_s;

@@ -13,6 +13,17 @@ use crate::error::{Error, Result};
 use crate::geo::{Geofence, places::Namer};
 use crate::model::{Fix, VehicleAnalysis};
 
+/// A jump shorter than this is GPS noise, never a teleport, metres (two fixes a
+/// second apart can be this far apart on a bad fix).
+pub const JUMP_NOISE_M: f64 = 50.0;
+
+/// The one jump rule, for the import's settling and detection's distance: `d_m`
+/// metres in `dt_s` seconds is a jump (not driving) when it implies more than
+/// `teleport_kmh` and is longer than GPS noise.
+pub fn is_jump(d_m: f64, dt_s: f64, teleport_kmh: f64) -> bool {
+    d_m > JUMP_NOISE_M && d_m / dt_s * 3.6 > teleport_kmh
+}
+
 /// Every threshold detection uses; each is stored in `meta` under its field name.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Thresholds {

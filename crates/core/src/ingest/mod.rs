@@ -407,6 +407,8 @@ struct Books<'r> {
     plate_of: HashMap<i64, String>,
     added: HashSet<i64>,
     rejects: &'r mut dyn RejectSink,
+    /// The fleet's stored `teleport_kmh`: the jump rule detection uses too.
+    teleport_kmh: f64,
 }
 
 /// Where rejected rows are reported (the CLI's `--rejects` file).
@@ -434,10 +436,6 @@ impl RejectSink for NoRejectsFile {
 /// vehicle and time order (the import then reads again through the sort).
 const OUT_OF_ORDER: &str = "rows out of vehicle and time order";
 
-/// Speeds and distances over this are jumps, not driving.
-pub const TELEPORT_KMH: f64 = 250.0;
-/// …unless the jump is this short (GPS noise between fixes a second apart).
-const JUMP_NOISE_M: f64 = 50.0;
 /// Two fixes closer than this, degrees (about 5 cm), are the same place.
 const SAME_PLACE_DEG: f64 = 5e-7;
 
@@ -658,13 +656,19 @@ fn stored_at_instants(
 fn settle_now(importer: &Importer, books: &mut Books, rows: Vec<Staged>) -> Result<()> {
     let vehicle_id = rows[0].fix.vehicle_id;
     let stored = stored_at_instants(importer, &books.added, &rows)?;
-    let settled = settle_against(rows, &stored)?;
+    let settled = settle_against(rows, &stored, books.teleport_kmh)?;
     books.append(importer, vehicle_id, settled)
 }
 
 /// Settles one vehicle's rows against what is stored at their instants.
-fn settle_against(rows: Vec<Staged>, stored: &HashMap<(i64, i64), (f64, f64)>) -> Result<Settled> {
-    settle_vehicle(rows, &mut |ts, ms| Ok(stored.get(&(ts, ms)).copied()))
+fn settle_against(
+    rows: Vec<Staged>,
+    stored: &HashMap<(i64, i64), (f64, f64)>,
+    teleport_kmh: f64,
+) -> Result<Settled> {
+    settle_vehicle(rows, teleport_kmh, &mut |ts, ms| {
+        Ok(stored.get(&(ts, ms)).copied())
+    })
 }
 
 /// Why a row is rejected, and the offending value.
@@ -859,6 +863,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
         order: Order,
         checker: Checker,
         rejects: &'r mut dyn RejectSink,
+        teleport_kmh: f64,
     ) -> Self {
         Ingest {
             importer,
@@ -872,6 +877,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
                 plate_of: HashMap::new(),
                 added: HashSet::new(),
                 rejects,
+                teleport_kmh,
             },
         }
     }
@@ -912,12 +918,13 @@ impl<'c, 'r> Ingest<'c, 'r> {
                 let vehicles = plates.len().max(1);
                 let mut done = 0usize;
                 let added = books.added.clone();
+                let teleport_kmh = books.teleport_kmh;
                 // Each vehicle's rows are merged here, settled on every core (with the
                 // fixes already stored at their instants, read here), and appended here.
                 type Job = (Vec<Staged>, HashMap<(i64, i64), (f64, f64)>);
                 let work = |(rows, stored): Job| {
                     let vehicle_id = rows[0].fix.vehicle_id;
-                    settle_against(rows, &stored).map(|s| (vehicle_id, s))
+                    settle_against(rows, &stored, teleport_kmh).map(|s| (vehicle_id, s))
                 };
                 crate::parallel::map_in_order(
                     &work,
@@ -1024,6 +1031,7 @@ pub struct Settled {
 ///   time apart (one-sided at the ends; 0 for a lone fix), marked derived.
 pub fn settle_vehicle(
     rows: Vec<Staged>,
+    teleport_kmh: f64,
     stored_at: &mut dyn FnMut(i64, i64) -> Result<Option<(f64, f64)>>,
 ) -> Result<Settled> {
     use RejectReason as R;
@@ -1095,7 +1103,7 @@ pub fn settle_vehicle(
             rejected.push((s, R::ExactDuplicate, detail));
         }
         if let Some(prev) = kept.last()
-            && could_be_jump(prev, &keep)
+            && could_be_jump(prev, &keep, teleport_kmh)
         {
             let d_m = haversine_m(
                 LatLon::new(prev.fix.lat, prev.fix.lon),
@@ -1103,7 +1111,7 @@ pub fn settle_vehicle(
             );
             let dt_s = (millis(&keep) - millis(prev)) as f64 / 1000.0;
             let kmh = d_m / dt_s * 3.6;
-            if is_jump(d_m, dt_s) {
+            if crate::analyze::is_jump(d_m, dt_s, teleport_kmh) {
                 let detail = format!(
                     "{:.1} km in {dt_s:.0} s ({kmh:.0} km/h) from line {}",
                     d_m / 1000.0,
@@ -1207,17 +1215,12 @@ fn place_repeated_times(
 /// trigonometry from an upper bound of their distance: along the meridian, then
 /// along a parallel, no shorter than the great circle and at most the radius times
 /// |Δlat| + |Δlon| in radians. Only the rest need [`haversine_m`].
-fn could_be_jump(a: &Staged, b: &Staged) -> bool {
+fn could_be_jump(a: &Staged, b: &Staged, teleport_kmh: f64) -> bool {
     let bound_m = crate::geo::EARTH_RADIUS_M
         * ((a.fix.lat - b.fix.lat).abs() + (a.fix.lon - b.fix.lon).abs()).to_radians();
     let dt_s = (millis(b) - millis(a)) as f64 / 1000.0;
     // A small margin over the bound, for rounding in either formula.
-    is_jump(bound_m * 1.001, dt_s)
-}
-
-/// The rule: over 250 km/h between two fixes, and farther apart than GPS noise.
-fn is_jump(d_m: f64, dt_s: f64) -> bool {
-    d_m > JUMP_NOISE_M && d_m / dt_s * 3.6 > TELEPORT_KMH
+    crate::analyze::is_jump(bound_m * 1.001, dt_s, teleport_kmh)
 }
 
 fn derive_speeds(kept: &mut [Staged]) {
@@ -1291,15 +1294,28 @@ pub fn import(
             done: HashSet::new(),
             broken: false,
         };
-        let mut ingest = Ingest::new(Importer::start(conn), stream, checker.clone(), rejects);
+        // The fleet's own jump rule (defaults for a new database).
+        let teleport_kmh = pipeline::stored_thresholds(conn)?.teleport_kmh;
+        let mut ingest = Ingest::new(
+            Importer::start(conn),
+            stream,
+            checker.clone(),
+            rejects,
+            teleport_kmh,
+        );
         let streamed = read(&mut ingest);
         let ingest = if ingest.out_of_order() {
             drop(ingest);
             undo()?;
             rejects.restart()?;
             let sorter = sort::Sorter::new(spill_dir.clone(), &spill_prefix);
-            let mut sorted =
-                Ingest::new(Importer::start(conn), Order::Sort(sorter), checker, rejects);
+            let mut sorted = Ingest::new(
+                Importer::start(conn),
+                Order::Sort(sorter),
+                checker,
+                rejects,
+                teleport_kmh,
+            );
             read(&mut sorted)?;
             sorted
         } else {
@@ -1416,7 +1432,7 @@ mod tests {
 
     fn settle(mut rows: Vec<Staged>) -> Settled {
         rows.sort_by_key(|s| (s.fix.ts, s.ts_ms, s.line));
-        settle_vehicle(rows, &mut |_, _| Ok(None)).unwrap()
+        settle_vehicle(rows, 250.0, &mut |_, _| Ok(None)).unwrap()
     }
 
     fn reasons(s: &Settled) -> Vec<(u64, RejectReason)> {
@@ -1485,7 +1501,7 @@ mod tests {
             staged(1, 100, 14.60, -90.50, Some(1.0)),
             staged(2, 100, 14.61, -90.50, Some(1.0)),
         ];
-        let s = settle_vehicle(rows, &mut |_, _| Ok(Some((14.60, -90.50)))).unwrap();
+        let s = settle_vehicle(rows, 250.0, &mut |_, _| Ok(Some((14.60, -90.50)))).unwrap();
         assert!(s.kept.is_empty());
         assert_eq!(
             reasons(&s),
@@ -1511,10 +1527,10 @@ mod tests {
                         let b = staged(2, dt_s, lat + dlat, lon_b, Some(0.0));
                         let d_m =
                             haversine_m(LatLon::new(lat, lon), LatLon::new(lat + dlat, lon_b));
-                        let jump = is_jump(d_m, dt_s as f64);
+                        let jump = crate::analyze::is_jump(d_m, dt_s as f64, 250.0);
                         jumps += jump as u32;
                         assert!(
-                            !jump || could_be_jump(&a, &b),
+                            !jump || could_be_jump(&a, &b, 250.0),
                             "{lat},{lon} +{dlat},{dlon} in {dt_s} s"
                         );
                     }
