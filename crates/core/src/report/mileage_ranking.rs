@@ -130,7 +130,8 @@ pub const SPEC: ReportSpec = ReportSpec {
     title: "Kilometres by vehicle over a date range",
     description: "Every vehicle ranked by kilometres driven over an inclusive range of local dates (default: the \
 last 7 days up to today; at most 92 days), with active days (days with any fix), the daily average over active \
-days, which source the kilometres came from (odometer or GPS), and the fleet total. Use it for 'who drove the \
+days, which source the kilometres came from (odometer, gps, or mixed when days differ; odometer_rejected says why an \
+odometer was not believed), and the fleet total. A range's km are the sum of its days', as daily_summary gives them. Use it for 'who drove the \
 most this week?' or fleet totals.",
     input: super::schema::derived_input::<MileageRankingRequest>,
     rows: "vehicles",

@@ -245,8 +245,9 @@ pub const SPEC: ReportSpec = ReportSpec {
     tool: "trip_summary",
     cli: "trip",
     title: "A vehicle's day",
-    description: "One vehicle's local day computed from its GPS fixes: distance_km (odometer when present, \
-else GPS with jitter filtered; distance_source says which), departure and return times, minutes moving / idle / \
+    description: "One vehicle's local day computed from its GPS fixes: distance_km (the odometer when its \
+readings never go down and agree with the GPS track, else GPS with jitter filtered; distance_source says which and \
+odometer_rejected why an odometer was not believed), departure and return times, minutes moving / idle / \
 parked, number of trips, max and average moving speed (km/h), every stop (start, end, minutes, place, engine on/off; \
 longest first), signal losses (minutes without fixes), and that day's speeding, long-stop, signal-loss and geofence \
 events. Use it for any question about how much a vehicle drove or what it did on a day; it is the source for numbers. \

@@ -170,7 +170,8 @@ pub const SPEC: ReportSpec = ReportSpec {
     title: "Trips over a date range",
     description: "Every trip (movement of at least 500 m between two stops) that began in an inclusive range of local \
 dates (default: the last 7 days; at most 92), for one vehicle (plate) or the whole fleet, by start time: start and end \
-time and place, distance_km (GPS track, jitter filtered; gap_km apart for signal losses), duration, driving and idle \
+time and place, distance_km (the odometer where its readings agree with the GPS track, else the GPS track, jitter \
+filtered; distance_source says which; gap_km apart for signal losses), duration, driving and idle \
 minutes, max and average speed, and the events inside it. Lists over 200 trips come in pages: pass next_cursor as \
 cursor for the next; total is exact. Use it for 'last week's trips of P-123BCD' instead of one trip_summary call per \
 day; use trip_summary for one vehicle's whole day (stops, signal losses) and mileage_ranking for km totals.",
