@@ -540,8 +540,18 @@ fn safe_file_name(name: &str) -> String {
 /// Writes `bytes` to a temporary file beside `path` and renames it into place, so that
 /// a full disk or a kill never leaves a truncated file where a good one was. A link at
 /// `path` is written through, as `generate` does; the temporary file is created new
-/// (never one planted under its name) and removed on failure.
+/// (never one planted under its name) and removed on failure, and the temporary files
+/// that killed runs left beside it are removed. A target that is not a regular file
+/// (a device such as `/dev/null`, a FIFO, a socket, or a link to one such as
+/// `/dev/stdout`) is written in place: it is never renamed over.
 fn write_replacing(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Ok(m) = std::fs::metadata(path)
+        && !m.is_file()
+        && !m.is_dir()
+    {
+        let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+        return f.write_all(bytes).and_then(|()| f.flush());
+    }
     let path = match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)?,
         _ => path.to_path_buf(),
@@ -552,11 +562,13 @@ fn write_replacing(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> 
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    let tmp = path.with_file_name(format!(
-        ".{}.tmp-{}-{nanos}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    let prefix = format!(".{}.tmp-", name.to_string_lossy());
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    crate::scratch::remove_abandoned(dir, &prefix);
+    let tmp = path.with_file_name(format!("{prefix}{}-{nanos}", std::process::id()));
     let written = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

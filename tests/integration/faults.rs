@@ -426,3 +426,75 @@ fn a_failed_read_of_the_thresholds_never_resets_a_fleets_own_settings() {
         "{settings}"
     );
 }
+
+#[test]
+fn a_picture_goes_into_a_fifo_or_dev_stdout_and_never_replaces_them() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = TempDir::new("picture-targets");
+    let db = fixture_db().to_str().unwrap();
+    let map = |out: &str| {
+        fleetctl(&[
+            "--db",
+            db,
+            "map",
+            "P-467KCQ",
+            "--date",
+            "2026-11-24",
+            "--width",
+            "320",
+            "--height",
+            "320",
+            "-o",
+            out,
+        ])
+    };
+    // A FIFO: written into (its reader gets the PNG), still a FIFO afterwards.
+    let fifo = dir.join("map.png");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+    };
+    let r = run(map(fifo.to_str().unwrap()));
+    if r.code != 0 {
+        // Let the reader go before failing (it waits for a writer).
+        let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+        panic!("map into a FIFO failed: {}", r.stderr);
+    }
+    // Checked before waiting on the reader: a FIFO renamed over would leave it
+    // waiting for ever.
+    assert!(
+        std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo(),
+        "the FIFO was replaced"
+    );
+    let bytes = reader.join().unwrap();
+    assert!(bytes.starts_with(b"\x89PNG"), "{} bytes", bytes.len());
+    // /dev/stdout into a pipe (a link to the pipe, not a file).
+    let out = map("/dev/stdout").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.starts_with(b"\x89PNG"));
+    // What a killed run left beside its target is removed by the next one; a live
+    // run's own is not touched (its process exists).
+    let left = dir.join(".day.png.tmp-2147483646-1");
+    std::fs::write(&left, b"half a picture").unwrap();
+    run(map(dir.join("day.png").to_str().unwrap())).ok();
+    assert!(!left.exists());
+    assert!(
+        std::fs::read(dir.join("day.png"))
+            .unwrap()
+            .starts_with(b"\x89PNG")
+    );
+}
