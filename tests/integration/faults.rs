@@ -498,3 +498,61 @@ fn a_picture_goes_into_a_fifo_or_dev_stdout_and_never_replaces_them() {
             .starts_with(b"\x89PNG")
     );
 }
+
+#[test]
+fn export_force_replaces_only_what_fleetctl_wrote() {
+    let dir = TempDir::new("export-force");
+    let db = fixture_db().to_str().unwrap();
+    let export = |out: &std::path::Path, extra: &[&str]| {
+        let mut args = vec![
+            "--db",
+            db,
+            "export",
+            "daily",
+            "--from",
+            "2026-11-24",
+            "--to",
+            "2026-11-24",
+            "--force",
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        run(fleetctl(&args))
+    };
+    // A folder of someone else's: refused, and everything in it kept.
+    let photos = dir.join("photos");
+    std::fs::create_dir_all(photos.join("2026")).unwrap();
+    std::fs::write(photos.join("2026/beach.jpg"), b"not ours").unwrap();
+    let r = export(&photos, &["--format", "parquet", "--partition-by", "date"]).fails(2);
+    assert!(r.stderr.contains("did not write"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read(photos.join("2026/beach.jpg")).unwrap(),
+        b"not ours"
+    );
+    // A FIFO: refused, still a FIFO.
+    let fifo = dir.join("daily.csv");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let r = export(&fifo, &[]).fails(2);
+    assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
+    {
+        use std::os::unix::fs::FileTypeExt;
+        assert!(
+            std::fs::symlink_metadata(&fifo)
+                .unwrap()
+                .file_type()
+                .is_fifo()
+        );
+    }
+    // fleetctl's own dataset: replaced.
+    let dataset = dir.join("daily");
+    export(&dataset, &["--format", "parquet", "--partition-by", "date"]).ok();
+    export(&dataset, &["--format", "parquet", "--partition-by", "date"]).ok();
+    assert!(dataset.join("_fleetctl_dataset").is_file());
+}

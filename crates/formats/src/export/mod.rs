@@ -166,8 +166,29 @@ pub fn check(opts: &ExportOptions) -> Result<()> {
                 .with_hint("add --force to replace it, or choose another path with -o"),
         );
     }
+    // --force replaces a file, or a dataset folder fleetctl wrote; nothing else.
+    if let Ok(m) = std::fs::metadata(&opts.output) {
+        let foreign = if m.is_dir() {
+            (!opts.output.join(DATASET_MARKER).is_file())
+                .then_some("a folder fleetctl did not write (it holds no _fleetctl_dataset)")
+        } else if !m.is_file() {
+            Some("not a regular file (a device, FIFO or socket)")
+        } else {
+            None
+        };
+        if let Some(what) = foreign {
+            return Err(Error::invalid(format!(
+                "{} is {what}: --force replaces only files and the datasets fleetctl wrote",
+                opts.output.display()
+            ))
+            .with_hint("choose another path with -o"));
+        }
+    }
     Ok(())
 }
+
+/// The file that marks a dataset folder as fleetctl's own.
+const DATASET_MARKER: &str = "_fleetctl_dataset";
 
 /// One writer of a format: takes chunks in order, then finishes its file.
 trait Sink: Send {
@@ -325,6 +346,10 @@ fn write_all(
     };
     // A Hive-style dataset: one folder per key, chunks come grouped by it.
     std::fs::create_dir(tmp).map_err(|e| Error::io(tmp, e))?;
+    // Marks the folder as fleetctl's: `--force` replaces only such a folder. A name
+    // with a leading `_` is skipped by Hive-style readers.
+    let marker = tmp.join(DATASET_MARKER);
+    std::fs::write(&marker, "written by fleetctl export\n").map_err(|e| Error::io(&marker, e))?;
     let order = match partition {
         Partition::Date => Order::ByDate,
         Partition::Vehicle => Order::ByVehicle,
