@@ -884,3 +884,20 @@ fn serve_refuses_out_of_range_settings_rather_than_clamping_them() {
         );
     }
 }
+
+#[test]
+fn two_host_headers_or_an_absolute_url_to_another_host_are_refused() {
+    let h = Http::start();
+    let two = h.raw(
+        "GET /healthz HTTP/1.1\r\nHost: localhost\r\nHost: attacker.example\r\nConnection: close\r\n\r\n",
+    );
+    assert!(two.starts_with("HTTP/1.1 400"), "{two}");
+    // The request line names another host: the Host header does not vouch for it.
+    let absolute = h.raw(
+        "GET http://attacker.example/healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    );
+    assert!(absolute.starts_with("HTTP/1.1 403"), "{absolute}");
+    // One Host, ours: answered.
+    let fine = h.raw("GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    assert!(fine.starts_with("HTTP/1.1 200"), "{fine}");
+}

@@ -166,8 +166,22 @@ async fn handle(req: Request<Incoming>, conn: &Conn, shared: &Shared) -> Answer 
     let _in_hand = conn.clock.in_hand();
     let started = conn.clock.take();
     let deadline = started + shared.request_timeout;
-    // DNS rebinding: a page on another name must not reach a loopback server.
-    let host = header(&req, "host").or_else(|| req.uri().authority().map(|a| a.as_str()));
+    // DNS rebinding: a page on another name must not reach a loopback server. Two
+    // Host headers are a bad request (RFC 9112 §3.2); an absolute URL's authority
+    // is the host the request is for, whatever its Host header says (§3.2.2).
+    if req.headers().get_all("host").iter().count() > 1 {
+        return error_answer(
+            ErrorCode::InvalidArgument,
+            "a request has one Host header; this one has several",
+            &[],
+            true,
+        );
+    }
+    let host = req
+        .uri()
+        .authority()
+        .map(|a| a.as_str())
+        .or_else(|| header(&req, "host"));
     match host {
         None if req.version() == hyper::Version::HTTP_11 => {
             return error_answer(
