@@ -901,3 +901,24 @@ fn two_host_headers_or_an_absolute_url_to_another_host_are_refused() {
     let fine = h.raw("GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
     assert!(fine.starts_with("HTTP/1.1 200"), "{fine}");
 }
+
+#[test]
+fn health_and_openapi_keep_a_connection_that_shows_its_token() {
+    let h = Http::start();
+    for path in ["/healthz", "/openapi.json"] {
+        let anonymous = h.raw(&format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+        assert!(anonymous.starts_with("HTTP/1.1 200"), "{anonymous}");
+        assert!(
+            anonymous.to_ascii_lowercase().contains("connection: close"),
+            "{anonymous}"
+        );
+        let known = h.raw(&format!(
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {TOKEN}\r\n\r\n"
+        ));
+        assert!(known.starts_with("HTTP/1.1 200"), "{known}");
+        assert!(
+            !known.to_ascii_lowercase().contains("connection: close"),
+            "{known}"
+        );
+    }
+}

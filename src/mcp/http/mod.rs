@@ -206,7 +206,14 @@ async fn handle(req: Request<Incoming>, conn: &Conn, shared: &Shared) -> Answer 
     let cors = policy::cors(origin, &shared.allowed_origins, preflight);
     let path = req.uri().path().to_string();
     let method = req.method().as_str().to_string();
-    // Answers that need no token; their connection closes unless it has shown one.
+    // Answers that need no token; their connection closes unless it has shown one,
+    // before or with this request (a wrong one here is no failed attempt: nothing
+    // was asked that needs it).
+    let token = req.headers().get("authorization").map(|v| v.as_bytes());
+    let token_ok = policy::bearer_matches(token, &shared.token);
+    if token_ok {
+        conn.authenticated.store(true, Ordering::Relaxed);
+    }
     let anonymous_close = !conn.authenticated.load(Ordering::Relaxed);
     match (method.as_str(), path.as_str()) {
         ("GET", "/healthz") => {
@@ -234,8 +241,7 @@ async fn handle(req: Request<Incoming>, conn: &Conn, shared: &Shared) -> Answer 
         }
         _ => {}
     }
-    let token = req.headers().get("authorization").map(|v| v.as_bytes());
-    if !policy::bearer_matches(token, &shared.token) {
+    if !token_ok {
         let limited = shared
             .failures
             .lock()
