@@ -449,14 +449,7 @@ fn a_picture_goes_into_a_fifo_or_dev_stdout_and_never_replaces_them() {
         ])
     };
     // A FIFO: written into (its reader gets the PNG), still a FIFO afterwards.
-    let fifo = dir.join("map.png");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    let fifo = mkfifo(&dir.join("map.png"));
     let reader = {
         let fifo = fifo.clone();
         std::thread::spawn(move || std::fs::read(fifo).unwrap())
@@ -531,14 +524,7 @@ fn export_force_replaces_only_what_fleetctl_wrote() {
         b"not ours"
     );
     // A FIFO: refused, still a FIFO.
-    let fifo = dir.join("daily.csv");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    let fifo = mkfifo(&dir.join("daily.csv"));
     let r = export(&fifo, &[]).fails(2);
     assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
     {
@@ -555,4 +541,18 @@ fn export_force_replaces_only_what_fleetctl_wrote() {
     export(&dataset, &["--format", "parquet", "--partition-by", "date"]).ok();
     export(&dataset, &["--format", "parquet", "--partition-by", "date"]).ok();
     assert!(dataset.join("_fleetctl_dataset").is_file());
+}
+
+/// Makes a FIFO at `path` (with the system's `mkfifo`) and returns its path.
+fn mkfifo(path: &Path) -> PathBuf {
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap()
+            .success(),
+        "mkfifo {}",
+        path.display()
+    );
+    path.to_path_buf()
 }
