@@ -315,8 +315,7 @@ fn bad_map_requests_are_refused() {
     let e = fails(&[&plate, "--date", "2026-10-01", "-o", o], 3);
     assert!(
         e.starts_with("fleetctl: no_data: ")
-            && e.contains("days with data for")
-            && e.contains("2026-11-24"),
+            && e.contains("it has data from 2026-11-19 to 2026-11-25"),
         "{e}"
     );
     let e = fails(

@@ -292,22 +292,15 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
     let (width, height) = (req.width.unwrap_or(1024), req.height.unwrap_or(768));
     let fixes = read::fixes_between(db.conn(), v.id, from_ts, to_ts)?;
     if fixes.is_empty() {
-        let days = read::days_with_data(db.conn(), v.id)?;
         let what = if req.from.is_some() || req.to.is_some() {
             "in that window of "
         } else {
             "on "
         };
-        let hint = if !v.active {
-            format!(
-                "{} is out of service (inactive) and reports no positions",
-                v.plate
-            )
-        } else if days.is_empty() {
-            format!("{} has no positions at all", v.plate)
-        } else {
-            format!("days with data for {}: {}", v.plate, days.join(", "))
-        };
+        // The one no-data wording (`Db::no_data_note`); every day it names is drawn.
+        let hint = db
+            .no_data_note(v, true, &date.to_string())?
+            .unwrap_or_default();
         return Err(Error::new(
             ErrorCode::NoData,
             format!("{} has no fixes {what}{date}", v.plate),

@@ -176,14 +176,7 @@ pub fn run(db: &Db, req: &VehiclePositionRequest) -> Result<VehiclePositionRepor
         } else {
             PositionState::Inactive
         };
-        report.note = Some(if v.active {
-            format!("{} has no positions in this database", v.plate)
-        } else {
-            format!(
-                "{} is out of service (inactive) and reports no positions",
-                v.plate
-            )
-        });
+        report.note = db.no_data_note(v, true, &db.today().to_string())?;
         return Ok(report);
     };
     let (state, at_fix, stop) = state_at(db, &fix)?;
