@@ -42,7 +42,9 @@ pub const SPEEDING_EDGE_MAX_S: f64 = 7.5;
 /// from the first fast fix to the last; its `duration_s` is what the fixes prove
 /// (that span, plus at each end half the interval to the neighbour, at most
 /// `SPEEDING_EDGE_MAX_S`), and `fixes` says how many fast fixes it rests on: a lone
-/// fix at a 120-s cadence is an event of one fix and 15 s, not a 120-s episode.
+/// fix at a 120-s cadence is an event of one fix and 15 s, not a 120-s episode. A
+/// neighbour across a signal loss stands for no time: a lone fast fix between gaps
+/// of hours (a sampled extract) is no episode.
 pub fn speeding(
     fixes: &[Fix],
     limits: &[(f64, super::LimitSource)],
@@ -50,7 +52,12 @@ pub fn speeding(
     namer: &Namer,
 ) -> Vec<Event> {
     let max_gap_s = th.signal_loss_s();
-    let half = |a: usize, b: usize| (fixes[b].ts - fixes[a].ts).min(max_gap_s) as f64 / 2.0;
+    // Half the interval to a neighbour; none across a signal loss (a fix hours from
+    // the next says nothing of how long it was fast).
+    let half = |a: usize, b: usize| {
+        let dt = fixes[b].ts - fixes[a].ts;
+        if dt > max_gap_s { 0.0 } else { dt as f64 / 2.0 }
+    };
     let fast = |k: usize| fixes[k].speed_kmh > limits[k].0;
     let mut out = Vec::new();
     let mut i = 0;

@@ -521,6 +521,17 @@ mod tests {
             panic!("a speeding detail")
         };
         assert_eq!((d.duration_s, d.fixes), (15, 1));
+        // One fast fix between hour-long gaps (a sampled extract) says nothing of
+        // how long it lasted: no episode.
+        let gaps: Vec<Fix> = (0..3)
+            .map(|k| Fix {
+                ts: T0 + k * 3600,
+                speed_kmh: if k == 1 { 97.0 } else { 60.0 },
+                ..fixes[0]
+            })
+            .collect();
+        let a = analyze_vehicle(&gaps, &ctx(vec![]));
+        assert!(!a.events.iter().any(|e| e.kind == EventKind::Speeding));
     }
 
     #[test]
