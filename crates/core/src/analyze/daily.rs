@@ -1,8 +1,8 @@
 //! The daily rollup: one row per vehicle and local day, so that day and range
 //! reports read a handful of rows instead of thousands of fixes.
 
+use super::Context;
 use super::distance::{SpanDistance, span_distance};
-use super::{Context, Segments};
 use crate::clock::Date;
 use crate::model::{DailyRollup, EventKind, Fix, VehicleAnalysis};
 use std::collections::BTreeMap;
@@ -24,12 +24,11 @@ struct Acc {
 /// Rolls one vehicle's analysis up by local day.
 pub fn rollup(
     fixes: &[Fix],
-    segments: &Segments,
+    ranges: &[(usize, usize, crate::geo::LatLon)],
     found: &VehicleAnalysis,
     ctx: &Context,
 ) -> Vec<DailyRollup> {
     let (th, zone) = (&ctx.thresholds, &ctx.zone);
-    let ranges = &segments.stop_ranges;
     let (stops, trips, events) = (&found.stops, &found.trips, &found.events);
     let mut days: BTreeMap<Date, Acc> = BTreeMap::new();
     // A day's distance is the one span distance over that day's fixes, counted from

@@ -148,13 +148,6 @@ impl Thresholds {
     }
 }
 
-/// How a vehicle's fixes divide: stops (inclusive index ranges with their centre)
-/// and the movement between them.
-pub struct Segments {
-    /// Stops as (first fix, last fix, centre).
-    pub stop_ranges: Vec<(usize, usize, crate::geo::LatLon)>,
-}
-
 /// What detection needs besides the fixes.
 pub struct Context {
     /// Thresholds.
@@ -271,14 +264,7 @@ pub fn analyze_vehicle(fixes: &[Fix], ctx: &Context) -> VehicleAnalysis {
         daily: Vec::new(),
         latest: fixes.last().copied(),
     };
-    found.daily = daily::rollup(
-        fixes,
-        &Segments {
-            stop_ranges: ranges,
-        },
-        &found,
-        ctx,
-    );
+    found.daily = daily::rollup(fixes, &ranges, &found, ctx);
     found
 }
 

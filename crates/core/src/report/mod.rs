@@ -58,18 +58,13 @@ pub enum DistanceSource {
 }
 
 impl DistanceSource {
-    /// The odometer when it was used, else GPS.
-    pub fn from_odometer(has_odometer: bool) -> DistanceSource {
-        if has_odometer {
+    /// The source of a span's km: the odometer when it was used, else GPS.
+    pub fn of(d: &crate::analyze::distance::SpanDistance) -> DistanceSource {
+        if d.odometer_km.is_some() {
             DistanceSource::Odometer
         } else {
             DistanceSource::Gps
         }
-    }
-
-    /// The source of a span's km.
-    pub fn of(d: &crate::analyze::distance::SpanDistance) -> DistanceSource {
-        DistanceSource::from_odometer(d.odometer_km.is_some())
     }
 }
 
