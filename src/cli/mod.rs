@@ -549,7 +549,12 @@ fn write_replacing(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> 
         && !m.is_file()
         && !m.is_dir()
     {
-        let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+        // Our own standard output (`-o /dev/stdout`) is written through the descriptor
+        // we hold: reopening a pipe that another user made is not allowed.
+        let mut f = match own_stdout_if(&m) {
+            Some(stdout) => stdout,
+            None => std::fs::OpenOptions::new().write(true).open(path)?,
+        };
         return f.write_all(bytes).and_then(|()| f.flush());
     }
     let path = match std::fs::symlink_metadata(path) {
@@ -577,13 +582,22 @@ fn write_replacing(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> 
             f.write_all(bytes)?;
             f.sync_all()
         });
-    match written.and_then(|()| std::fs::rename(&tmp, &path)) {
+    match written.and_then(|()| crate::scratch::replace(&tmp, &path)) {
         Ok(()) => Ok(()),
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
             Err(e)
         }
     }
+}
+
+/// Standard output as a file, when it is the file `target` describes.
+fn own_stdout_if(target: &std::fs::Metadata) -> Option<std::fs::File> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let stdout = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned().ok()?);
+    let m = stdout.metadata().ok()?;
+    (m.dev() == target.dev() && m.ino() == target.ino()).then_some(stdout)
 }
 
 /// Writes to stdout, treating a closed pipe as success (`fleetctl … | head`).

@@ -492,6 +492,68 @@ fn a_picture_goes_into_a_fifo_or_dev_stdout_and_never_replaces_them() {
     );
 }
 
+/// The same, as an ordinary user: run as one (`nobody`, through `setpriv`) when the
+/// tests run as root, as they do in CI.
+#[test]
+fn as_an_ordinary_user_a_picture_goes_into_a_fifo_or_dev_stdout() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = TempDir::new("picture-targets-user");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let db = dir.join("fleet.db");
+    std::fs::copy(fixture_db(), &db).unwrap();
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let as_root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    let map = |out: &str| {
+        let inner = fleetctl(&[
+            "--db",
+            db.to_str().unwrap(),
+            "map",
+            "P-467KCQ",
+            "--date",
+            "2026-11-24",
+            "--width",
+            "320",
+            "--height",
+            "320",
+            "-o",
+            out,
+        ]);
+        if !as_root {
+            return inner;
+        }
+        let mut cmd = std::process::Command::new("setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(inner.get_program())
+            .args(inner.get_args());
+        for (key, value) in inner.get_envs() {
+            match value {
+                Some(v) => cmd.env(key, v),
+                None => cmd.env_remove(key),
+            };
+        }
+        cmd
+    };
+    let fifo = mkfifo(&dir.join("map.png"));
+    std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+    };
+    let r = run(map(fifo.to_str().unwrap()));
+    if r.code != 0 {
+        let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+        panic!("map into a FIFO as an ordinary user failed: {}", r.stderr);
+    }
+    assert!(reader.join().unwrap().starts_with(b"\x89PNG"));
+    let out = map("/dev/stdout").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.starts_with(b"\x89PNG"));
+}
+
 #[test]
 fn export_force_replaces_only_what_fleetctl_wrote() {
     let dir = TempDir::new("export-force");
@@ -555,4 +617,80 @@ fn mkfifo(path: &Path) -> PathBuf {
         path.display()
     );
     path.to_path_buf()
+}
+
+/// The files under `dir`, each with its bytes, in a fixed order.
+fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                files.push((path.strip_prefix(dir).unwrap().to_path_buf(), bytes));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn export_force_killed_between_its_renames_loses_neither_dataset() {
+    let dir = TempDir::new("export-kill");
+    let db = fixture_db().to_str().unwrap();
+    let dataset = dir.join("daily");
+    let export = |from: &str, fault: Option<&str>| {
+        let mut cmd = fleetctl(&[
+            "--db",
+            db,
+            "export",
+            "daily",
+            "--from",
+            from,
+            "--to",
+            "2026-11-24",
+            "--format",
+            "parquet",
+            "--partition-by",
+            "date",
+            "--force",
+            "-o",
+            dataset.to_str().unwrap(),
+        ]);
+        if let Some(fault) = fault {
+            cmd.env(fault, "1");
+        }
+        run(cmd)
+    };
+    export("2026-11-24", None).ok();
+    let old = tree(&dataset);
+    // Killed after the old dataset was moved aside: the folder is gone for now…
+    let killed = export("2026-11-22", Some("FLEETCTL_TEST_DIE_BETWEEN_RENAMES"));
+    assert_ne!(killed.code, 0, "the process was killed");
+    assert!(!dataset.exists());
+    // …and the next export puts it back before anything else; when its own rename
+    // then fails, the old dataset is what stays, whole.
+    let failed = export("2026-11-22", Some("FLEETCTL_TEST_FAIL_SECOND_RENAME"));
+    assert_ne!(failed.code, 0, "{}", failed.stderr);
+    assert_eq!(tree(&dataset), old, "the old dataset is back, whole");
+    // A plain run replaces it with the new one, whole, and leaves nothing beside it.
+    export("2026-11-22", None).ok();
+    let new = tree(&dataset);
+    assert_eq!(
+        new.iter()
+            .filter(|(p, _)| p.starts_with("date=2026-11-22"))
+            .count(),
+        1,
+        "{new:?}"
+    );
+    let beside: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(beside, vec![std::ffi::OsString::from("daily")]);
 }

@@ -301,12 +301,8 @@ impl Target {
                 }
                 // The old file's journal must not be applied to the new file.
                 remove_side_files(&self.file);
-                std::fs::rename(tmp, &self.file).map_err(|e| Error::io(&self.file, e))?;
+                crate::scratch::replace(tmp, &self.file).map_err(|e| Error::io(&self.file, e))?;
             }
-        }
-        // The rename itself is durable once the folder is synced (where folders can be).
-        if let Ok(folder) = std::fs::File::open(self.folder()) {
-            let _ = folder.sync_all();
         }
         Ok(())
     }
@@ -322,11 +318,14 @@ impl Target {
         match std::fs::hard_link(tmp, &self.file) {
             Ok(()) => {
                 let _ = std::fs::remove_file(tmp);
+                crate::scratch::sync_parent(&self.file);
                 Ok(())
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(self.appeared()),
             // A file system without hard links: checked above, then renamed (a short window).
-            Err(_) => std::fs::rename(tmp, &self.file).map_err(|e| Error::io(&self.file, e)),
+            Err(_) => {
+                crate::scratch::replace(tmp, &self.file).map_err(|e| Error::io(&self.file, e))
+            }
         }
     }
 

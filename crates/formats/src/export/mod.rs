@@ -284,6 +284,7 @@ pub fn export(
     let started = std::time::Instant::now();
     let target = &opts.output;
     let (dir, name) = split(target)?;
+    fleetctl_core::scratch::recover_replaced(target);
     fleetctl_core::scratch::remove_abandoned(&dir, &format!(".{name}.partial-"));
     let tmp = dir.join(format!(".{name}.partial-{}", std::process::id()));
     let result = write_all(db, scope, opts, &tmp, progress);
@@ -295,7 +296,7 @@ pub fn export(
         }
     };
     let bytes = size_of(&tmp);
-    if let Err(e) = replace(&tmp, target) {
+    if let Err(e) = fleetctl_core::scratch::replace(&tmp, target) {
         remove_any(&tmp);
         return Err(Error::io(target, e).with_hint("choose a writable path with -o"));
     }
@@ -427,19 +428,6 @@ fn split(target: &Path) -> Result<(PathBuf, String)> {
         .with_hint("create the folder first, or choose another path"));
     }
     Ok((dir, name))
-}
-
-/// Moves the finished temporary into place, replacing what is there (a file is
-/// replaced in one rename; a folder is moved aside first, then removed).
-fn replace(tmp: &Path, target: &Path) -> std::io::Result<()> {
-    if target.is_dir() {
-        let aside = tmp.with_extension("old");
-        std::fs::rename(target, &aside)?;
-        std::fs::rename(tmp, target)?;
-        let _ = std::fs::remove_dir_all(&aside);
-        return Ok(());
-    }
-    std::fs::rename(tmp, target)
 }
 
 fn remove_any(path: &Path) {
