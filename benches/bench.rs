@@ -28,6 +28,11 @@ fn main() {
     let quick = std::env::var_os("FLEETCTL_BENCH_QUICK").is_some();
     let dir = std::env::temp_dir().join(format!("fleetctl-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
+    if std::env::var("FLEETCTL_BENCH_ONLY").as_deref() == Ok("pages") {
+        bench_pages(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
     if std::env::var("FLEETCTL_BENCH_ONLY").as_deref() == Ok("import") {
         bench_import(&dir, quick);
         let _ = std::fs::remove_dir_all(&dir);
@@ -76,6 +81,11 @@ fn main() {
     bench_reports(&dir.join("default-0.db"), "15 × 7", 2.0);
     if !quick {
         bench_reports(&dir.join("1000x30.db"), "1000 × 30", 50.0);
+    }
+
+    if !quick {
+        println!();
+        bench_pages(&dir);
     }
 
     println!();
@@ -956,4 +966,103 @@ fn bench_http(db: &Path) {
 /// Peak resident set size of this process, from /proc (Linux); 0 elsewhere.
 fn peak_rss_mib() -> f64 {
     peak_rss_of(std::process::id())
+}
+
+/// The range reports' first and 50th pages over 92 days × 1000 vehicles: a generated
+/// day of 1000 vehicles whose stops, trips, events, visits and daily rollups are
+/// copied onto the 91 days before it (these reports read no positions).
+fn bench_pages(dir: &Path) {
+    println!(
+        "range reports, first and 50th page (in-process, 92 days × 1000 vehicles, median of 20 calls)"
+    );
+    let path = dir.join("pages.db");
+    generate_in_child(&path, 1000, 1, false);
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    for table in ["stops", "trips", "events", "visits", "daily"] {
+        let columns: Vec<String> = conn
+            .prepare(&format!(
+                "SELECT name FROM pragma_table_info('{table}') WHERE name != 'id'"
+            ))
+            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+            .expect("columns");
+        let shifted: Vec<String> = columns
+            .iter()
+            .map(|c| match c.as_str() {
+                "date" => "date(date, '-' || k.n || ' days')".to_string(),
+                c if c.ends_with("_ts") => format!("{c} - k.n * 86400"),
+                c => c.to_string(),
+            })
+            .collect();
+        conn.execute_batch(&format!(
+            "WITH RECURSIVE k(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM k WHERE n < 91) \
+             INSERT INTO {table} ({}) SELECT {} FROM {table}, k",
+            columns.join(", "),
+            shifted.join(", ")
+        ))
+        .expect("copy rows");
+    }
+    drop(conn);
+    let db = Db::open(&path).expect("open");
+    let depot = "Bodega Mixco";
+    let range = json!({"from": "2026-08-26", "to": "2026-11-25"});
+    let with = |extra: serde_json::Value| {
+        let mut args = range.as_object().cloned().unwrap_or_default();
+        args.extend(extra.as_object().cloned().unwrap_or_default());
+        args
+    };
+    let cases = [
+        ("trips", with(json!({}))),
+        ("stops", with(json!({}))),
+        ("stops", with(json!({"geofence": depot}))),
+        ("events", with(json!({}))),
+        ("daily_summary", with(json!({}))),
+        ("geofence_report", with(json!({"geofence": depot}))),
+    ];
+    for (tool, args) in cases {
+        let spec = report::find(tool).expect("registered");
+        let median_ms = |args: &Args| {
+            let mut times: Vec<f64> = (0..20)
+                .map(|_| {
+                    let t = Instant::now();
+                    report::call(&db, spec, args).expect("report runs");
+                    t.elapsed().as_secs_f64() * 1000.0
+                })
+                .collect();
+            times.sort_by(f64::total_cmp);
+            times[times.len() / 2]
+        };
+        let first = median_ms(&args);
+        // Walk to the 50th page by each answer's next_cursor.
+        let mut page = args.clone();
+        let mut total = 0;
+        let mut reached = 1;
+        while reached < 50 {
+            let answer = report::call(&db, spec, &page).expect("report runs");
+            let list = answer
+                .value
+                .as_object()
+                .and_then(|o| o.values().find(|v| v.get("next_cursor").is_some()));
+            total = list.and_then(|l| l["total"].as_u64()).unwrap_or(0);
+            match list.and_then(|l| l["next_cursor"].as_str()) {
+                Some(cursor) => page.insert("cursor".into(), json!(cursor)),
+                None => break,
+            };
+            reached += 1;
+        }
+        let fiftieth = (reached == 50).then(|| median_ms(&page));
+        let worst = fiftieth.unwrap_or(first).max(first);
+        println!(
+            "  {tool:<16} {:<22} {total:>8} rows  page 1 {first:>7.2} ms  page 50 {}  (target ≤ 50 ms: {})",
+            if args.contains_key("geofence") {
+                "--geofence Bodega Mixco"
+            } else {
+                ""
+            },
+            fiftieth.map_or_else(
+                || format!("(only {reached} pages)"),
+                |ms| format!("{ms:>7.2} ms")
+            ),
+            if worst <= 50.0 { "met" } else { "MISSED" }
+        );
+    }
 }

@@ -317,36 +317,73 @@ fn a_day_without_data_is_an_empty_report_and_an_inactive_vehicle_explains_itself
 #[test]
 fn range_reports_page_with_an_exact_total_and_every_row_once() {
     let db = fixture_db();
-    let mut cursor: Option<String> = None;
-    let mut seen = Vec::new();
-    let mut total = None;
-    loop {
-        let mut words = vec!["query".to_string(), "stops".to_string()];
-        if let Some(c) = &cursor {
-            words.extend(["--cursor".to_string(), c.clone()]);
+    // (the query, its paged list, the fields that name a row, the fields it is ordered
+    // by: a time, then for days the plate; rows of one second come in vehicle order)
+    type Case<'a> = (&'a [&'a str], &'a str, &'a [&'a str], &'a [&'a str]);
+    let cases: [Case; 6] = [
+        (&["stops"], "stops", &["plate", "start"], &["start"]),
+        (
+            &["stops", "--geofence", "Bodega Mixco"],
+            "stops",
+            &["plate", "start"],
+            &["start"],
+        ),
+        (&["trips"], "trips", &["plate", "start"], &["start"]),
+        (
+            &["events"],
+            "events",
+            &["plate", "kind", "at", "detail"],
+            &["at"],
+        ),
+        (&["daily"], "days", &["plate", "date"], &["date", "plate"]),
+        (
+            &["geofence-report", "Bodega Mixco"],
+            "visits",
+            &["plate", "entered_at"],
+            &["entered_at"],
+        ),
+    ];
+    for (query, list, names, order) in cases {
+        let mut cursor: Option<String> = None;
+        let (mut seen, mut keys) = (Vec::new(), Vec::new());
+        let mut total = None;
+        let mut pages = 0;
+        loop {
+            let mut words = vec!["query".to_string()];
+            words.extend(query.iter().map(|w| w.to_string()));
+            if let Some(c) = &cursor {
+                words.extend(["--cursor".to_string(), c.clone()]);
+            }
+            let answer = answer_json(db, &words);
+            let page = &answer[list];
+            pages += 1;
+            assert!(page["items"].as_array().unwrap().len() <= 200);
+            assert_eq!(*total.get_or_insert(page["total"].clone()), page["total"]);
+            for row in page["items"].as_array().unwrap() {
+                let field = |f: &&str| row[*f].to_string();
+                seen.push(names.iter().map(field).collect::<Vec<_>>().join(" "));
+                keys.push(order.iter().map(field).collect::<Vec<_>>());
+            }
+            match page["next_cursor"].as_str() {
+                Some(next) => cursor = Some(next.to_string()),
+                None => break,
+            }
         }
-        let answer = answer_json(db, &words);
-        let page = &answer["stops"];
-        assert!(page["items"].as_array().unwrap().len() <= 200);
-        assert_eq!(*total.get_or_insert(page["total"].clone()), page["total"]);
-        for row in page["items"].as_array().unwrap() {
-            seen.push(format!("{} {}", row["plate"], row["start"]));
-        }
-        match page["next_cursor"].as_str() {
-            Some(next) => cursor = Some(next.to_string()),
-            None => break,
+        let total = total.unwrap().as_u64().unwrap() as usize;
+        assert!(total > 0, "{query:?}: the fixture has rows");
+        assert_eq!(seen.len(), total, "{query:?}: every row on a page");
+        let mut unique = seen.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), total, "{query:?}: no row on two pages");
+        assert!(
+            keys.is_sorted(),
+            "{query:?}: rows in their order across pages"
+        );
+        if query == ["stops"] {
+            assert!(pages > 2, "the fixture has several pages of stops: {total}");
         }
     }
-    let total = total.unwrap().as_u64().unwrap() as usize;
-    assert!(
-        total > 400,
-        "the fixture has several pages of stops: {total}"
-    );
-    assert_eq!(seen.len(), total, "every stop on exactly one page");
-    let mut unique = seen.clone();
-    unique.sort();
-    unique.dedup();
-    assert_eq!(unique.len(), total, "no stop on two pages");
     let (_, err) = query_fails(db, &["trips", "--cursor", "next"], 2);
     assert!(
         err["error"]["message"]

@@ -533,13 +533,31 @@ pub fn for_each_chunk(
         return positions_in_parallel(db, &days, tracks, each);
     }
     let specs = dataset.columns();
-    // Only daily rows need it (engine hours).
-    let ignition = match dataset {
-        Dataset::Daily => report::daily_summary::ignition_reported(db)?,
-        _ => Default::default(),
-    };
+    // Daily rows are read for the whole scope at once (with their trips and events
+    // summed in two queries), then handed out by vehicle-day.
+    let mut daily = std::collections::HashMap::new();
+    if dataset == Dataset::Daily
+        && let (Some(first), Some(last)) = (
+            days.iter().map(|d| d.2).min(),
+            days.iter().map(|d| d.2).max(),
+        )
+    {
+        let wanted: std::collections::HashSet<i64> = days.iter().map(|d| d.0).collect();
+        let rollups: Vec<_> =
+            read::daily_between(db.conn(), None, &first.to_string(), &last.to_string())?
+                .into_iter()
+                .filter(|d| wanted.contains(&d.vehicle_id))
+                .collect();
+        let rows = report::daily_summary::day_rows(db, &rollups)?;
+        daily = rollups
+            .into_iter()
+            .zip(rows)
+            .map(|(d, row)| ((d.vehicle_id, d.date), row))
+            .collect();
+    }
     for (id, plate, date) in days {
-        if let Some(chunk) = vehicle_day(db, dataset, &specs, &ignition, (id, plate), date, tracks)?
+        if let Some(chunk) =
+            vehicle_day(db, dataset, &specs, &mut daily, (id, plate), date, tracks)?
         {
             each(chunk)?;
         }
@@ -595,7 +613,7 @@ fn vehicle_day(
     db: &Db,
     dataset: Dataset,
     specs: &[ColumnSpec],
-    ignition: &std::collections::HashSet<i64>,
+    daily: &mut std::collections::HashMap<(i64, String), report::daily_summary::DayRow>,
     (vehicle_id, plate): (i64, &str),
     date: Date,
     with_tracks: bool,
@@ -613,7 +631,7 @@ fn vehicle_day(
     match dataset {
         Dataset::Positions => unreachable!("positions are read in parallel"),
         Dataset::Trips => {
-            let (_, trips) = read::trips_page(db.conn(), &range, 0, i64::MAX as usize)?;
+            let trips = read::trips_after(db.conn(), &range, [i64::MIN; 2], usize::MAX)?;
             let last_end = trips.iter().map(|t| t.end_ts).max().unwrap_or(end);
             let events =
                 read::events_between(db.conn(), Some(vehicle_id), &[], start, last_end + 1)?;
@@ -634,34 +652,26 @@ fn vehicle_day(
             }
         }
         Dataset::Stops => {
-            let (_, stops) = read::stops_page(db.conn(), &range, 0, i64::MAX as usize)?;
+            let stops = read::stops_after(db.conn(), &range, [i64::MIN; 2], usize::MAX)?;
             for s in &stops {
                 push_row(&mut table, &report::stops::stop_row(db, s), &db.zone)?;
             }
         }
         Dataset::Events => {
-            let (_, events) = read::events_page(
-                db.conn(),
-                Some(vehicle_id),
-                &[],
-                None,
-                (start, end),
-                0,
-                i64::MAX as usize,
-            )?;
-            for e in &events {
+            let query = read::EventQuery {
+                vehicle_id: Some(vehicle_id),
+                kinds: &[],
+                geofence_id: None,
+                from_ts: start,
+                to_ts: end,
+            };
+            for (_, e) in &read::events_after(db.conn(), &query, [i64::MIN; 3], usize::MAX)? {
                 push_row(&mut table, &report::events::events_row(db, e), &db.zone)?;
             }
         }
         Dataset::Daily => {
-            let day = date.to_string();
-            for d in read::daily_between(db.conn(), Some(vehicle_id), &day, &day)? {
-                let known = ignition.contains(&vehicle_id);
-                push_row(
-                    &mut table,
-                    &report::daily_summary::day_row(db, &d, known)?,
-                    &db.zone,
-                )?;
+            if let Some(row) = daily.remove(&(vehicle_id, date.to_string())) {
+                push_row(&mut table, &row, &db.zone)?;
             }
         }
     }

@@ -2,8 +2,8 @@
 //! a range — km, first departure, last return, driving, idle and engine hours,
 //! stops, top speed, speeding and events — the sheet a fleet pays drivers from.
 
-use super::{Db, Page, ReportSpec, round1, round2};
-use crate::error::Result;
+use super::{Cursor, Db, MAX_ROWS, Page, ReportSpec, round1, round2};
+use crate::error::{Error, Result};
 use crate::store::read;
 use serde::{Deserialize, Serialize};
 
@@ -87,38 +87,58 @@ pub struct DailySummaryReport {
 
 /// Runs the report.
 pub fn run(db: &Db, req: &DailySummaryRequest) -> Result<DailySummaryReport> {
-    let (from, to, vehicle, offset) = db.resolve_scope(
+    let (from, to, vehicle, cursor) = db.resolve_scope(
         req.from.as_deref(),
         req.to.as_deref(),
         req.plate.as_deref(),
         req.cursor.as_deref(),
     )?;
-    let mut days = read::daily_between(
+    let vehicle_id = vehicle.map(|v| v.id);
+    let dates = (from.to_string(), to.to_string());
+    let total = read::daily_count(db.conn(), vehicle_id, &dates.0, &dates.1)?;
+    let after = after_day(db, cursor)?;
+    let days = read::daily_after(
         db.conn(),
-        vehicle.map(|v| v.id),
-        &from.to_string(),
-        &to.to_string(),
+        vehicle_id,
+        (&dates.0, &dates.1),
+        (&after.0, &after.1),
+        MAX_ROWS + 1,
     )?;
-    let plate_of = |id: i64| db.vehicle(id).map_or("", |v| v.plate.as_str());
-    days.sort_by(|a, b| {
-        a.date
-            .cmp(&b.date)
-            .then_with(|| plate_of(a.vehicle_id).cmp(plate_of(b.vehicle_id)))
+    let page = Page::keyed(total, days, |d| {
+        let yyyymmdd = d.date.replace('-', "").parse().unwrap_or(0);
+        Cursor([yyyymmdd, d.vehicle_id, 0])
     });
-    let page = Page::slice(days, offset);
-    let ignition = ignition_reported(db)?;
-    let rows = page
-        .items
-        .iter()
-        .map(|d| day_row(db, d, ignition.contains(&d.vehicle_id)))
-        .collect::<Result<Vec<_>>>()?;
+    let rows = day_rows(db, &page.items)?;
+    let mut rows = rows.into_iter();
     Ok(DailySummaryReport {
-        from: from.to_string(),
-        to: to.to_string(),
+        from: dates.0,
+        to: dates.1,
         data_now: db.time(db.now_ts),
         plate: vehicle.map(|v| v.plate.clone()),
-        days: Page::new(page.total, offset, rows),
+        days: page.map(|_| rows.next().expect("a row per day")),
     })
+}
+
+/// The (date, plate) a daily cursor points after; empty strings for the first page.
+fn after_day(db: &Db, cursor: Cursor) -> Result<(String, String)> {
+    if cursor == Cursor::START {
+        return Ok((String::new(), String::new()));
+    }
+    let [yyyymmdd, vehicle_id, _] = cursor.0;
+    let date = format!(
+        "{:04}-{:02}-{:02}",
+        yyyymmdd / 10000,
+        yyyymmdd / 100 % 100,
+        yyyymmdd % 100
+    );
+    match (crate::clock::Date::parse(&date), db.vehicle(vehicle_id)) {
+        (Some(_), Some(v)) => Ok((date, v.plate.clone())),
+        _ => Err(Error::invalid(format!(
+            "cursor {:?} is not one this report gave",
+            cursor.to_text()
+        ))
+        .with_hint("leave cursor out for the first page, then pass each answer's next_cursor")),
+    }
 }
 
 /// The vehicles whose trackers report the ignition (their days have engine hours).
@@ -130,23 +150,56 @@ pub fn ignition_reported(db: &Db) -> Result<std::collections::HashSet<i64>> {
         .collect())
 }
 
-/// One stored daily rollup as the report shows it (also what `fleetctl export daily`
-/// writes); `reports_ignition`: the vehicle's tracker reports the ignition, so engine
-/// hours are known.
-pub fn day_row(db: &Db, d: &crate::model::DailyRollup, reports_ignition: bool) -> Result<DayRow> {
-    let date = crate::clock::Date::parse(&d.date)
-        .ok_or_else(|| crate::error::Error::internal(format!("daily row dated {:?}", d.date)))?;
-    let (start, end) = db.day_bounds(date);
-    let span = read::trips_span(db.conn(), d.vehicle_id, start, end)?;
-    let (events, speeding_count, speeding_s) =
-        read::event_counts(db.conn(), d.vehicle_id, start, end)?;
-    let trip_idle_s = span.map_or(0, |s| s.3);
+/// Stored daily rollups as the report shows them (also what `fleetctl export daily`
+/// writes), in their order: the trips and events they show beside the rollup are
+/// read in two queries for all of them.
+pub fn day_rows(db: &Db, days: &[crate::model::DailyRollup]) -> Result<Vec<DayRow>> {
+    let mut dates = Vec::with_capacity(days.len());
+    for d in days {
+        dates.push(
+            crate::clock::Date::parse(&d.date)
+                .ok_or_else(|| Error::internal(format!("daily row dated {:?}", d.date)))?,
+        );
+    }
+    let (Some(first), Some(last)) = (dates.iter().min(), dates.iter().max()) else {
+        return Ok(Vec::new());
+    };
+    let mut vehicle_ids: Vec<i64> = days.iter().map(|d| d.vehicle_id).collect();
+    vehicle_ids.sort_unstable();
+    vehicle_ids.dedup();
+    let span = (db.day_bounds(*first).0, db.day_bounds(*last).1);
+    let extras = read::day_extras(db.conn(), &vehicle_ids, span, &|ts| {
+        db.zone.local_date(ts).to_string()
+    })?;
+    let ignition = ignition_reported(db)?;
+    Ok(days
+        .iter()
+        .map(|d| {
+            let extra = extras
+                .get(&(d.vehicle_id, d.date.clone()))
+                .copied()
+                .unwrap_or_default();
+            day_row(db, d, ignition.contains(&d.vehicle_id), extra)
+        })
+        .collect())
+}
+
+/// One stored daily rollup as the report shows it, with its day's trips and events
+/// summed (`extra`); `reports_ignition`: the vehicle's tracker reports the ignition,
+/// so engine hours are known.
+fn day_row(
+    db: &Db,
+    d: &crate::model::DailyRollup,
+    reports_ignition: bool,
+    extra: read::DayExtras,
+) -> DayRow {
+    let trip_idle_s = extra.trip_idle_s;
     // The rollup's moving time is all the time outside stops; slow time with the
     // engine on inside trips is idle, not driving.
     let driving_h = (d.moving_min * 60.0 - trip_idle_s as f64).max(0.0) / 3600.0;
     let idle_h = (d.idle_min * 60.0 + trip_idle_s as f64) / 3600.0;
     let v = db.vehicle(d.vehicle_id);
-    Ok(DayRow {
+    DayRow {
         date: d.date.clone(),
         plate: v.map_or_else(String::new, |v| v.plate.clone()),
         driver: v.map_or_else(String::new, |v| v.driver.clone()),
@@ -154,19 +207,19 @@ pub fn day_row(db: &Db, d: &crate::model::DailyRollup, reports_ignition: bool) -
         distance_source: super::DistanceSource::of(&d.distance()),
         odometer_rejected: super::odometer_rejected(&d.distance()),
         gap_km: round2(d.gap_km),
-        first_departure: span.map(|s| db.time(s.0)),
-        last_return: span.map(|s| db.time(s.1)),
+        first_departure: extra.trips_span.map(|s| db.time(s.0)),
+        last_return: extra.trips_span.map(|s| db.time(s.1)),
         driving_h: round2(driving_h),
         idle_h: round2(idle_h),
         engine_h: reports_ignition.then(|| round2(driving_h + idle_h)),
         stops: d.stops,
         trips: d.trips,
         max_speed_kmh: round1(d.max_speed_kmh),
-        speeding_count,
-        speeding_min: round1(speeding_s as f64 / 60.0),
+        speeding_count: extra.speeding,
+        speeding_min: round1(extra.speeding_s as f64 / 60.0),
         signal_losses: d.signal_losses,
-        events,
-    })
+        events: extra.events,
+    }
 }
 
 /// The registry entry.

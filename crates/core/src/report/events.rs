@@ -2,7 +2,7 @@
 //! speeding, long stops, signal losses, geofence entries and exits, ignition on and
 //! off — filtered by kind, vehicle and geofence, page by page.
 
-use super::{Db, MAX_ROWS, Page, ReportSpec};
+use super::{Cursor, Db, MAX_ROWS, Page, ReportSpec};
 use crate::error::Result;
 use crate::model::EventKind;
 use crate::store::read;
@@ -100,13 +100,13 @@ pub struct EventsReport {
     pub plate: Option<String>,
     /// The geofence filter (resolved name), if any.
     pub geofence: Option<String>,
-    /// The events, by start time then plate.
+    /// The events, by start time.
     pub events: Page<EventsRow>,
 }
 
 /// Runs the report.
 pub fn run(db: &Db, req: &EventsRequest) -> Result<EventsReport> {
-    let (from, to, vehicle, offset) = db.resolve_scope(
+    let (from, to, vehicle, cursor) = db.resolve_scope(
         req.from.as_deref(),
         req.to.as_deref(),
         req.plate.as_deref(),
@@ -118,16 +118,19 @@ pub fn run(db: &Db, req: &EventsRequest) -> Result<EventsReport> {
         .map(|g| db.resolve_geofence(g))
         .transpose()?;
     let kinds: Vec<EventKind> = req.kind.map(EventKindName::kind).into_iter().collect();
-    let (total, events) = read::events_page(
-        db.conn(),
-        vehicle.map(|v| v.id),
-        &kinds,
-        geofence.map(|g| g.id),
-        (db.day_bounds(from).0, db.day_bounds(to).1),
-        offset,
-        MAX_ROWS,
-    )?;
-    let rows = events.iter().map(|e| events_row(db, e)).collect();
+    let query = read::EventQuery {
+        vehicle_id: vehicle.map(|v| v.id),
+        kinds: &kinds,
+        geofence_id: geofence.map(|g| g.id),
+        from_ts: db.day_bounds(from).0,
+        to_ts: db.day_bounds(to).1,
+    };
+    let total = read::events_count(db.conn(), &query)?;
+    let page = Page::keyed(
+        total,
+        read::events_after(db.conn(), &query, cursor.0, MAX_ROWS + 1)?,
+        |(key, _)| Cursor(*key),
+    );
     Ok(EventsReport {
         from: from.to_string(),
         to: to.to_string(),
@@ -135,7 +138,7 @@ pub fn run(db: &Db, req: &EventsRequest) -> Result<EventsReport> {
         kind: req.kind,
         plate: vehicle.map(|v| v.plate.clone()),
         geofence: geofence.map(|g| g.name.clone()),
-        events: Page::new(total, offset, rows),
+        events: page.map(|(_, e)| events_row(db, &e)),
     })
 }
 

@@ -2,11 +2,10 @@
 //! vehicles and days — who entered, when, for how long — with each vehicle's visits
 //! and dwell minutes summed.
 
-use super::{Db, List, Page, ReportSpec, round1};
+use super::{Cursor, Db, List, MAX_ROWS, Page, ReportSpec, round1};
 use crate::error::Result;
 use crate::store::read;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// Geofence, range, vehicle and page.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
@@ -72,14 +71,14 @@ pub struct GeofenceReport {
     pub plate: Option<String>,
     /// Vehicles that were inside, most minutes first (over every visit, not one page).
     pub by_vehicle: List<GeofenceVehicleRow>,
-    /// The visits, by entry time then plate.
+    /// The visits, by entry time.
     pub visits: Page<GeofenceVisitRow>,
 }
 
 /// Runs the report.
 pub fn run(db: &Db, req: &GeofenceReportRequest) -> Result<GeofenceReport> {
     let geofence = db.resolve_geofence(&req.geofence)?;
-    let (from, to, vehicle, offset) = db.resolve_scope(
+    let (from, to, vehicle, cursor) = db.resolve_scope(
         req.from.as_deref(),
         req.to.as_deref(),
         req.plate.as_deref(),
@@ -93,21 +92,21 @@ pub fn run(db: &Db, req: &GeofenceReportRequest) -> Result<GeofenceReport> {
         (out - v.enter_ts.max(range.0)).max(0) as f64 / 60.0
     };
     let plate = |id: i64| db.vehicle(id).map_or_else(String::new, |v| v.plate.clone());
-    let vehicle_id = vehicle.map(|v| v.id);
-    // Every visit is read: the per-vehicle sums cover them all, not one page.
-    let all = read::geofence_visits_between(db.conn(), geofence.id, vehicle_id, range)?;
-    let mut sums: BTreeMap<i64, (usize, f64)> = BTreeMap::new();
-    for v in &all {
-        let s = sums.entry(v.vehicle_id).or_default();
-        s.0 += 1;
-        s.1 += dwell_min(v);
-    }
+    let query = read::VisitQuery {
+        geofence_id: geofence.id,
+        vehicle_id: vehicle.map(|v| v.id),
+        from_ts: range.0,
+        to_ts: range.1,
+    };
+    // The per-vehicle sums cover every visit, not one page: summed in SQL.
+    let sums = read::visit_sums(db.conn(), &query, end)?;
+    let total = sums.iter().map(|&(_, visits, _)| visits).sum();
     let mut by_vehicle: Vec<GeofenceVehicleRow> = sums
         .into_iter()
-        .map(|(id, (visits, minutes))| GeofenceVehicleRow {
+        .map(|(id, visits, seconds)| GeofenceVehicleRow {
             plate: plate(id),
             visits,
-            dwell_min: round1(minutes),
+            dwell_min: round1(seconds as f64 / 60.0),
         })
         .collect();
     by_vehicle.sort_by(|a, b| {
@@ -115,18 +114,11 @@ pub fn run(db: &Db, req: &GeofenceReportRequest) -> Result<GeofenceReport> {
             .total_cmp(&a.dwell_min)
             .then_with(|| a.plate.cmp(&b.plate))
     });
-    let page = Page::slice(all, offset);
-    let rows = page
-        .items
-        .iter()
-        .map(|v| GeofenceVisitRow {
-            plate: plate(v.vehicle_id),
-            entered_at: db.time(v.enter_ts),
-            exited_at: v.exit_ts.map(|t| db.time(t)),
-            dwell_min: round1(dwell_min(v)),
-            inside_now: v.exit_ts.is_none(),
-        })
-        .collect();
+    let page = Page::keyed(
+        total,
+        read::visits_after(db.conn(), &query, cursor.pair(), MAX_ROWS + 1)?,
+        |v| Cursor([v.enter_ts, v.vehicle_id, 0]),
+    );
     Ok(GeofenceReport {
         geofence: geofence.name.clone(),
         kind: geofence.kind.clone(),
@@ -135,7 +127,13 @@ pub fn run(db: &Db, req: &GeofenceReportRequest) -> Result<GeofenceReport> {
         data_now: db.time(db.now_ts),
         plate: vehicle.map(|v| v.plate.clone()),
         by_vehicle: List::capped(by_vehicle),
-        visits: Page::new(page.total, offset, rows),
+        visits: page.map(|v| GeofenceVisitRow {
+            plate: plate(v.vehicle_id),
+            entered_at: db.time(v.enter_ts),
+            exited_at: v.exit_ts.map(|t| db.time(t)),
+            dwell_min: round1(dwell_min(&v)),
+            inside_now: v.exit_ts.is_none(),
+        }),
     })
 }
 

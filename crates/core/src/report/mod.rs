@@ -113,34 +113,71 @@ pub struct Page<T> {
 }
 
 impl<T> Page<T> {
-    /// The page of `items` that starts at row `offset` of `total`.
-    pub fn new(total: usize, offset: usize, items: Vec<T>) -> Page<T> {
-        let next = offset + items.len();
+    /// The page made of `rows`, read one past a page (at most `MAX_ROWS + 1`, in the
+    /// report's order) from where the cursor pointed: a row past the page means one
+    /// follows, and its cursor is the key (`key`) of this page's last row.
+    pub fn keyed(total: usize, mut rows: Vec<T>, key: impl Fn(&T) -> Cursor) -> Page<T> {
+        let more = rows.len() > MAX_ROWS;
+        rows.truncate(MAX_ROWS);
         Page {
             total,
-            truncated: next < total,
-            next_cursor: (next < total).then(|| next.to_string()),
-            items,
+            truncated: more,
+            next_cursor: if more {
+                rows.last().map(|r| key(r).to_text())
+            } else {
+                None
+            },
+            items: rows,
         }
     }
 
-    /// The page at `offset` of rows already in hand.
-    pub fn slice(mut rows: Vec<T>, offset: usize) -> Page<T> {
-        let total = rows.len();
-        let items: Vec<T> = rows.drain(offset.min(total)..).take(MAX_ROWS).collect();
-        Page::new(total, offset, items)
+    /// The same page with each row made into what the report shows.
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
+        Page {
+            total: self.total,
+            truncated: self.truncated,
+            next_cursor: self.next_cursor,
+            items: self.items.into_iter().map(f).collect(),
+        }
     }
 }
 
-/// The row a cursor (a page's `next_cursor`) starts at; none is the first page.
-pub fn cursor_offset(cursor: Option<&str>) -> Result<usize> {
-    match cursor {
-        None => Ok(0),
-        Some(text) => text.trim().parse::<usize>().map_err(|_| {
-            Error::invalid(format!("cursor {text:?} is not one this report gave")).with_hint(
-                "leave cursor out for the first page, then pass each answer's next_cursor",
-            )
-        }),
+/// Where a page starts: just after the row whose sort key this is (the last row of
+/// the page before). A deep page is then found through an index as fast as the
+/// first, and rows added meanwhile never shift a page. Clients see it as the text of
+/// `next_cursor` (`a.b.c`, integers); the first page has none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor(pub [i64; 3]);
+
+impl Cursor {
+    /// Before every row.
+    pub const START: Cursor = Cursor([i64::MIN; 3]);
+
+    /// The cursor a client gave back (none: the first page).
+    pub fn parse(cursor: Option<&str>) -> Result<Cursor> {
+        let Some(text) = cursor else {
+            return Ok(Cursor::START);
+        };
+        let parts: Vec<Option<i64>> = text.trim().split('.').map(|p| p.parse().ok()).collect();
+        match parts.as_slice() {
+            [Some(a), Some(b), Some(c)] => Ok(Cursor([*a, *b, *c])),
+            _ => Err(
+                Error::invalid(format!("cursor {text:?} is not one this report gave")).with_hint(
+                    "leave cursor out for the first page, then pass each answer's next_cursor",
+                ),
+            ),
+        }
+    }
+
+    /// The text a client is given.
+    pub fn to_text(self) -> String {
+        let [a, b, c] = self.0;
+        format!("{a}.{b}.{c}")
+    }
+
+    /// The first two parts, for the reports whose rows a pair of figures orders.
+    pub fn pair(self) -> [i64; 2] {
+        [self.0[0], self.0[1]]
     }
 }
 

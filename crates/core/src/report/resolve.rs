@@ -106,17 +106,17 @@ impl Db {
     }
 
     /// What a range report is asked for: its dates (see `resolve_range`), its
-    /// vehicle if one is named, and the row its cursor starts at.
+    /// vehicle if one is named, and where its cursor starts the page.
     pub fn resolve_scope(
         &self,
         from: Option<&str>,
         to: Option<&str>,
         plate: Option<&str>,
         cursor: Option<&str>,
-    ) -> Result<(Date, Date, Option<&Vehicle>, usize)> {
+    ) -> Result<(Date, Date, Option<&Vehicle>, super::Cursor)> {
         let (from, to) = self.resolve_range(from, to)?;
         let vehicle = plate.map(|p| self.resolve_plate(p)).transpose()?;
-        Ok((from, to, vehicle, super::cursor_offset(cursor)?))
+        Ok((from, to, vehicle, super::Cursor::parse(cursor)?))
     }
 
     /// Finds a vehicle by plate, ignoring case, spaces and dashes; a unique partial

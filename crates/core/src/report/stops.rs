@@ -2,7 +2,7 @@
 //! fleet's, with its place, times, minutes and engine state; filtered by length and
 //! by geofence ("every stop over 20 minutes at a customer").
 
-use super::{Db, MAX_ROWS, Page, ReportSpec, round1};
+use super::{Cursor, Db, MAX_ROWS, Page, ReportSpec, round1};
 use crate::error::Result;
 use crate::geo::LatLon;
 use crate::model::EngineState;
@@ -75,13 +75,13 @@ pub struct StopsReport {
     pub min_minutes: i64,
     /// The geofence filter (resolved name), if any.
     pub geofence: Option<String>,
-    /// The stops, by start time then plate.
+    /// The stops, by start time.
     pub stops: Page<StopsRow>,
 }
 
 /// Runs the report.
 pub fn run(db: &Db, req: &StopsRequest) -> Result<StopsReport> {
-    let (from, to, vehicle, offset) = db.resolve_scope(
+    let (from, to, vehicle, cursor) = db.resolve_scope(
         req.from.as_deref(),
         req.to.as_deref(),
         req.plate.as_deref(),
@@ -101,22 +101,35 @@ pub fn run(db: &Db, req: &StopsRequest) -> Result<StopsReport> {
         bbox: geofence.map(|g| g.shape.bbox()),
     };
     // The box narrows the rows in SQL; the shape itself decides, here, so a geofence
-    // filter pages over the stops that are truly inside.
-    let page = match geofence {
-        None => {
-            let (total, stops) = read::stops_page(db.conn(), &query, offset, MAX_ROWS)?;
-            Page::new(total, offset, stops)
-        }
+    // filter counts and pages over the stops that are truly inside.
+    let (total, stops) = match geofence {
+        None => (
+            read::stops_count(db.conn(), &query)?,
+            read::stops_after(db.conn(), &query, cursor.pair(), MAX_ROWS + 1)?,
+        ),
         Some(g) => {
-            let (_, stops) = read::stops_page(db.conn(), &query, 0, i64::MAX as usize)?;
-            let inside = stops
+            let inside = |lat: f64, lon: f64| g.shape.contains(LatLon::new(lat, lon));
+            let total = read::stop_points(db.conn(), &query)?
                 .into_iter()
-                .filter(|s| g.shape.contains(LatLon::new(s.lat, s.lon)))
-                .collect();
-            Page::slice(inside, offset)
+                .filter(|&(lat, lon)| inside(lat, lon))
+                .count();
+            // Read the box a page and a half at a time until a page and one more are in.
+            let mut stops = Vec::new();
+            let mut after = cursor.pair();
+            loop {
+                let chunk = read::stops_after(db.conn(), &query, after, MAX_ROWS * 3 / 2)?;
+                let last = chunk.last().map(|s| [s.start_ts, s.vehicle_id]);
+                let ended = chunk.len() < MAX_ROWS * 3 / 2;
+                stops.extend(chunk.into_iter().filter(|s| inside(s.lat, s.lon)));
+                match last {
+                    Some(key) if !ended && stops.len() <= MAX_ROWS => after = key,
+                    _ => break,
+                }
+            }
+            (total, stops)
         }
     };
-    let rows = page.items.iter().map(|s| stop_row(db, s)).collect();
+    let page = Page::keyed(total, stops, |s| Cursor([s.start_ts, s.vehicle_id, 0]));
     Ok(StopsReport {
         from: from.to_string(),
         to: to.to_string(),
@@ -124,12 +137,7 @@ pub fn run(db: &Db, req: &StopsRequest) -> Result<StopsReport> {
         plate: vehicle.map(|v| v.plate.clone()),
         min_minutes,
         geofence: geofence.map(|g| g.name.clone()),
-        stops: Page {
-            total: page.total,
-            truncated: page.truncated,
-            next_cursor: page.next_cursor,
-            items: rows,
-        },
+        stops: page.map(|s| stop_row(db, &s)),
     })
 }
 

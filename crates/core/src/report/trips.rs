@@ -2,7 +2,7 @@
 //! fleet's, with its km, times, places, driving and idle minutes and the events
 //! inside it — a week in one call instead of seven `trip_summary` calls.
 
-use super::{Db, DistanceSource, MAX_ROWS, Page, ReportSpec, round1, round2};
+use super::{Cursor, Db, DistanceSource, MAX_ROWS, Page, ReportSpec, round1, round2};
 use crate::error::Result;
 use crate::store::read::{self, RangeQuery};
 use serde::{Deserialize, Serialize};
@@ -82,13 +82,13 @@ pub struct TripsReport {
     pub plate: Option<String>,
     /// Kilometres of the trips on this page.
     pub page_distance_km: f64,
-    /// The trips, by start time then plate.
+    /// The trips, by start time.
     pub trips: Page<TripRow>,
 }
 
 /// Runs the report.
 pub fn run(db: &Db, req: &TripsRequest) -> Result<TripsReport> {
-    let (from, to, vehicle, offset) = db.resolve_scope(
+    let (from, to, vehicle, cursor) = db.resolve_scope(
         req.from.as_deref(),
         req.to.as_deref(),
         req.plate.as_deref(),
@@ -101,9 +101,15 @@ pub fn run(db: &Db, req: &TripsRequest) -> Result<TripsReport> {
         min_s: 0,
         bbox: None,
     };
-    let (total, trips) = read::trips_page(db.conn(), &query, offset, MAX_ROWS)?;
+    let total = read::trips_count(db.conn(), &query)?;
+    let trips = Page::keyed(
+        total,
+        read::trips_after(db.conn(), &query, cursor.pair(), MAX_ROWS + 1)?,
+        |t| Cursor([t.start_ts, t.vehicle_id, 0]),
+    );
     // The page's events in one read (over its span), shared out to its trips.
     let span = trips
+        .items
         .iter()
         .map(|t| (t.start_ts, t.end_ts))
         .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
@@ -113,14 +119,13 @@ pub fn run(db: &Db, req: &TripsRequest) -> Result<TripsReport> {
         }
         None => Vec::new(),
     };
-    let rows = trips.iter().map(|t| trip_row(db, t, &events)).collect();
     Ok(TripsReport {
         from: from.to_string(),
         to: to.to_string(),
         data_now: db.time(db.now_ts),
         plate: vehicle.map(|v| v.plate.clone()),
-        page_distance_km: round2(trips.iter().map(|t| t.distance_km).sum()),
-        trips: Page::new(total, offset, rows),
+        page_distance_km: round2(trips.items.iter().map(|t| t.distance_km).sum()),
+        trips: trips.map(|t| trip_row(db, &t, &events)),
     })
 }
 

@@ -4,6 +4,7 @@
 use super::db_err;
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::{DailyRollup, Event, EventDetail, EventKind, Fix, Stop, Trip, Vehicle, Visit};
+use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// All vehicles, by id.
@@ -307,6 +308,43 @@ pub fn visits_overlapping(
     rows.collect::<rusqlite::Result<_>>().map_err(db_err)
 }
 
+const DAILY_COLUMNS: &str = "d.vehicle_id, d.date, d.gps_distance_km, d.odometer_distance_km, d.moving_min, d.idle_min, \
+     d.parked_min, d.trips, d.stops, d.max_speed_kmh, d.avg_moving_speed_kmh, d.first_ts, d.last_ts, d.signal_losses, \
+     d.gap_km, d.odometer_rejected";
+
+fn daily_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DailyRollup> {
+    Ok(DailyRollup {
+        vehicle_id: r.get(0)?,
+        date: r.get(1)?,
+        gps_distance_km: r.get(2)?,
+        odometer_distance_km: r.get(3)?,
+        moving_min: r.get(4)?,
+        idle_min: r.get(5)?,
+        parked_min: r.get(6)?,
+        trips: r.get(7)?,
+        stops: r.get(8)?,
+        max_speed_kmh: r.get(9)?,
+        avg_moving_speed_kmh: r.get(10)?,
+        first_ts: r.get(11)?,
+        last_ts: r.get(12)?,
+        signal_losses: r.get(13)?,
+        gap_km: r.get(14)?,
+        odometer_rejected: r
+            .get::<_, Option<String>>(15)?
+            .as_deref()
+            .and_then(crate::model::OdometerRejected::parse),
+    })
+}
+
+/// One vehicle's rollups through the primary key; the fleet's through the date index.
+fn daily_vehicle_filter(vehicle_id: Option<i64>) -> &'static str {
+    if vehicle_id.is_some() {
+        "d.vehicle_id = ?3"
+    } else {
+        "?3 IS NULL"
+    }
+}
+
 /// Daily rollups for local dates `from..=to` (`YYYY-MM-DD`), optionally one vehicle.
 pub fn daily_between(
     conn: &Connection,
@@ -314,44 +352,135 @@ pub fn daily_between(
     from: &str,
     to: &str,
 ) -> Result<Vec<DailyRollup>> {
-    // One vehicle reads through the primary key; the fleet through the date index.
-    let vehicle_filter = if vehicle_id.is_some() {
-        "vehicle_id = ?3"
-    } else {
-        "?3 IS NULL"
-    };
     let sql = format!(
-        "SELECT vehicle_id, date, gps_distance_km, odometer_distance_km, moving_min, idle_min, parked_min, trips, stops, \
-         max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses, gap_km, odometer_rejected FROM daily \
-         WHERE {vehicle_filter} AND date >= ?1 AND date <= ?2 ORDER BY vehicle_id, date"
+        "SELECT {DAILY_COLUMNS} FROM daily d WHERE {} AND d.date >= ?1 AND d.date <= ?2 ORDER BY d.vehicle_id, d.date",
+        daily_vehicle_filter(vehicle_id)
     );
     let mut st = conn.prepare_cached(&sql).map_err(db_err)?;
     let rows = st
-        .query_map(params![from, to, vehicle_id], |r| {
-            Ok(DailyRollup {
-                vehicle_id: r.get(0)?,
-                date: r.get(1)?,
-                gps_distance_km: r.get(2)?,
-                odometer_distance_km: r.get(3)?,
-                moving_min: r.get(4)?,
-                idle_min: r.get(5)?,
-                parked_min: r.get(6)?,
-                trips: r.get(7)?,
-                stops: r.get(8)?,
-                max_speed_kmh: r.get(9)?,
-                avg_moving_speed_kmh: r.get(10)?,
-                first_ts: r.get(11)?,
-                last_ts: r.get(12)?,
-                signal_losses: r.get(13)?,
-                gap_km: r.get(14)?,
-                odometer_rejected: r
-                    .get::<_, Option<String>>(15)?
-                    .as_deref()
-                    .and_then(crate::model::OdometerRejected::parse),
-            })
-        })
+        .query_map(params![from, to, vehicle_id], daily_from_row)
         .map_err(db_err)?;
     rows.collect::<rusqlite::Result<_>>().map_err(db_err)
+}
+
+/// How many rollups there are for local dates `from..=to`, optionally one vehicle.
+pub fn daily_count(
+    conn: &Connection,
+    vehicle_id: Option<i64>,
+    from: &str,
+    to: &str,
+) -> Result<usize> {
+    let filter = format!(
+        "{} AND d.date >= ?1 AND d.date <= ?2",
+        daily_vehicle_filter(vehicle_id)
+    );
+    count_where(
+        conn,
+        "daily d",
+        &filter,
+        &[
+            Value::Text(from.into()),
+            Value::Text(to.into()),
+            vehicle_id.map_or(Value::Null, Value::Integer),
+        ],
+    )
+}
+
+/// Up to `limit` rollups for local dates `from..=to` after `(date, plate)` = `after`
+/// (empty strings: from the start), by date then plate. The date index gives the
+/// dates in order; only one date's rows are sorted by plate at a time.
+pub fn daily_after(
+    conn: &Connection,
+    vehicle_id: Option<i64>,
+    (from, to): (&str, &str),
+    (after_date, after_plate): (&str, &str),
+    limit: usize,
+) -> Result<Vec<DailyRollup>> {
+    let sql = format!(
+        "SELECT {DAILY_COLUMNS} FROM daily d JOIN vehicles v ON v.id = d.vehicle_id \
+         WHERE {} AND d.date >= ?1 AND d.date <= ?2 AND d.date >= ?4 AND (d.date, v.plate) > (?4, ?5) \
+         ORDER BY d.date, v.plate LIMIT ?6",
+        daily_vehicle_filter(vehicle_id)
+    );
+    let mut st = conn.prepare_cached(&sql).map_err(db_err)?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = st
+        .query_map(
+            params![from, to, vehicle_id, after_date, after_plate, limit],
+            daily_from_row,
+        )
+        .map_err(db_err)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(db_err)
+}
+
+/// What a day row shows beside its rollup, from the trips and events of that day.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct DayExtras {
+    /// The first trip's start and the last trip's end, UTC epoch seconds.
+    pub trips_span: Option<(i64, i64)>,
+    /// Idle seconds inside trips.
+    pub trip_idle_s: i64,
+    /// Events begun that day.
+    pub events: i64,
+    /// Speeding episodes begun that day.
+    pub speeding: i64,
+    /// Their seconds.
+    pub speeding_s: i64,
+}
+
+/// The trips and events begun in `[from_ts, to_ts)` of `vehicle_ids`, summed per
+/// vehicle and local day (`day_of` names a time's local date): two queries for a
+/// page or an export, however many rows it has.
+pub fn day_extras(
+    conn: &Connection,
+    vehicle_ids: &[i64],
+    (from_ts, to_ts): (i64, i64),
+    day_of: &dyn Fn(i64) -> String,
+) -> Result<std::collections::HashMap<(i64, String), DayExtras>> {
+    let ids = serde_json::to_string(vehicle_ids).map_err(|e| Error::internal(e.to_string()))?;
+    let mut out: std::collections::HashMap<(i64, String), DayExtras> = Default::default();
+    let mut st = conn
+        .prepare_cached(
+            "SELECT vehicle_id, start_ts, end_ts, idle_s FROM trips \
+             WHERE vehicle_id IN (SELECT value FROM json_each(?3)) AND start_ts >= ?1 AND start_ts < ?2",
+        )
+        .map_err(db_err)?;
+    let mut rows = st.query(params![from_ts, to_ts, ids]).map_err(db_err)?;
+    while let Some(r) = rows.next().map_err(db_err)? {
+        let (vehicle_id, start, end, idle_s): (i64, i64, i64, i64) = (
+            r.get(0).map_err(db_err)?,
+            r.get(1).map_err(db_err)?,
+            r.get(2).map_err(db_err)?,
+            r.get(3).map_err(db_err)?,
+        );
+        let e = out.entry((vehicle_id, day_of(start))).or_default();
+        e.trips_span = Some(
+            e.trips_span
+                .map_or((start, end), |(a, b)| (a.min(start), b.max(end))),
+        );
+        e.trip_idle_s += idle_s;
+    }
+    let mut st = conn
+        .prepare_cached(
+            "SELECT vehicle_id, start_ts, kind = 'speeding', \
+             CASE WHEN kind = 'speeding' THEN json_extract(detail, '$.duration_s') END FROM events \
+             WHERE vehicle_id IN (SELECT value FROM json_each(?3)) AND start_ts >= ?1 AND start_ts < ?2",
+        )
+        .map_err(db_err)?;
+    let mut rows = st.query(params![from_ts, to_ts, ids]).map_err(db_err)?;
+    while let Some(r) = rows.next().map_err(db_err)? {
+        let (vehicle_id, start, speeding, seconds): (i64, i64, bool, Option<i64>) = (
+            r.get(0).map_err(db_err)?,
+            r.get(1).map_err(db_err)?,
+            r.get(2).map_err(db_err)?,
+            r.get(3).map_err(db_err)?,
+        );
+        let e = out.entry((vehicle_id, day_of(start))).or_default();
+        e.events += 1;
+        e.speeding += i64::from(speeding);
+        e.speeding_s += seconds.unwrap_or(0);
+    }
+    Ok(out)
 }
 
 /// The local dates (`YYYY-MM-DD`) on which a vehicle has fixes.
@@ -412,7 +541,7 @@ impl RangeQuery {
     /// fleet's rows are counted and paged on the covering `(start_ts, vehicle_id,
     /// end_ts)` index, and a box is searched through the `lat` index instead.
     fn filter(&self, lat: &str, lon: &str) -> (String, Vec<rusqlite::types::Value>) {
-        use rusqlite::types::Value as V;
+        use Value as V;
         // Unary + keeps SQLite off the time index when the box is the narrower one.
         let ts = if self.bbox.is_some() {
             "+start_ts"
@@ -456,101 +585,184 @@ fn values_len(min_s: i64) -> usize {
     3 + (min_s > 0) as usize
 }
 
-/// How many stops match, and the `limit` of them from `offset` on.
-pub fn stops_page(
+/// The rows of `table` that match `filter`, counted (the exact total of every page).
+fn count_where(conn: &Connection, table: &str, filter: &str, values: &[Value]) -> Result<usize> {
+    let total: i64 = conn
+        .prepare_cached(&format!("SELECT COUNT(*) FROM {table} WHERE {filter}"))
+        .and_then(|mut st| st.query_row(rusqlite::params_from_iter(values), |r| r.get(0)))
+        .map_err(db_err)?;
+    Ok(total as usize)
+}
+
+/// Keyset paging: `filter` narrowed to the rows whose sort key `key_columns` comes
+/// after `after`, in that order, at most `limit` of them. Every figure is a bound
+/// value (the statement is cached once), and a page deep in a range is found through
+/// the index as fast as the first.
+fn after_key(
+    filter: &str,
+    values: &mut Vec<Value>,
+    key_columns: &str,
+    after: &[i64],
+    limit: usize,
+) -> String {
+    let first = values.len() + 1;
+    let marks: Vec<String> = (first..first + after.len())
+        .map(|n| format!("?{n}"))
+        .collect();
+    values.extend(after.iter().map(|&k| Value::Integer(k)));
+    values.push(Value::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+    format!(
+        "{filter} AND ({key_columns}) > ({}) ORDER BY {key_columns} LIMIT ?{}",
+        marks.join(", "),
+        first + after.len()
+    )
+}
+
+/// How many stops match.
+pub fn stops_count(conn: &Connection, q: &RangeQuery) -> Result<usize> {
+    let (filter, values) = q.filter("lat", "lon");
+    count_where(conn, "stops", &filter, &values)
+}
+
+/// Up to `limit` matching stops after `(start_ts, vehicle_id)` = `after`, in that
+/// order (a vehicle's stops never begin at the same second).
+pub fn stops_after(
     conn: &Connection,
     q: &RangeQuery,
-    offset: usize,
+    after: [i64; 2],
     limit: usize,
-) -> Result<(usize, Vec<Stop>)> {
-    let (filter, values) = q.filter("lat", "lon");
-    let total: i64 = conn
-        .prepare_cached(&format!("SELECT COUNT(*) FROM stops WHERE {filter}"))
-        .and_then(|mut st| st.query_row(rusqlite::params_from_iter(&values), |r| r.get(0)))
-        .map_err(db_err)?;
+) -> Result<Vec<Stop>> {
+    let (filter, mut values) = q.filter("lat", "lon");
+    let sql = after_key(&filter, &mut values, "start_ts, vehicle_id", &after, limit);
     let mut st = conn
-        .prepare_cached(&format!(
-            "SELECT {STOP_COLUMNS} FROM stops WHERE {filter} ORDER BY start_ts, vehicle_id LIMIT {limit} OFFSET {offset}"
-        ))
+        .prepare_cached(&format!("SELECT {STOP_COLUMNS} FROM stops WHERE {sql}"))
         .map_err(db_err)?;
     let rows = st
         .query_map(rusqlite::params_from_iter(&values), stop_from_row)
         .map_err(db_err)?;
-    Ok((
-        total as usize,
-        rows.collect::<rusqlite::Result<_>>().map_err(db_err)?,
-    ))
+    rows.collect::<rusqlite::Result<_>>().map_err(db_err)
 }
 
-/// How many trips match, and the `limit` of them from `offset` on.
-pub fn trips_page(
+/// Where every matching stop is, (lat, lon): a geofence filter counts those inside.
+pub fn stop_points(conn: &Connection, q: &RangeQuery) -> Result<Vec<(f64, f64)>> {
+    let (filter, values) = q.filter("lat", "lon");
+    let mut st = conn
+        .prepare_cached(&format!("SELECT lat, lon FROM stops WHERE {filter}"))
+        .map_err(db_err)?;
+    let rows = st
+        .query_map(rusqlite::params_from_iter(&values), |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .map_err(db_err)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(db_err)
+}
+
+/// How many trips match.
+pub fn trips_count(conn: &Connection, q: &RangeQuery) -> Result<usize> {
+    let (filter, values) = q.filter("start_lat", "start_lon");
+    count_where(conn, "trips", &filter, &values)
+}
+
+/// Up to `limit` matching trips after `(start_ts, vehicle_id)` = `after`, in that
+/// order (a vehicle's trips never begin at the same second).
+pub fn trips_after(
     conn: &Connection,
     q: &RangeQuery,
-    offset: usize,
+    after: [i64; 2],
     limit: usize,
-) -> Result<(usize, Vec<Trip>)> {
-    let (filter, values) = q.filter("start_lat", "start_lon");
-    let total: i64 = conn
-        .prepare_cached(&format!("SELECT COUNT(*) FROM trips WHERE {filter}"))
-        .and_then(|mut st| st.query_row(rusqlite::params_from_iter(&values), |r| r.get(0)))
-        .map_err(db_err)?;
+) -> Result<Vec<Trip>> {
+    let (filter, mut values) = q.filter("start_lat", "start_lon");
+    let sql = after_key(&filter, &mut values, "start_ts, vehicle_id", &after, limit);
     let mut st = conn
-        .prepare_cached(&format!(
-            "SELECT {TRIP_COLUMNS} FROM trips WHERE {filter} ORDER BY start_ts, vehicle_id LIMIT {limit} OFFSET {offset}"
-        ))
+        .prepare_cached(&format!("SELECT {TRIP_COLUMNS} FROM trips WHERE {sql}"))
         .map_err(db_err)?;
     let rows = st
         .query_map(rusqlite::params_from_iter(&values), trip_from_row)
         .map_err(db_err)?;
-    Ok((
-        total as usize,
-        rows.collect::<rusqlite::Result<_>>().map_err(db_err)?,
-    ))
+    rows.collect::<rusqlite::Result<_>>().map_err(db_err)
 }
 
-/// How many events match, and the `limit` of them from `offset` on: begun in
-/// `[from_ts, to_ts)`, of `kinds` (all when empty), one vehicle's or the fleet's,
-/// and, with `geofence_id`, only the entries and exits of that geofence.
-pub fn events_page(
+/// The events a range report reads: begun in `[from_ts, to_ts)`, of `kinds` (all when
+/// empty), one vehicle's or the fleet's, and, with `geofence_id`, only the entries
+/// and exits of that geofence.
+pub struct EventQuery<'k> {
+    /// One vehicle, or every one.
+    pub vehicle_id: Option<i64>,
+    /// These kinds; every kind when empty.
+    pub kinds: &'k [EventKind],
+    /// Only this geofence's entries and exits.
+    pub geofence_id: Option<i64>,
+    /// Begun at or after, UTC epoch seconds.
+    pub from_ts: i64,
+    /// Begun before.
+    pub to_ts: i64,
+}
+
+impl EventQuery<'_> {
+    fn filter(&self) -> (String, Vec<Value>) {
+        let vehicle_filter = if self.vehicle_id.is_some() {
+            " AND vehicle_id = ?3"
+        } else {
+            " AND ?3 IS NULL"
+        };
+        let geofence_filter = if self.geofence_id.is_some() {
+            " AND kind IN ('geofence_enter', 'geofence_exit') AND json_extract(detail, '$.geofence_id') = ?4"
+        } else {
+            " AND ?4 IS NULL"
+        };
+        let filter = format!(
+            "start_ts >= ?1 AND start_ts < ?2{vehicle_filter}{geofence_filter}{}",
+            kind_filter(self.kinds)
+        );
+        let values = vec![
+            Value::Integer(self.from_ts),
+            Value::Integer(self.to_ts),
+            self.vehicle_id.map_or(Value::Null, Value::Integer),
+            self.geofence_id.map_or(Value::Null, Value::Integer),
+        ];
+        (filter, values)
+    }
+}
+
+/// How many events match.
+pub fn events_count(conn: &Connection, q: &EventQuery) -> Result<usize> {
+    let (filter, values) = q.filter();
+    count_where(conn, "events", &filter, &values)
+}
+
+/// Up to `limit` matching events after `(start_ts, vehicle_id, id)` = `after`, in
+/// that order; each with its key.
+pub fn events_after(
     conn: &Connection,
-    vehicle_id: Option<i64>,
-    kinds: &[EventKind],
-    geofence_id: Option<i64>,
-    (from_ts, to_ts): (i64, i64),
-    offset: usize,
+    q: &EventQuery,
+    after: [i64; 3],
     limit: usize,
-) -> Result<(usize, Vec<Event>)> {
-    let kind_filter = kind_filter(kinds);
-    let vehicle_filter = if vehicle_id.is_some() {
-        " AND vehicle_id = ?3"
-    } else {
-        " AND ?3 IS NULL"
-    };
-    let geofence_filter = if geofence_id.is_some() {
-        " AND kind IN ('geofence_enter', 'geofence_exit') AND json_extract(detail, '$.geofence_id') = ?4"
-    } else {
-        " AND ?4 IS NULL"
-    };
-    let filter =
-        format!("start_ts >= ?1 AND start_ts < ?2{vehicle_filter}{geofence_filter}{kind_filter}");
-    let p = params![from_ts, to_ts, vehicle_id, geofence_id];
-    let total: i64 = conn
-        .prepare_cached(&format!("SELECT COUNT(*) FROM events WHERE {filter}"))
-        .and_then(|mut st| st.query_row(p, |r| r.get(0)))
-        .map_err(db_err)?;
+) -> Result<Vec<([i64; 3], Event)>> {
+    let (filter, mut values) = q.filter();
+    let sql = after_key(
+        &filter,
+        &mut values,
+        "start_ts, vehicle_id, id",
+        &after,
+        limit,
+    );
     let mut st = conn
         .prepare_cached(&format!(
-            "SELECT vehicle_id, kind, start_ts, end_ts, lat, lon, detail FROM events WHERE {filter} \
-             ORDER BY start_ts, vehicle_id, id LIMIT {limit} OFFSET {offset}"
+            "SELECT vehicle_id, kind, start_ts, end_ts, lat, lon, detail, id FROM events WHERE {sql}"
         ))
         .map_err(db_err)?;
-    let rows = st.query_map(p, raw_event).map_err(db_err)?;
+    let rows = st
+        .query_map(rusqlite::params_from_iter(&values), |r| {
+            Ok((raw_event(r)?, r.get::<_, i64>(7)?))
+        })
+        .map_err(db_err)?;
     let mut out = Vec::new();
     for row in rows {
-        let (kind, text, place) = row.map_err(db_err)?;
-        out.push(event_from(event_kind(&kind)?, &text, place)?);
+        let ((kind, text, place), id) = row.map_err(db_err)?;
+        let event = event_from(event_kind(&kind)?, &text, place)?;
+        out.push(([event.start_ts, event.vehicle_id, id], event));
     }
-    Ok((total as usize, out))
+    Ok(out)
 }
 
 /// An event row as stored (vehicle_id, kind, start_ts, end_ts, lat, lon, detail): kind, detail text, and the rest.
@@ -606,75 +818,81 @@ fn event_from(
 }
 
 /// The visits to a geofence overlapping `[from_ts, to_ts)`, every vehicle's or one's,
-/// by entry time then vehicle (through `(geofence_id, enter_ts)`).
-pub fn geofence_visits_between(
+/// The visits to a geofence overlapping `[from_ts, to_ts)`, one vehicle's or the fleet's.
+pub struct VisitQuery {
+    /// The geofence.
+    pub geofence_id: i64,
+    /// One vehicle, or every one.
+    pub vehicle_id: Option<i64>,
+    /// Overlapping from, UTC epoch seconds.
+    pub from_ts: i64,
+    /// Overlapping before.
+    pub to_ts: i64,
+}
+
+impl VisitQuery {
+    fn filter(&self) -> (String, Vec<Value>) {
+        let vehicle_filter = if self.vehicle_id.is_some() {
+            " AND vehicle_id = ?4"
+        } else {
+            " AND ?4 IS NULL"
+        };
+        (
+            format!(
+                "geofence_id = ?1 AND enter_ts < ?3 AND (exit_ts IS NULL OR exit_ts > ?2){vehicle_filter}"
+            ),
+            vec![
+                Value::Integer(self.geofence_id),
+                Value::Integer(self.from_ts),
+                Value::Integer(self.to_ts),
+                self.vehicle_id.map_or(Value::Null, Value::Integer),
+            ],
+        )
+    }
+}
+
+/// Per vehicle: its visits and the seconds inside them clipped to `[from_ts, until_ts)`
+/// (`until_ts`: the range's end or the data clock, whichever is first), by vehicle id.
+pub fn visit_sums(
     conn: &Connection,
-    geofence_id: i64,
-    vehicle_id: Option<i64>,
-    (from_ts, to_ts): (i64, i64),
-) -> Result<Vec<Visit>> {
-    let vehicle_filter = if vehicle_id.is_some() {
-        " AND vehicle_id = ?4"
-    } else {
-        " AND ?4 IS NULL"
-    };
+    q: &VisitQuery,
+    until_ts: i64,
+) -> Result<Vec<(i64, usize, i64)>> {
+    let (filter, mut values) = q.filter();
+    values.push(Value::Integer(until_ts));
     let mut st = conn
         .prepare_cached(&format!(
-            "SELECT vehicle_id, geofence_id, enter_ts, exit_ts FROM visits \
-             WHERE geofence_id = ?1 AND enter_ts < ?3 AND (exit_ts IS NULL OR exit_ts > ?2){vehicle_filter} \
-             ORDER BY enter_ts, vehicle_id"
+            "SELECT vehicle_id, COUNT(*), SUM(MAX(MIN(COALESCE(exit_ts, ?5), ?5) - MAX(enter_ts, ?2), 0)) \
+             FROM visits WHERE {filter} GROUP BY vehicle_id ORDER BY vehicle_id"
         ))
         .map_err(db_err)?;
     let rows = st
-        .query_map(
-            params![geofence_id, from_ts, to_ts, vehicle_id],
-            visit_from_row,
-        )
+        .query_map(rusqlite::params_from_iter(&values), |r| {
+            Ok((r.get(0)?, r.get::<_, i64>(1)? as usize, r.get(2)?))
+        })
         .map_err(db_err)?;
     rows.collect::<rusqlite::Result<_>>().map_err(db_err)
 }
 
-/// A vehicle's trips begun in `[from_ts, to_ts)`, summed: the first start, the last
-/// end, and moving and idle seconds (None without trips).
-pub fn trips_span(
+/// Up to `limit` visits after `(enter_ts, vehicle_id)` = `after`, in that order (a
+/// vehicle enters a geofence once at a time).
+pub fn visits_after(
     conn: &Connection,
-    vehicle_id: i64,
-    from_ts: i64,
-    to_ts: i64,
-) -> Result<Option<(i64, i64, i64, i64)>> {
-    conn.prepare_cached(
-        "SELECT MIN(start_ts), MAX(end_ts), SUM(moving_s), SUM(idle_s) FROM trips \
-         WHERE vehicle_id = ?1 AND start_ts >= ?2 AND start_ts < ?3",
-    )
-    .and_then(|mut st| {
-        st.query_row(params![vehicle_id, from_ts, to_ts], |r| {
-            let first: Option<i64> = r.get(0)?;
-            Ok(first.map(|f| Ok::<_, rusqlite::Error>((f, r.get(1)?, r.get(2)?, r.get(3)?))))
-        })
-    })
-    .and_then(|o| o.transpose())
-    .map_err(db_err)
-}
-
-/// A vehicle's events begun in `[from_ts, to_ts)`: how many in all, how many
-/// speeding, and the speeding seconds.
-pub fn event_counts(
-    conn: &Connection,
-    vehicle_id: i64,
-    from_ts: i64,
-    to_ts: i64,
-) -> Result<(i64, i64, i64)> {
-    conn.prepare_cached(
-        "SELECT COUNT(*), COALESCE(SUM(kind = 'speeding'), 0), \
-         COALESCE(SUM(CASE WHEN kind = 'speeding' THEN json_extract(detail, '$.duration_s') END), 0) \
-         FROM events WHERE vehicle_id = ?1 AND start_ts >= ?2 AND start_ts < ?3",
-    )
-    .and_then(|mut st| {
-        st.query_row(params![vehicle_id, from_ts, to_ts], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })
-    })
-    .map_err(db_err)
+    q: &VisitQuery,
+    after: [i64; 2],
+    limit: usize,
+) -> Result<Vec<Visit>> {
+    let (filter, mut values) = q.filter();
+    let sql = after_key(&filter, &mut values, "enter_ts, vehicle_id", &after, limit);
+    let mut st = conn
+        .prepare_cached(&format!(
+            "SELECT vehicle_id, geofence_id, enter_ts, exit_ts FROM visits WHERE {sql}"
+        ))
+        .map_err(db_err)?;
+    let rows = st
+        .query_map(rusqlite::params_from_iter(&values), visit_from_row)
+        .map_err(db_err)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(db_err)
 }
 
 /// The vehicles with a speed limit of their own, km/h, by id.
