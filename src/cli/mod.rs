@@ -228,25 +228,66 @@ struct ServeArgs {
 
 #[derive(Debug, Args)]
 struct AnalyzeArgs {
-    /// Speeding above this speed, km/h (default 80).
-    #[arg(long, value_name = "KMH")]
-    speed_limit: Option<f64>,
+    #[command(flatten)]
+    thresholds: ThresholdFlags,
+}
 
-    /// Stops of at least this many minutes are long stops (default 40).
-    #[arg(long, value_name = "MIN")]
-    long_stop_min: Option<f64>,
+/// The `analyze` flags: one per threshold of `analyze::THRESHOLDS` that has a flag,
+/// with its help, unit and default from there; each value given, as stored.
+#[derive(Clone, Default)]
+struct ThresholdFlags(Vec<(&'static crate::analyze::ThresholdSpec, f64)>);
 
-    /// Gaps longer than this many minutes, on shift, are signal losses (default 5).
-    #[arg(long, value_name = "MIN")]
-    signal_loss_min: Option<f64>,
+impl std::fmt::Debug for ThresholdFlags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.0.iter().map(|(spec, value)| (spec.key, value)))
+            .finish()
+    }
+}
 
-    /// A stop stays within this radius, metres (default 200).
-    #[arg(long, value_name = "M")]
-    stop_radius_m: Option<f64>,
+impl clap::FromArgMatches for ThresholdFlags {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> std::result::Result<Self, clap::Error> {
+        let given = crate::analyze::THRESHOLDS
+            .iter()
+            .filter_map(|spec| {
+                let flag = spec.flag.as_ref()?;
+                let value = matches.get_one::<f64>(flag.name)?;
+                Some((spec, value * flag.stored_per_unit))
+            })
+            .collect();
+        Ok(ThresholdFlags(given))
+    }
 
-    /// …for at least this many minutes (default 3).
-    #[arg(long, value_name = "MIN")]
-    stop_min_minutes: Option<f64>,
+    fn update_from_arg_matches(
+        &mut self,
+        matches: &clap::ArgMatches,
+    ) -> std::result::Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for ThresholdFlags {
+    fn augment_args(mut cmd: clap::Command) -> clap::Command {
+        let defaults = crate::analyze::Thresholds::default();
+        for spec in &crate::analyze::THRESHOLDS {
+            let Some(flag) = &spec.flag else { continue };
+            let (lo, hi) = flag.range;
+            let default = (spec.get)(&defaults) / flag.stored_per_unit;
+            cmd = cmd.arg(
+                clap::Arg::new(flag.name)
+                    .long(flag.name)
+                    .value_name(flag.value_name)
+                    .value_parser(clap::value_parser!(f64))
+                    .help(format!("{} (default {default}; {lo}–{hi})", spec.meaning)),
+            );
+        }
+        cmd
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
 }
 
 #[derive(Debug, Args)]
@@ -316,20 +357,8 @@ fn mcp_paths(db: &std::path::Path) -> Result<(PathBuf, PathBuf)> {
 
 fn analyze(path: PathBuf, args: AnalyzeArgs) -> Result<()> {
     let adjust = |t: &mut crate::analyze::Thresholds| {
-        if let Some(v) = args.speed_limit {
-            t.speed_limit_kmh = v;
-        }
-        if let Some(v) = args.long_stop_min {
-            t.long_stop_min = v;
-        }
-        if let Some(v) = args.signal_loss_min {
-            t.signal_loss_min = v;
-        }
-        if let Some(v) = args.stop_radius_m {
-            t.stop_radius_m = v;
-        }
-        if let Some(v) = args.stop_min_minutes {
-            t.stop_min_s = (v * 60.0).round() as i64;
+        for (spec, value) in &args.thresholds.0 {
+            (spec.set)(t, *value);
         }
     };
     let mut bar = ProgressBar::new("analysing");

@@ -502,66 +502,19 @@ pub fn settings(
     zone: &fleetctl_core::clock::FleetZone,
     t: &fleetctl_core::analyze::Thresholds,
 ) -> String {
-    let rows: [(&str, String, &str); 11] = [
-        (
-            "time_zone",
-            zone.name.clone(),
-            "local dates and printed times",
-        ),
-        (
-            "speed_limit_kmh",
-            t.speed_limit_kmh.to_string(),
-            "speeding above this (analyze --speed-limit)",
-        ),
-        (
-            "speeding_min_s",
-            t.speeding_min_s.to_string(),
-            "an episode lasts at least this",
-        ),
-        (
-            "long_stop_min",
-            t.long_stop_min.to_string(),
-            "long stops (analyze --long-stop-min)",
-        ),
-        (
-            "signal_loss_min",
-            t.signal_loss_min.to_string(),
-            "gaps on shift longer than this (analyze --signal-loss-min)",
-        ),
-        (
-            "stop_radius_m",
-            t.stop_radius_m.to_string(),
-            "a stop stays within this radius (analyze --stop-radius-m)",
-        ),
-        (
-            "stop_min_s",
-            t.stop_min_s.to_string(),
-            "…for at least this long (analyze --stop-min-minutes)",
-        ),
-        (
-            "trip_min_m",
-            t.trip_min_m.to_string(),
-            "shorter movements are not trips",
-        ),
-        (
-            "trip_gap_s",
-            t.trip_gap_s.to_string(),
-            "a gap this long closes any trip",
-        ),
-        (
-            "geofence_hold_fixes",
-            t.geofence_hold_fixes.to_string(),
-            "fixes on the other side to enter or leave",
-        ),
-        (
-            "teleport_kmh",
-            t.teleport_kmh.to_string(),
-            "jumps faster than this are dropped",
-        ),
-    ];
     let mut out = format!("Settings of {}\n", path.display());
-    for (key, value, meaning) in rows {
-        let _ = writeln!(out, "  {key:<20} {value:<18} {meaning}");
+    let _ = writeln!(
+        out,
+        "  {:<20} {:<18} local dates and printed times",
+        "time_zone", zone.name
+    );
+    for spec in &fleetctl_core::analyze::THRESHOLDS {
+        let value = (spec.get)(t).to_string();
+        let flag = spec
+            .flag
+            .as_ref()
+            .map_or_else(String::new, |f| format!(" (analyze --{})", f.name));
+        let _ = writeln!(out, "  {:<20} {value:<18} {}{flag}", spec.key, spec.meaning);
     }
     out
 }

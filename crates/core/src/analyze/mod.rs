@@ -66,57 +66,168 @@ impl Default for Thresholds {
     }
 }
 
+/// A threshold that `analyze` takes as a flag: its name, the unit it is given in and
+/// what it accepts.
+pub struct ThresholdFlag {
+    /// The long flag, without its dashes.
+    pub name: &'static str,
+    /// The value's name in `--help` (KMH, MIN, M).
+    pub value_name: &'static str,
+    /// The stored value is the flag's times this (minutes given, seconds stored: 60).
+    pub stored_per_unit: f64,
+    /// The values the flag accepts, inclusive, in its own unit.
+    pub range: (f64, f64),
+}
+
+/// One threshold: stored in `meta` under `key` (its field's name), explained by
+/// `meaning` (in `fleetctl settings` and in the flag's help), set by `flag` if a user
+/// may set it. The one list from which the meta rows, the settings table, the flags
+/// and their checks all come.
+pub struct ThresholdSpec {
+    /// The `meta` key, the field's name.
+    pub key: &'static str,
+    /// What it decides, with its unit.
+    pub meaning: &'static str,
+    /// The `analyze` flag that sets it, if any.
+    pub flag: Option<ThresholdFlag>,
+    /// Reads it.
+    pub get: fn(&Thresholds) -> f64,
+    /// Sets it (whole numbers are rounded; at least one fix holds a geofence state).
+    pub set: fn(&mut Thresholds, f64),
+}
+
+/// Every threshold, in the order `fleetctl settings` shows them.
+pub const THRESHOLDS: [ThresholdSpec; 10] = [
+    ThresholdSpec {
+        key: "speed_limit_kmh",
+        meaning: "Speeding above this speed, km/h",
+        flag: Some(ThresholdFlag {
+            name: "speed-limit",
+            value_name: "KMH",
+            stored_per_unit: 1.0,
+            range: (10.0, 200.0),
+        }),
+        get: |t| t.speed_limit_kmh,
+        set: |t, v| t.speed_limit_kmh = v,
+    },
+    ThresholdSpec {
+        key: "speeding_min_s",
+        meaning: "A speeding episode lasts at least this, seconds",
+        flag: None,
+        get: |t| t.speeding_min_s as f64,
+        set: |t, v| t.speeding_min_s = v.round() as i64,
+    },
+    ThresholdSpec {
+        key: "long_stop_min",
+        meaning: "Stops of at least this many minutes are long stops",
+        flag: Some(ThresholdFlag {
+            name: "long-stop-min",
+            value_name: "MIN",
+            stored_per_unit: 1.0,
+            range: (5.0, 1440.0),
+        }),
+        get: |t| t.long_stop_min,
+        set: |t, v| t.long_stop_min = v,
+    },
+    ThresholdSpec {
+        key: "signal_loss_min",
+        meaning: "Gaps longer than this many minutes, on shift, are signal losses",
+        flag: Some(ThresholdFlag {
+            name: "signal-loss-min",
+            value_name: "MIN",
+            stored_per_unit: 1.0,
+            range: (1.0, 120.0),
+        }),
+        get: |t| t.signal_loss_min,
+        set: |t, v| t.signal_loss_min = v,
+    },
+    ThresholdSpec {
+        key: "stop_radius_m",
+        meaning: "A stop stays within this radius, metres",
+        flag: Some(ThresholdFlag {
+            name: "stop-radius-m",
+            value_name: "M",
+            stored_per_unit: 1.0,
+            range: (10.0, 2000.0),
+        }),
+        get: |t| t.stop_radius_m,
+        set: |t, v| t.stop_radius_m = v,
+    },
+    ThresholdSpec {
+        key: "stop_min_s",
+        meaning: "A stop lasts at least this long, seconds (the flag takes minutes)",
+        flag: Some(ThresholdFlag {
+            name: "stop-min-minutes",
+            value_name: "MIN",
+            stored_per_unit: 60.0,
+            range: (0.5, 120.0),
+        }),
+        get: |t| t.stop_min_s as f64,
+        set: |t, v| t.stop_min_s = v.round() as i64,
+    },
+    ThresholdSpec {
+        key: "trip_min_m",
+        meaning: "Shorter movements than this, metres, are not trips",
+        flag: None,
+        get: |t| t.trip_min_m,
+        set: |t, v| t.trip_min_m = v,
+    },
+    ThresholdSpec {
+        key: "trip_gap_s",
+        meaning: "A gap this long, seconds, closes any trip",
+        flag: None,
+        get: |t| t.trip_gap_s as f64,
+        set: |t, v| t.trip_gap_s = v.round() as i64,
+    },
+    ThresholdSpec {
+        key: "geofence_hold_fixes",
+        meaning: "Fixes on a geofence's other side to enter or leave it",
+        flag: None,
+        get: |t| t.geofence_hold_fixes as f64,
+        set: |t, v| t.geofence_hold_fixes = (v.round() as usize).max(1),
+    },
+    ThresholdSpec {
+        key: "teleport_kmh",
+        meaning: "Jumps implying more than this, km/h, are dropped (import and detection)",
+        flag: None,
+        get: |t| t.teleport_kmh,
+        set: |t, v| t.teleport_kmh = v,
+    },
+];
+
 impl Thresholds {
     /// The thresholds as `meta` entries.
     pub fn to_meta(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("speed_limit_kmh", self.speed_limit_kmh.to_string()),
-            ("speeding_min_s", self.speeding_min_s.to_string()),
-            ("long_stop_min", self.long_stop_min.to_string()),
-            ("signal_loss_min", self.signal_loss_min.to_string()),
-            ("stop_radius_m", self.stop_radius_m.to_string()),
-            ("stop_min_s", self.stop_min_s.to_string()),
-            ("trip_min_m", self.trip_min_m.to_string()),
-            ("trip_gap_s", self.trip_gap_s.to_string()),
-            ("geofence_hold_fixes", self.geofence_hold_fixes.to_string()),
-            ("teleport_kmh", self.teleport_kmh.to_string()),
-        ]
+        THRESHOLDS
+            .iter()
+            .map(|spec| (spec.key, (spec.get)(self).to_string()))
+            .collect()
     }
 
     /// The thresholds stored in `meta` by `lookup` (key → value); the default for one
     /// that is missing (a database from before it existed), an error for one that
     /// does not read as a number — never a silent default.
     pub fn from_meta(lookup: impl Fn(&str) -> Option<String>) -> Result<Thresholds> {
-        fn read<T: std::str::FromStr>(
-            lookup: &impl Fn(&str) -> Option<String>,
-            key: &str,
-            default: T,
-        ) -> Result<T> {
-            match lookup(key) {
-                None => Ok(default),
-                Some(text) => text.trim().parse().map_err(|_| {
+        let mut t = Thresholds::default();
+        for spec in &THRESHOLDS {
+            let Some(text) = lookup(spec.key) else {
+                continue;
+            };
+            let value: f64 = text
+                .trim()
+                .parse()
+                .ok()
+                .filter(|v: &f64| v.is_finite())
+                .ok_or_else(|| {
                     Error::new(
                         crate::error::ErrorCode::DbSchema,
-                        format!("meta.{key} is {text:?}, not a number"),
+                        format!("meta.{} is {text:?}, not a number", spec.key),
                     )
                     .with_hint("run `fleetctl analyze` to store the thresholds again")
-                }),
-            }
+                })?;
+            (spec.set)(&mut t, value);
         }
-        let d = Thresholds::default();
-        Ok(Thresholds {
-            speed_limit_kmh: read(&lookup, "speed_limit_kmh", d.speed_limit_kmh)?,
-            speeding_min_s: read(&lookup, "speeding_min_s", d.speeding_min_s)?,
-            long_stop_min: read(&lookup, "long_stop_min", d.long_stop_min)?,
-            signal_loss_min: read(&lookup, "signal_loss_min", d.signal_loss_min)?,
-            stop_radius_m: read(&lookup, "stop_radius_m", d.stop_radius_m)?,
-            stop_min_s: read(&lookup, "stop_min_s", d.stop_min_s)?,
-            trip_min_m: read(&lookup, "trip_min_m", d.trip_min_m)?,
-            trip_gap_s: read(&lookup, "trip_gap_s", d.trip_gap_s)?,
-            geofence_hold_fixes: read(&lookup, "geofence_hold_fixes", d.geofence_hold_fixes)?
-                .max(1),
-            teleport_kmh: read(&lookup, "teleport_kmh", d.teleport_kmh)?,
-        })
+        Ok(t)
     }
 
     /// The signal-loss threshold in whole seconds: a gap between fixes longer than
@@ -125,26 +236,22 @@ impl Thresholds {
         (self.signal_loss_min * 60.0) as i64
     }
 
-    /// Checks the values a user may set.
+    /// Checks the values a user may set, each against its flag's range.
     pub fn validate(&self) -> Result<()> {
-        let check = |flag: &str, v: f64, lo: f64, hi: f64| {
-            if (lo..=hi).contains(&v) {
-                Ok(())
-            } else {
-                Err(Error::invalid(format!("{flag} {v} is out of range"))
-                    .with_hint(format!("use {lo}..={hi}")))
+        for spec in &THRESHOLDS {
+            let Some(flag) = &spec.flag else {
+                continue;
+            };
+            let v = (spec.get)(self) / flag.stored_per_unit;
+            let (lo, hi) = flag.range;
+            if !(lo..=hi).contains(&v) {
+                return Err(
+                    Error::invalid(format!("--{} {v} is out of range", flag.name))
+                        .with_hint(format!("use {lo}..={hi}")),
+                );
             }
-        };
-        check("--speed-limit", self.speed_limit_kmh, 10.0, 200.0)?;
-        check("--long-stop-min", self.long_stop_min, 5.0, 1440.0)?;
-        check("--signal-loss-min", self.signal_loss_min, 1.0, 120.0)?;
-        check("--stop-radius-m", self.stop_radius_m, 10.0, 2000.0)?;
-        check(
-            "--stop-min-minutes",
-            self.stop_min_s as f64 / 60.0,
-            0.5,
-            120.0,
-        )
+        }
+        Ok(())
     }
 }
 
