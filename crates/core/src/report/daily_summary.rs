@@ -95,7 +95,7 @@ pub fn run(db: &Db, req: &DailySummaryRequest) -> Result<DailySummaryReport> {
     )?;
     let vehicle_id = vehicle.map(|v| v.id);
     let dates = (from.to_string(), to.to_string());
-    let total = read::daily_count(db.conn(), vehicle_id, &dates.0, &dates.1)?;
+    let total = cursor.total_or(|| read::daily_count(db.conn(), vehicle_id, &dates.0, &dates.1))?;
     let after = after_day(db, cursor)?;
     let days = read::daily_after(
         db.conn(),
@@ -106,7 +106,7 @@ pub fn run(db: &Db, req: &DailySummaryRequest) -> Result<DailySummaryReport> {
     )?;
     let page = Page::keyed(total, days, |d| {
         let yyyymmdd = d.date.replace('-', "").parse().unwrap_or(0);
-        Cursor([yyyymmdd, d.vehicle_id, 0])
+        [yyyymmdd, d.vehicle_id, 0]
     });
     let rows = day_rows(db, &page.items)?;
     let mut rows = rows.into_iter();
@@ -121,10 +121,10 @@ pub fn run(db: &Db, req: &DailySummaryRequest) -> Result<DailySummaryReport> {
 
 /// The (date, plate) a daily cursor points after; empty strings for the first page.
 fn after_day(db: &Db, cursor: Cursor) -> Result<(String, String)> {
-    if cursor == Cursor::START {
+    if cursor.total.is_none() {
         return Ok((String::new(), String::new()));
     }
-    let [yyyymmdd, vehicle_id, _] = cursor.0;
+    let [yyyymmdd, vehicle_id, _] = cursor.after;
     let date = format!(
         "{:04}-{:02}-{:02}",
         yyyymmdd / 10000,

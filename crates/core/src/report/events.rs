@@ -2,7 +2,7 @@
 //! speeding, long stops, signal losses, geofence entries and exits, ignition on and
 //! off — filtered by kind, vehicle and geofence, page by page.
 
-use super::{Cursor, Db, MAX_ROWS, Page, ReportSpec};
+use super::{Db, MAX_ROWS, Page, ReportSpec};
 use crate::error::Result;
 use crate::model::EventKind;
 use crate::store::read;
@@ -125,11 +125,11 @@ pub fn run(db: &Db, req: &EventsRequest) -> Result<EventsReport> {
         from_ts: db.day_bounds(from).0,
         to_ts: db.day_bounds(to).1,
     };
-    let total = read::events_count(db.conn(), &query)?;
+    let total = cursor.total_or(|| read::events_count(db.conn(), &query))?;
     let page = Page::keyed(
         total,
-        read::events_after(db.conn(), &query, cursor.0, MAX_ROWS + 1)?,
-        |(key, _)| Cursor(*key),
+        read::events_after(db.conn(), &query, cursor.after, MAX_ROWS + 1)?,
+        |(key, _)| *key,
     );
     Ok(EventsReport {
         from: from.to_string(),

@@ -2,7 +2,7 @@
 //! vehicles and days — who entered, when, for how long — with each vehicle's visits
 //! and dwell minutes summed.
 
-use super::{Cursor, Db, List, MAX_ROWS, Page, ReportSpec, round1};
+use super::{Db, List, MAX_ROWS, Page, ReportSpec, round1};
 use crate::error::Result;
 use crate::store::read;
 use serde::{Deserialize, Serialize};
@@ -117,7 +117,7 @@ pub fn run(db: &Db, req: &GeofenceReportRequest) -> Result<GeofenceReport> {
     let page = Page::keyed(
         total,
         read::visits_after(db.conn(), &query, cursor.pair(), MAX_ROWS + 1)?,
-        |v| Cursor([v.enter_ts, v.vehicle_id, 0]),
+        |v| [v.enter_ts, v.vehicle_id, 0],
     );
     Ok(GeofenceReport {
         geofence: geofence.name.clone(),

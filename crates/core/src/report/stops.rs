@@ -2,7 +2,7 @@
 //! fleet's, with its place, times, minutes and engine state; filtered by length and
 //! by geofence ("every stop over 20 minutes at a customer").
 
-use super::{Cursor, Db, MAX_ROWS, Page, ReportSpec, round1};
+use super::{Db, MAX_ROWS, Page, ReportSpec, round1};
 use crate::error::Result;
 use crate::geo::LatLon;
 use crate::model::EngineState;
@@ -104,15 +104,17 @@ pub fn run(db: &Db, req: &StopsRequest) -> Result<StopsReport> {
     // filter counts and pages over the stops that are truly inside.
     let (total, stops) = match geofence {
         None => (
-            read::stops_count(db.conn(), &query)?,
+            cursor.total_or(|| read::stops_count(db.conn(), &query))?,
             read::stops_after(db.conn(), &query, cursor.pair(), MAX_ROWS + 1)?,
         ),
         Some(g) => {
             let inside = |lat: f64, lon: f64| g.shape.contains(LatLon::new(lat, lon));
-            let total = read::stop_points(db.conn(), &query)?
-                .into_iter()
-                .filter(|&(lat, lon)| inside(lat, lon))
-                .count();
+            let total = cursor.total_or(|| {
+                Ok(read::stop_points(db.conn(), &query)?
+                    .into_iter()
+                    .filter(|&(lat, lon)| inside(lat, lon))
+                    .count())
+            })?;
             // Read the box a page and a half at a time until a page and one more are in.
             let mut stops = Vec::new();
             let mut after = cursor.pair();
@@ -129,7 +131,7 @@ pub fn run(db: &Db, req: &StopsRequest) -> Result<StopsReport> {
             (total, stops)
         }
     };
-    let page = Page::keyed(total, stops, |s| Cursor([s.start_ts, s.vehicle_id, 0]));
+    let page = Page::keyed(total, stops, |s| [s.start_ts, s.vehicle_id, 0]);
     Ok(StopsReport {
         from: from.to_string(),
         to: to.to_string(),

@@ -2,7 +2,7 @@
 //! fleet's, with its km, times, places, driving and idle minutes and the events
 //! inside it — a week in one call instead of seven `trip_summary` calls.
 
-use super::{Cursor, Db, DistanceSource, MAX_ROWS, Page, ReportSpec, round1, round2};
+use super::{Db, DistanceSource, MAX_ROWS, Page, ReportSpec, round1, round2};
 use crate::error::Result;
 use crate::store::read::{self, RangeQuery};
 use serde::{Deserialize, Serialize};
@@ -101,11 +101,11 @@ pub fn run(db: &Db, req: &TripsRequest) -> Result<TripsReport> {
         min_s: 0,
         bbox: None,
     };
-    let total = read::trips_count(db.conn(), &query)?;
+    let total = cursor.total_or(|| read::trips_count(db.conn(), &query))?;
     let trips = Page::keyed(
         total,
         read::trips_after(db.conn(), &query, cursor.pair(), MAX_ROWS + 1)?,
-        |t| Cursor([t.start_ts, t.vehicle_id, 0]),
+        |t| [t.start_ts, t.vehicle_id, 0],
     );
     // The page's events in one read (over its span), shared out to its trips.
     let span = trips
