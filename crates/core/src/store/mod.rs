@@ -737,126 +737,161 @@ impl<'c> DerivedWriter<'c> {
     pub fn write(&mut self, a: &VehicleAnalysis) -> Result<()> {
         let c = self.conn;
         if let Some(f) = &a.latest {
-            c.prepare_cached(&format!(
-                "INSERT INTO latest_fix ({FIX_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
-            ))
-            .and_then(|mut st| {
-                st.execute(params![
-                    f.vehicle_id,
-                    f.ts,
-                    f.lat,
-                    f.lon,
-                    f.speed_kmh,
-                    f.speed_derived,
-                    f.heading_deg,
-                    f.ignition,
-                    f.odometer_km
-                ])
-            })
-            .map_err(db_write_err)?;
+            insert_latest_fix(c, f)?;
         }
-        let mut st = c
-            .prepare_cached(
-                "INSERT INTO stops (vehicle_id, start_ts, end_ts, lat, lon, idle_s, parked_s, ongoing, place, unknown_s) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            )
-            .map_err(db_write_err)?;
-        for s in &a.stops {
-            st.execute(params![
-                s.vehicle_id,
-                s.start_ts,
-                s.end_ts,
-                s.lat,
-                s.lon,
-                s.idle_s,
-                s.parked_s,
-                s.ongoing,
-                s.place,
-                s.unknown_s
-            ])
-            .map_err(db_write_err)?;
-        }
-        let mut st = c
-            .prepare_cached(
-                "INSERT INTO trips (vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon, gap_km, moving_s, idle_s, odometer_km) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-            )
-            .map_err(db_write_err)?;
-        for t in &a.trips {
-            st.execute(params![
-                t.vehicle_id,
-                t.start_ts,
-                t.end_ts,
-                t.distance_km,
-                t.max_speed_kmh,
-                t.start_lat,
-                t.start_lon,
-                t.end_lat,
-                t.end_lon,
-                t.gap_km,
-                t.moving_s,
-                t.idle_s,
-                t.odometer_km
-            ])
-            .map_err(db_write_err)?;
-        }
-        let mut st = c
-            .prepare_cached(
-                "INSERT INTO events (vehicle_id, kind, start_ts, end_ts, lat, lon, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )
-            .map_err(db_write_err)?;
-        for e in &a.events {
-            let detail = serde_json::to_string(&e.detail).map_err(|err| {
-                Error::internal(format!("an event's detail did not serialise: {err}"))
-            })?;
-            st.execute(params![
-                e.vehicle_id,
-                e.kind.as_str(),
-                e.start_ts,
-                e.end_ts,
-                e.lat,
-                e.lon,
-                detail
-            ])
-            .map_err(db_write_err)?;
-        }
-        let mut st = c
-            .prepare_cached("INSERT INTO visits (vehicle_id, geofence_id, enter_ts, exit_ts) VALUES (?1, ?2, ?3, ?4)")
-            .map_err(db_write_err)?;
-        for v in &a.visits {
-            st.execute(params![v.vehicle_id, v.geofence_id, v.enter_ts, v.exit_ts])
-                .map_err(db_write_err)?;
-        }
-        let mut st = c
-            .prepare_cached(
-                "INSERT INTO daily (vehicle_id, date, gps_distance_km, odometer_distance_km, moving_min, idle_min, parked_min, \
-                 trips, stops, max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses, gap_km, odometer_rejected) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-            )
-            .map_err(db_write_err)?;
-        for d in &a.daily {
-            st.execute(params![
-                d.vehicle_id,
-                d.date,
-                d.gps_distance_km,
-                d.odometer_distance_km,
-                d.moving_min,
-                d.idle_min,
-                d.parked_min,
-                d.trips,
-                d.stops,
-                d.max_speed_kmh,
-                d.avg_moving_speed_kmh,
-                d.first_ts,
-                d.last_ts,
-                d.signal_losses,
-                d.gap_km,
-                d.odometer_rejected.map(|r| r.as_str())
-            ])
-            .map_err(db_write_err)?;
-        }
-        Ok(())
+        insert_stops(c, &a.stops)?;
+        insert_trips(c, &a.trips)?;
+        insert_events(c, &a.events)?;
+        insert_visits(c, &a.visits)?;
+        insert_daily(c, &a.daily)
     }
+}
+
+/// The vehicle's newest fix, for the live reports.
+fn insert_latest_fix(c: &Connection, f: &crate::model::Fix) -> Result<()> {
+    c.prepare_cached(&format!(
+        "INSERT INTO latest_fix ({FIX_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+    ))
+    .and_then(|mut st| {
+        st.execute(params![
+            f.vehicle_id,
+            f.ts,
+            f.lat,
+            f.lon,
+            f.speed_kmh,
+            f.speed_derived,
+            f.heading_deg,
+            f.ignition,
+            f.odometer_km
+        ])
+    })
+    .map_err(db_write_err)?;
+    Ok(())
+}
+
+/// Stops, as detection found them.
+fn insert_stops(c: &Connection, rows: &[crate::model::Stop]) -> Result<()> {
+    let mut st = c
+        .prepare_cached(
+            "INSERT INTO stops (vehicle_id, start_ts, end_ts, lat, lon, idle_s, parked_s, ongoing, place, unknown_s) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        )
+        .map_err(db_write_err)?;
+    for s in rows {
+        st.execute(params![
+            s.vehicle_id,
+            s.start_ts,
+            s.end_ts,
+            s.lat,
+            s.lon,
+            s.idle_s,
+            s.parked_s,
+            s.ongoing,
+            s.place,
+            s.unknown_s
+        ])
+        .map_err(db_write_err)?;
+    }
+    Ok(())
+}
+
+/// Trips.
+fn insert_trips(c: &Connection, rows: &[crate::model::Trip]) -> Result<()> {
+    let mut st = c
+        .prepare_cached(
+            "INSERT INTO trips (vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon, gap_km, moving_s, idle_s, odometer_km) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        )
+        .map_err(db_write_err)?;
+    for t in rows {
+        st.execute(params![
+            t.vehicle_id,
+            t.start_ts,
+            t.end_ts,
+            t.distance_km,
+            t.max_speed_kmh,
+            t.start_lat,
+            t.start_lon,
+            t.end_lat,
+            t.end_lon,
+            t.gap_km,
+            t.moving_s,
+            t.idle_s,
+            t.odometer_km
+        ])
+        .map_err(db_write_err)?;
+    }
+    Ok(())
+}
+
+/// Events, each detail as JSON.
+fn insert_events(c: &Connection, rows: &[crate::model::Event]) -> Result<()> {
+    let mut st = c
+        .prepare_cached(
+            "INSERT INTO events (vehicle_id, kind, start_ts, end_ts, lat, lon, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )
+        .map_err(db_write_err)?;
+    for e in rows {
+        let detail = serde_json::to_string(&e.detail).map_err(|err| {
+            Error::internal(format!("an event's detail did not serialise: {err}"))
+        })?;
+        st.execute(params![
+            e.vehicle_id,
+            e.kind.as_str(),
+            e.start_ts,
+            e.end_ts,
+            e.lat,
+            e.lon,
+            detail
+        ])
+        .map_err(db_write_err)?;
+    }
+    Ok(())
+}
+
+/// Geofence visits.
+fn insert_visits(c: &Connection, rows: &[crate::model::Visit]) -> Result<()> {
+    let mut st = c
+        .prepare_cached("INSERT INTO visits (vehicle_id, geofence_id, enter_ts, exit_ts) VALUES (?1, ?2, ?3, ?4)")
+        .map_err(db_write_err)?;
+    for v in rows {
+        st.execute(params![v.vehicle_id, v.geofence_id, v.enter_ts, v.exit_ts])
+            .map_err(db_write_err)?;
+    }
+    Ok(())
+}
+
+/// Daily rollups.
+fn insert_daily(c: &Connection, rows: &[crate::model::DailyRollup]) -> Result<()> {
+    let mut st = c
+        .prepare_cached(
+            "INSERT INTO daily (vehicle_id, date, gps_distance_km, odometer_distance_km, moving_min, idle_min, parked_min, \
+             trips, stops, max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses, gap_km, odometer_rejected) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        )
+        .map_err(db_write_err)?;
+    for d in rows {
+        st.execute(params![
+            d.vehicle_id,
+            d.date,
+            d.gps_distance_km,
+            d.odometer_distance_km,
+            d.moving_min,
+            d.idle_min,
+            d.parked_min,
+            d.trips,
+            d.stops,
+            d.max_speed_kmh,
+            d.avg_moving_speed_kmh,
+            d.first_ts,
+            d.last_ts,
+            d.signal_losses,
+            d.gap_km,
+            d.odometer_rejected.map(|r| r.as_str())
+        ])
+        .map_err(db_write_err)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -910,6 +945,47 @@ mod geofence_insert_tests {
             .map(|g| g.speed_limit_kmh)
             .collect();
         assert_eq!(limits, [Some(30.0), Some(30.0)]);
+        drop(w);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[cfg(test)]
+mod writer_tests {
+    use super::*;
+
+    /// The generator's writer and `geofences import` store a geofence alike: one of
+    /// the two once dropped the speed limit.
+    #[test]
+    fn a_geofence_keeps_its_speed_limit_whichever_way_it_is_written() {
+        let dir = std::env::temp_dir().join(format!("fleetctl-writer-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let school = |name: &str| crate::geo::atlas::GeofenceDef {
+            name: name.to_string(),
+            kind: "zone".to_string(),
+            wkt: "POINT (-90.5 14.6)".to_string(),
+            radius_m: Some(150.0),
+            speed_limit_kmh: Some(30.0),
+        };
+        let w = Writer::create(&dir.join("fleet.db")).unwrap();
+        w.insert_geofence(&school("Escuela A")).unwrap();
+        insert_geofence(w.connection(), &school("Escuela B")).unwrap();
+        let limits: Vec<(String, Option<f64>, Option<f64>)> = w
+            .connection()
+            .prepare("SELECT name, speed_limit_kmh, radius_m FROM geofences ORDER BY name")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            limits,
+            [
+                ("Escuela A".to_string(), Some(30.0), Some(150.0)),
+                ("Escuela B".to_string(), Some(30.0), Some(150.0)),
+            ]
+        );
         drop(w);
         let _ = std::fs::remove_dir_all(&dir);
     }
