@@ -6,11 +6,76 @@
 //! (a newline that would forge a second line, a terminal escape) and the invisible
 //! characters that reorder text are written as `\u{..}` escapes, and a line is cut at
 //! `MAX_LINE_CHARS`.
+//!
+//! A server must never wait on its log: `serve --http` starts [`start_background`],
+//! after which lines go through a bounded queue to a thread of their own that writes
+//! them. A stalled stderr pipe then fills the queue, and further lines are dropped and
+//! counted (the count is written once stderr moves again), while every connection and
+//! the shutdown go on.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 
 static VERBOSE: AtomicBool = AtomicBool::new(false);
+
+/// Lines the background writer may hold before new ones are dropped.
+pub const QUEUE_LINES: usize = 1024;
+
+/// The background writer, while one runs: where lines go, and how it says it is done.
+struct Background {
+    lines: SyncSender<String>,
+    done: Receiver<()>,
+}
+
+static BACKGROUND: Mutex<Option<Background>> = Mutex::new(None);
+
+/// Lines dropped because the queue was full, not yet reported.
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// From now on, lines are written by a thread of their own (see the module comment).
+pub fn start_background() {
+    let mut slot = BACKGROUND.lock().unwrap_or_else(|e| e.into_inner());
+    if slot.is_some() {
+        return;
+    }
+    let (lines, queue) = std::sync::mpsc::sync_channel::<String>(QUEUE_LINES);
+    let (finished, done) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("log".into())
+        .spawn(move || {
+            for line in queue {
+                let dropped = DROPPED.swap(0, Ordering::Relaxed);
+                if dropped > 0 {
+                    write_line(&format!(
+                        "{dropped} log lines dropped: stderr did not keep up"
+                    ));
+                }
+                write_line(&line);
+            }
+            let _ = finished.send(());
+        });
+    if spawned.is_ok() {
+        *slot = Some(Background { lines, done });
+    }
+}
+
+/// Ends the background writer: lines from now on are written directly, and what it
+/// still holds is written within `wait` (if stderr takes them), never longer.
+pub fn stop_background(wait: std::time::Duration) {
+    let background = BACKGROUND.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(Background { lines, done }) = background {
+        drop(lines);
+        let _ = done.recv_timeout(wait);
+    }
+}
+
+/// Writes one escaped line to stderr (blocking).
+fn write_line(line: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "fleetctl: {line}");
+}
 
 /// The longest log line written, in characters (the rest is replaced by `…`).
 pub const MAX_LINE_CHARS: usize = 4096;
@@ -25,10 +90,30 @@ pub fn is_verbose() -> bool {
     VERBOSE.load(Ordering::Relaxed)
 }
 
-/// Writes one line to stderr, escaped (see the module comment).
+/// Writes one line to stderr, escaped (see the module comment): handed to the
+/// background writer when one runs (dropped and counted if its queue is full), else
+/// written here.
 pub fn info(line: &str) {
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "fleetctl: {}", escape(line, MAX_LINE_CHARS));
+    let line = escape(line, MAX_LINE_CHARS);
+    // The lock is held only to hand the line over, never while writing.
+    let unsent = match BACKGROUND
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+    {
+        None => Some(line),
+        Some(background) => match background.lines.try_send(line) {
+            Ok(()) => None,
+            Err(TrySendError::Full(_)) => {
+                DROPPED.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+            Err(TrySendError::Disconnected(line)) => Some(line),
+        },
+    };
+    if let Some(line) = unsent {
+        write_line(&line);
+    }
 }
 
 /// Writes one line to stderr when verbose.

@@ -922,3 +922,84 @@ fn health_and_openapi_keep_a_connection_that_shows_its_token() {
         );
     }
 }
+
+/// A server whose stderr nobody reads (a stalled pipe) keeps answering: its log lines
+/// queue, then are dropped and counted, and the count is logged once stderr moves.
+#[test]
+fn a_stalled_stderr_never_stops_the_server() {
+    let mut child = fleetctl(&[
+        "--db",
+        fixture_db().to_str().unwrap(),
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+    ])
+    .env("FLEETCTL_TOKEN", TOKEN)
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let base = loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "no listening line"
+        );
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    // Each request logs its path, up to 4 KiB: a 64 KiB pipe is full after a few
+    // dozen, the writer's queue after about a thousand more.
+    let long_path = format!("/{}", "x".repeat(3000));
+    let agent = Http::agent();
+    for i in 0..(logging_queue_lines() + 200) {
+        let status = agent
+            .get(format!("{base}{long_path}"))
+            .call()
+            .unwrap_or_else(|e| panic!("request {i} failed: {e}"))
+            .status()
+            .as_u16();
+        assert!(status >= 400, "request {i}: {status}");
+    }
+    let mut health = agent.get(format!("{base}/healthz")).call().unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    assert_eq!(
+        health.body_mut().read_to_string().unwrap(),
+        r#"{"status":"ok"}"#
+    );
+    // stderr moves again: what was kept comes out, and the count of the dropped.
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
+    agent.get(format!("{base}/healthz")).call().unwrap();
+    loop {
+        // 60 s is a deadline for a hung server only.
+        let line = lines_rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the count of dropped lines is logged");
+        if line.contains("log lines dropped") {
+            break;
+        }
+    }
+    // SIGTERM: the server stops by itself.
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(child.wait().unwrap().success());
+}
+
+/// The background log writer's queue, in lines (fleetctl's `logging::QUEUE_LINES`).
+fn logging_queue_lines() -> usize {
+    fleetctl::logging::QUEUE_LINES
+}

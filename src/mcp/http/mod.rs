@@ -582,7 +582,10 @@ pub fn serve(db_path: &Path, opts: HttpOptions) -> Result<()> {
         .enable_time()
         .build()
         .map_err(|e| Error::internal(format!("starting the HTTP runtime: {e}")))?;
-    runtime.block_on(accept_loop(listener, local, shared, opts))
+    logging::start_background();
+    let served = runtime.block_on(accept_loop(listener, local, shared, opts));
+    logging::stop_background(Duration::from_secs(1));
+    served
 }
 
 async fn accept_loop(
