@@ -109,10 +109,12 @@ fn hour_step(span_s: i64, plot_w: i32) -> i64 {
 
 /// Draws the chart and encodes it as PNG.
 pub fn render(input: &ChartInput) -> Result<Vec<u8>> {
+    CANVAS.with_borrow_mut(|canvas| render_on(canvas, input))
+}
+
+fn render_on(buf: &mut Vec<u8>, input: &ChartInput) -> Result<Vec<u8>> {
     let (width, height) = (input.width, input.height);
-    let mut canvas = CANVAS.lock().unwrap_or_else(|e| e.into_inner());
     register_fonts();
-    let buf: &mut Vec<u8> = &mut canvas;
     buf.clear();
     buf.resize(width as usize * height as usize * 3, 0);
     {

@@ -168,14 +168,20 @@ fn framing(vehicles: &[FleetMapVehicle]) -> Vec<LatLon> {
 
 /// Draws the fleet map and encodes it as PNG. Returns the bytes and the frame used.
 pub fn render(input: &FleetMapInput, tiles: Option<&Tiles>) -> Result<(Vec<u8>, Frame)> {
-    let (width, height) = (input.width, input.height);
     if input.vehicles.is_empty() {
         return Err(Error::new(ErrorCode::NoData, "no vehicle to draw"));
     }
-    let mut canvas = CANVAS.lock().unwrap_or_else(|e| e.into_inner());
+    CANVAS.with_borrow_mut(|canvas| render_on(canvas, input, tiles))
+}
+
+fn render_on(
+    buf: &mut Vec<u8>,
+    input: &FleetMapInput,
+    tiles: Option<&Tiles>,
+) -> Result<(Vec<u8>, Frame)> {
+    let (width, height) = (input.width, input.height);
     register_fonts();
     let frame = Frame::fit(&framing(&input.vehicles), width, height);
-    let buf: &mut Vec<u8> = &mut canvas;
     draw_ground(buf, &frame, input.streets, tiles)?;
     {
         let area = BitMapBackend::with_buffer(buf, (width, height)).into_drawing_area();

@@ -268,15 +268,24 @@ pub(crate) fn scale_bar_m(m_per_px: f64) -> f64 {
         .unwrap_or(50_000.0)
 }
 
-/// The canvas, reused: one map is drawn at a time in a process. A 2048² canvas is
-/// 12 MB; drawn in turn by several server workers into fresh buffers, it would stay
-/// resident once in each thread's allocator arena.
-pub(crate) static CANVAS: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+thread_local! {
+    /// Each thread's canvas, reused by every picture it draws (map, chart, fleet map):
+    /// server workers draw at once, each in its own, with no lock between them. A
+    /// 2048² canvas is 12 MB; it is allocated once per drawing thread, not per picture.
+    pub(crate) static CANVAS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// Draws the map and encodes it as PNG. Returns the bytes and the frame used.
 pub fn render(input: &MapInput, tiles: Option<&Tiles>) -> Result<(Vec<u8>, Frame)> {
+    CANVAS.with_borrow_mut(|canvas| render_on(canvas, input, tiles))
+}
+
+fn render_on(
+    canvas: &mut Vec<u8>,
+    input: &MapInput,
+    tiles: Option<&Tiles>,
+) -> Result<(Vec<u8>, Frame)> {
     let (width, height) = (input.width, input.height);
-    let mut canvas = CANVAS.lock().unwrap_or_else(|e| e.into_inner());
     register_fonts();
     let mut points: Vec<LatLon> = input
         .fixes
@@ -288,7 +297,7 @@ pub fn render(input: &MapInput, tiles: Option<&Tiles>) -> Result<(Vec<u8>, Frame
         return Err(Error::new(ErrorCode::NoData, "nothing to draw"));
     }
     let frame = Frame::fit(&points, width, height);
-    let buf: &mut Vec<u8> = &mut canvas;
+    let buf: &mut Vec<u8> = canvas;
     draw_ground(buf, &frame, input.streets, tiles)?;
     {
         let area = BitMapBackend::with_buffer(buf, (width, height)).into_drawing_area();
