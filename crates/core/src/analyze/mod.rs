@@ -319,10 +319,7 @@ pub fn speed_limit_at(
     fleet_kmh: f64,
     geofences: &[Geofence],
 ) -> (f64, LimitSource) {
-    let mut best = match own_kmh {
-        Some(v) => (v, LimitSource::Vehicle),
-        None => (fleet_kmh, LimitSource::Fleet),
-    };
+    let mut best = own_or_fleet_limit(own_kmh, fleet_kmh);
     for g in geofences {
         if let Some(limit) = g.speed_limit_kmh
             && limit < best.0
@@ -334,8 +331,18 @@ pub fn speed_limit_at(
     best
 }
 
+/// A vehicle's limit before any geofence lowers it: its own (`own_kmh`), else the
+/// fleet's.
+pub fn own_or_fleet_limit(own_kmh: Option<f64>, fleet_kmh: f64) -> (f64, LimitSource) {
+    match own_kmh {
+        Some(v) => (v, LimitSource::Vehicle),
+        None => (fleet_kmh, LimitSource::Fleet),
+    }
+}
+
 /// Where a speed limit comes from.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum LimitSource {
     /// The fleet's default (`analyze --speed-limit`).
     Fleet,

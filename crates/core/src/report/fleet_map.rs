@@ -6,7 +6,7 @@
 
 use super::route_map::{Bounds, TileSource};
 use super::vehicle_position::{LiveState, PositionState};
-use super::{Answer, Db, List, OFFLINE_AFTER_S, ReportSpec, round1};
+use super::{Answer, Db, List, ReportSpec, round1};
 use crate::error::{Error, ErrorCode, Result};
 use crate::geo::LatLon;
 use crate::store::read;
@@ -196,15 +196,9 @@ pub fn run(db: &Db, req: &FleetMapRequest) -> Result<Answer> {
             });
             continue;
         };
-        // The same rule as vehicle_position, at this instant: stopped when a stop
-        // spans the fix; offline after 10 minutes without one.
+        // vehicle_position's rule, at this instant.
         let stop = read::stop_containing(db.conn(), v.id, fix.ts)?;
-        let state = match (&stop, at_ts - fix.ts > OFFLINE_AFTER_S) {
-            (_, true) => LiveState::Offline,
-            (Some(_), false) if fix.ignition == Some(true) => LiveState::Idle,
-            (Some(_), false) => LiveState::Parked,
-            (None, false) => LiveState::Moving,
-        };
+        let (state, _) = super::vehicle_position::state_rule(fix, stop.is_some(), at_ts);
         // Where, as vehicle_position gives it: the fix, named after the stop when
         // standing still (the place every other report gives for the stop).
         let (lat, lon) = (fix.lat, fix.lon);

@@ -385,10 +385,11 @@ pub fn run(db: &Db, req: &RouteMapRequest) -> Result<Answer> {
             .collect(),
         // The vehicle's own limit when it has one (a zone's lower limit shows in
         // the episodes detection found, drawn with their halo).
-        speed_limit_kmh: read::vehicle_speed_limits(db.conn())?
-            .get(&v.id)
-            .copied()
-            .unwrap_or(db.thresholds.speed_limit_kmh),
+        speed_limit_kmh: crate::analyze::own_or_fleet_limit(
+            read::vehicle_speed_limits(db.conn())?.get(&v.id).copied(),
+            db.thresholds.speed_limit_kmh,
+        )
+        .0,
         stops: stops
             .iter()
             .map(|s| MapStop {

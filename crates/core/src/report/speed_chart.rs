@@ -123,16 +123,6 @@ pub struct SpeedChartRequest {
     pub height: Option<u32>,
 }
 
-/// Where the chart's limit line comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum LimitSource {
-    /// The vehicle's own limit (`vehicles set --speed-limit`).
-    Vehicle,
-    /// The fleet's limit (`analyze --speed-limit`).
-    Fleet,
-}
-
 /// A limited geofence whose lower limit applied to some of the day's fixes.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ZoneLimitRow {
@@ -168,7 +158,7 @@ pub struct SpeedChartReport {
     /// The limit line drawn, km/h: the vehicle's own limit, else the fleet's.
     pub limit_kmh: f64,
     /// `vehicle` (its own limit) or `fleet`.
-    pub limit_source: LimitSource,
+    pub limit_source: analyze::LimitSource,
     /// Geofences whose lower limit applied to some fixes (drawn as a lower limit line
     /// there); empty when none did.
     pub zone_limits: List<ZoneLimitRow>,
@@ -241,10 +231,7 @@ pub fn run(db: &Db, req: &SpeedChartRequest) -> Result<Answer> {
         .with_hint(hint));
     }
     let own = read::vehicle_speed_limits(db.conn())?.get(&v.id).copied();
-    let (limit_kmh, limit_source) = match own {
-        Some(l) => (l, LimitSource::Vehicle),
-        None => (db.thresholds.speed_limit_kmh, LimitSource::Fleet),
-    };
+    let (limit_kmh, limit_source) = analyze::own_or_fleet_limit(own, db.thresholds.speed_limit_kmh);
     // Only the geofences whose limit is below the vehicle's can lower it.
     let limited: Vec<crate::geo::Geofence> = db
         .geofences
@@ -319,9 +306,10 @@ pub fn run(db: &Db, req: &SpeedChartRequest) -> Result<Answer> {
     let (first, last) = (fixes[0].ts, fixes[fixes.len() - 1].ts);
     let (from_ts, to_ts) = axis(&db.zone, day, first, last);
     let max_speed = fixes.iter().map(|f| f.speed_kmh).fold(0.0, f64::max);
-    let limit_label = match limit_source {
-        LimitSource::Vehicle => "own limit",
-        LimitSource::Fleet => "fleet limit",
+    let limit_label = match &limit_source {
+        analyze::LimitSource::Vehicle => "own limit",
+        analyze::LimitSource::Fleet => "fleet limit",
+        analyze::LimitSource::Geofence(_) => "zone limit",
     };
     let input = ChartInput {
         width,

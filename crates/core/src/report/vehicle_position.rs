@@ -128,12 +128,20 @@ impl From<LiveState> for PositionState {
 /// The state by the data clock and at the last fix, given the vehicle's ongoing
 /// stop (if any).
 pub fn state_of(db: &Db, fix: &Fix, ongoing: Option<&Stop>) -> (LiveState, MotionState) {
-    let at_fix = match ongoing.filter(|s| s.end_ts == fix.ts) {
-        Some(_) if fix.ignition == Some(true) => MotionState::Idle,
-        Some(_) => MotionState::Parked,
-        None => MotionState::Moving,
+    state_rule(fix, ongoing.is_some_and(|s| s.end_ts == fix.ts), db.now_ts)
+}
+
+/// The one state rule (vehicle_position, nearest_vehicles and fleet_map use it): at
+/// a fix, a vehicle is stopped when a stop spans the fix (idle with the ignition on,
+/// else parked) and moving otherwise; at `at_ts`, it is offline when that fix is over
+/// 10 minutes old.
+pub fn state_rule(fix: &Fix, in_stop: bool, at_ts: i64) -> (LiveState, MotionState) {
+    let at_fix = match in_stop {
+        true if fix.ignition == Some(true) => MotionState::Idle,
+        true => MotionState::Parked,
+        false => MotionState::Moving,
     };
-    let live = if db.now_ts - fix.ts > OFFLINE_AFTER_S {
+    let live = if at_ts - fix.ts > OFFLINE_AFTER_S {
         LiveState::Offline
     } else {
         match at_fix {
