@@ -148,7 +148,10 @@ CREATE TABLE visits (
     exit_ts     INTEGER                 -- first fix outside again; NULL: still inside
 );
 CREATE INDEX visits_vehicle ON visits (vehicle_id, geofence_id, enter_ts);
-CREATE INDEX visits_geofence ON visits (geofence_id, enter_ts);
+-- A geofence's visits in time order (geofence_report's pages), and summed per vehicle
+-- (its by_vehicle): each covers what its query reads, so neither visits the table.
+CREATE INDEX visits_geofence_time ON visits (geofence_id, enter_ts, vehicle_id, exit_ts);
+CREATE INDEX visits_geofence_vehicle ON visits (geofence_id, vehicle_id, enter_ts, exit_ts);
 
 CREATE TABLE daily (
     vehicle_id           INTEGER NOT NULL,

@@ -786,3 +786,49 @@ fn speeding_is_judged_against_the_lowest_limit_that_applies_and_says_which() {
     .fails(2);
     assert!(bad.stderr.contains("\"fast\""), "{}", bad.stderr);
 }
+
+/// A database whose visits carry the index of an older schema gets the new ones from
+/// its next analyze (the old one dropped), and answers the same meanwhile.
+#[test]
+fn analyze_replaces_a_former_index_with_the_current_ones() {
+    let dir = TempDir::new("former-index");
+    let db = dir.join("fleet.db");
+    std::fs::copy(fixture_db(), &db).unwrap();
+    let report = |db: &std::path::Path| query_json(db, &["geofence-report", "Bodega Mixco"]);
+    let expected = report(&db);
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "DROP INDEX visits_geofence_time; DROP INDEX visits_geofence_vehicle;
+             CREATE INDEX visits_geofence ON visits (geofence_id, enter_ts);",
+        )
+        .unwrap();
+    assert_eq!(
+        report(&db),
+        expected,
+        "the old index serves the same answers"
+    );
+    crate::harness::run(crate::harness::fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "analyze",
+    ]))
+    .ok();
+    let mut names: Vec<String> = open(&db)
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'visits' ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "visits_geofence_time",
+            "visits_geofence_vehicle",
+            "visits_vehicle"
+        ]
+    );
+    assert_eq!(report(&db), expected);
+}

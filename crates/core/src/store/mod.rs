@@ -48,6 +48,10 @@ fn schema_parts() -> (&'static str, &'static str) {
         .unwrap_or((SCHEMA_SQL, ""))
 }
 
+/// Derived indexes of older schemas that newer ones replaced (an analyze or import
+/// builds the new ones and drops these).
+const FORMER_DERIVED_INDEXES: &[&str] = &["visits_geofence"];
+
 /// The derived tables' indexes as the schema declares them: (name, statement).
 fn derived_indexes() -> Vec<(&'static str, &'static str)> {
     let tables = schema_parts().0;
@@ -718,8 +722,13 @@ impl<'c> DerivedWriter<'c> {
     }
 
     /// Builds the derived tables' indexes (those `start` dropped; a no-op for the
-    /// ones that exist).
+    /// ones that exist), and drops the ones an older schema had in their place.
     pub fn finish(self) -> Result<()> {
+        for name in FORMER_DERIVED_INDEXES {
+            self.conn
+                .execute_batch(&format!("DROP INDEX IF EXISTS {name}"))
+                .map_err(db_write_err)?;
+        }
         for (_, create) in derived_indexes() {
             self.conn
                 .execute_batch(&create.replacen("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))
@@ -912,7 +921,8 @@ mod derived_index_tests {
                 "events_vehicle_ts",
                 "events_kind_ts",
                 "visits_vehicle",
-                "visits_geofence",
+                "visits_geofence_time",
+                "visits_geofence_vehicle",
                 "daily_date"
             ]
         );
