@@ -9,16 +9,17 @@
 //! all in one transaction, so a failed or killed import leaves the database as it
 //! was, and a second import of the same file adds nothing.
 
+pub mod settle;
 pub mod sort;
 pub mod time;
 pub mod units;
 
 use crate::clock::FleetZone;
 use crate::error::{Error, ErrorCode, Result};
-use crate::geo::{LatLon, haversine_m};
 use crate::model::Fix;
 use crate::pipeline::{self, AnalyzeSummary};
 use crate::store::{self, Probe, import::Importer, import::Staged};
+use settle::{Settled, millis, settle_vehicle};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use time::parse_time;
@@ -387,7 +388,10 @@ enum Order {
     /// appended as soon as the next vehicle's start: no sort, no spill, and the
     /// database is written while the files are still being read.
     Stream {
-        group: Vec<Staged>,
+        /// The current vehicle's rows not yet settled, and what its window before
+        /// left for them.
+        group: settle::Window,
+        carry: Box<settle::Carry>,
         /// Vehicles whose rows have ended; seeing one again breaks the order.
         done: HashSet<i64>,
         /// Set when a row broke the order: the import starts again, sorted.
@@ -402,7 +406,8 @@ enum Order {
 /// rejects reported.
 struct Books<'r> {
     files: Vec<FileTally>,
-    vehicles: Vec<VehicleTally>,
+    /// Each vehicle's tally, growing with its windows.
+    growing: HashMap<i64, GrowingTally>,
     touched: Vec<i64>,
     plate_of: HashMap<i64, String>,
     added: HashSet<i64>,
@@ -435,9 +440,6 @@ impl RejectSink for NoRejectsFile {
 /// The message of the error that stops a streamed reading at the first row out of
 /// vehicle and time order (the import then reads again through the sort).
 const OUT_OF_ORDER: &str = "rows out of vehicle and time order";
-
-/// Two fixes closer than this, degrees (about 5 cm), are the same place.
-const SAME_PLACE_DEG: f64 = 5e-7;
 
 impl<'c, 'r> Ingest<'c, 'r> {
     /// The fleet's zone (naive local times in files are read in it).
@@ -532,31 +534,33 @@ impl<'c, 'r> Ingest<'c, 'r> {
     }
 
     fn stage(&mut self, row: Staged) -> Result<()> {
-        let (group, done, broken) = match &mut self.order {
+        let (group, carry, done, broken) = match &mut self.order {
             Order::Sort(sorter) => return sorter.push(row),
             Order::Stream {
                 group,
+                carry,
                 done,
                 broken,
-            } => (group, done, broken),
+            } => (group, carry, done, broken),
         };
         let vehicle = row.fix.vehicle_id;
-        let ended = match group.last() {
+        // A vehicle's rows are settled when they end, or a window of them at a time.
+        let (ended, last) = match group.rows.last() {
             Some(last) if last.fix.vehicle_id == vehicle => {
                 if millis(&row) < millis(last) {
                     *broken = true;
                 }
-                None
+                (group.full_before(&row).then(|| group.take()), false)
             }
             // A vehicle's first row: it must not have been seen before.
             Some(last) => {
                 done.insert(last.fix.vehicle_id);
                 *broken |= done.contains(&vehicle);
-                Some(std::mem::take(group))
+                (Some(group.take()), true)
             }
             None => {
                 *broken |= done.contains(&vehicle);
-                None
+                (None, false)
             }
         };
         if *broken {
@@ -564,7 +568,11 @@ impl<'c, 'r> Ingest<'c, 'r> {
         }
         group.push(row);
         match ended {
-            Some(rows) => settle_now(&self.importer, &mut self.books, rows),
+            Some(rows) => {
+                let before = std::mem::take(&mut **carry);
+                **carry = settle_now(&self.importer, &mut self.books, rows, before, last)?;
+                Ok(())
+            }
             None => Ok(()),
         }
     }
@@ -601,7 +609,8 @@ impl Books<'_> {
         })
     }
 
-    /// Books one vehicle's settled rows and appends the kept ones.
+    /// Books one vehicle's settled rows (all of them, or a window's) and appends the
+    /// kept ones; a vehicle's tally grows with each of its windows.
     fn append(&mut self, importer: &Importer, vehicle_id: i64, settled: Settled) -> Result<()> {
         for (s, reason, detail) in settled.rejected {
             self.reject(s.file_index, s.line, reason, detail)?;
@@ -618,18 +627,78 @@ impl Books<'_> {
         for run in kept.chunk_by(|a, b| a.file_index == b.file_index) {
             self.files[run[0].file_index].units.observe(run);
         }
-        self.vehicles.push(VehicleTally {
-            plate: self.plate_of.get(&vehicle_id).cloned().unwrap_or_default(),
-            added: self.added.contains(&vehicle_id),
-            imported: kept.len() as u64,
-            first_ts: kept[0].fix.ts,
-            last_ts: kept[kept.len() - 1].fix.ts,
-            median_interval_s: median_interval_s(&kept),
-            derived_speeds: kept.iter().filter(|s| s.fix.speed_derived).count() as u64,
-        });
-        self.touched.push(vehicle_id);
+        let growing = match self.growing.remove(&vehicle_id) {
+            Some(g) => g,
+            None => {
+                self.touched.push(vehicle_id);
+                GrowingTally {
+                    tally: VehicleTally {
+                        plate: self.plate_of.get(&vehicle_id).cloned().unwrap_or_default(),
+                        added: self.added.contains(&vehicle_id),
+                        imported: 0,
+                        first_ts: kept[0].fix.ts,
+                        last_ts: kept[0].fix.ts,
+                        median_interval_s: None,
+                        derived_speeds: 0,
+                    },
+                    intervals_ms: BTreeMap::new(),
+                    last_ms: None,
+                }
+            }
+        };
+        let mut g = growing;
+        g.tally.imported += kept.len() as u64;
+        g.tally.last_ts = kept[kept.len() - 1].fix.ts;
+        g.tally.derived_speeds += kept.iter().filter(|s| s.fix.speed_derived).count() as u64;
+        for s in &kept {
+            let ms = millis(s);
+            if let Some(before) = g.last_ms {
+                *g.intervals_ms.entry(ms - before).or_insert(0) += 1;
+            }
+            g.last_ms = Some(ms);
+        }
+        self.growing.insert(vehicle_id, g);
         Ok(())
     }
+
+    /// The vehicles' tallies, complete, by plate.
+    fn vehicle_tallies(&mut self) -> Vec<VehicleTally> {
+        let mut out: Vec<VehicleTally> = std::mem::take(&mut self.growing)
+            .into_values()
+            .map(|mut g| {
+                g.tally.median_interval_s =
+                    median_of_counts(&g.intervals_ms).map(|ms| ms as f64 / 1000.0);
+                g.tally
+            })
+            .collect();
+        out.sort_by(|a, b| a.plate.cmp(&b.plate));
+        out
+    }
+}
+
+/// A vehicle's tally while its windows are appended: the time between consecutive
+/// fixes is counted by value, for an exact median in little memory.
+struct GrowingTally {
+    tally: VehicleTally,
+    intervals_ms: BTreeMap<i64, u64>,
+    last_ms: Option<i64>,
+}
+
+/// The median of values counted by value (the lower middle one of an even count).
+fn median_of_counts(counts: &BTreeMap<i64, u64>) -> Option<i64> {
+    let n: u64 = counts.values().sum();
+    if n == 0 {
+        return None;
+    }
+    let middle = n / 2;
+    let mut seen = 0;
+    for (&value, &count) in counts {
+        seen += count;
+        if seen > middle {
+            return Some(value);
+        }
+    }
+    None
 }
 
 /// The fixes already stored at the instants of one vehicle's rows (in time order),
@@ -653,11 +722,23 @@ fn stored_at_instants(
 }
 
 /// Settles and appends one vehicle's rows, here and now (streamed input).
-fn settle_now(importer: &Importer, books: &mut Books, rows: Vec<Staged>) -> Result<()> {
+/// Settles and appends one window of a vehicle's rows, here and now, after the
+/// window `carry` comes from; returns the carry for its next window.
+fn settle_now(
+    importer: &Importer,
+    books: &mut Books,
+    rows: Vec<Staged>,
+    carry: settle::Carry,
+    last: bool,
+) -> Result<settle::Carry> {
     let vehicle_id = rows[0].fix.vehicle_id;
     let stored = stored_at_instants(importer, &books.added, &rows)?;
-    let settled = settle_against(rows, &stored, books.teleport_kmh)?;
-    books.append(importer, vehicle_id, settled)
+    let (settled, carry) =
+        settle::settle_window(rows, carry, last, books.teleport_kmh, &mut |ts, ms| {
+            Ok(stored.get(&(ts, ms)).copied())
+        })?;
+    books.append(importer, vehicle_id, settled)?;
+    Ok(carry)
 }
 
 /// Settles one vehicle's rows against what is stored at their instants.
@@ -872,7 +953,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
             plates: HashMap::new(),
             books: Books {
                 files: Vec::new(),
-                vehicles: Vec::new(),
+                growing: HashMap::new(),
                 touched: Vec::new(),
                 plate_of: HashMap::new(),
                 added: HashSet::new(),
@@ -909,48 +990,72 @@ impl<'c, 'r> Ingest<'c, 'r> {
             ..
         } = self;
         match order {
-            Order::Stream { group, .. } => {
-                if !group.is_empty() {
-                    settle_now(&importer, &mut books, group)?;
+            Order::Stream {
+                mut group, carry, ..
+            } => {
+                if !group.rows.is_empty() {
+                    settle_now(&importer, &mut books, group.take(), *carry, true)?;
                 }
             }
             Order::Sort(mut sorter) => {
                 let vehicles = plates.len().max(1);
-                let mut done = 0usize;
+                let done = std::cell::Cell::new(0usize);
+                let progress = std::cell::RefCell::new(progress);
+                let vehicle_done = || {
+                    (progress.borrow_mut())(done.get() as f64 / vehicles as f64);
+                    done.set(done.get() + 1);
+                };
                 let added = books.added.clone();
                 let teleport_kmh = books.teleport_kmh;
-                // Each vehicle's rows are merged here, settled on every core (with the
-                // fixes already stored at their instants, read here), and appended here.
+                let books_cell = std::cell::RefCell::new(&mut books);
+                // A vehicle that fits in one window is merged here, settled on every
+                // core (with the fixes already stored at its rows' instants, read
+                // here) and appended here; a larger one is settled here, window after
+                // window, each carrying what the next needs.
                 type Job = (Vec<Staged>, HashMap<(i64, i64), (f64, f64)>);
                 let work = |(rows, stored): Job| {
                     let vehicle_id = rows[0].fix.vehicle_id;
                     settle_against(rows, &stored, teleport_kmh).map(|s| (vehicle_id, s))
                 };
+                let mut carry = settle::Carry::default();
                 crate::parallel::map_in_order(
                     &work,
                     &mut |submit| {
-                        sorter.for_each_vehicle(&mut |rows| {
+                        sorter.for_each_window(&mut |rows, first, last| {
                             let stored = stored_at_instants(&importer, &added, &rows)?;
-                            submit((rows, stored))
+                            if first && last {
+                                return submit((rows, stored));
+                            }
+                            let vehicle_id = rows[0].fix.vehicle_id;
+                            let (settled, next) = settle::settle_window(
+                                rows,
+                                std::mem::take(&mut carry),
+                                last,
+                                teleport_kmh,
+                                &mut |ts, ms| Ok(stored.get(&(ts, ms)).copied()),
+                            )?;
+                            carry = next;
+                            books_cell
+                                .borrow_mut()
+                                .append(&importer, vehicle_id, settled)?;
+                            if last {
+                                vehicle_done();
+                            }
+                            Ok(())
                         })
                     },
                     &mut |outcome| {
                         let (vehicle_id, settled) = outcome?;
-                        progress(done as f64 / vehicles as f64);
-                        done += 1;
-                        books.append(&importer, vehicle_id, settled)
+                        vehicle_done();
+                        books_cell
+                            .borrow_mut()
+                            .append(&importer, vehicle_id, settled)
                     },
                 )?;
             }
         }
-        let Books {
-            files,
-            mut vehicles,
-            touched,
-            ..
-        } = books;
-        vehicles.sort_by(|a, b| a.plate.cmp(&b.plate));
-        Ok((files, vehicles, touched))
+        let vehicles = books.vehicle_tallies();
+        Ok((books.files, vehicles, books.touched))
     }
 }
 
@@ -989,257 +1094,6 @@ fn parse_bool(text: &str) -> Option<bool> {
         Some(false)
     } else {
         None
-    }
-}
-
-/// The median time between consecutive rows, seconds (None for a lone row).
-fn median_interval_s(rows: &[Staged]) -> Option<f64> {
-    let mut intervals: Vec<i64> = rows
-        .windows(2)
-        .map(|w| millis(&w[1]) - millis(&w[0]))
-        .collect();
-    let middle = intervals.len() / 2;
-    (!intervals.is_empty()).then(|| *intervals.select_nth_unstable(middle).1 as f64 / 1000.0)
-}
-
-fn millis(s: &Staged) -> i64 {
-    s.fix.ts * 1000 + s.ts_ms
-}
-
-fn same_place(a: &Fix, lat: f64, lon: f64) -> bool {
-    (a.lat - lat).abs() < SAME_PLACE_DEG && (a.lon - lon).abs() < SAME_PLACE_DEG
-}
-
-/// One vehicle's staged rows after the checks that need their neighbours.
-pub struct Settled {
-    /// Rows to append, in time order, missing speeds derived.
-    pub kept: Vec<Staged>,
-    /// Rows rejected, with the reason and what they clashed with.
-    pub rejected: Vec<(Staged, RejectReason, String)>,
-}
-
-/// Settles one vehicle's staged rows (in time order): duplicates first, then jumps,
-/// then derived speeds. The outcome does not depend on the order rows came in.
-///
-/// - Rows at one instant with one place are one fix: the one kept is chosen by its
-///   values, never by its position in the file; the others are exact duplicates.
-/// - Rows at one instant with different places all go (conflicting duplicates): the
-///   data cannot say which is right. A stored fix at that instant wins over any row.
-/// - A row whose distance from the previous kept fix implies over 250 km/h (and over
-///   50 m, above GPS noise) is an impossible jump.
-/// - A missing speed is the distance between the neighbouring kept fixes over their
-///   time apart (one-sided at the ends; 0 for a lone fix), marked derived.
-pub fn settle_vehicle(
-    rows: Vec<Staged>,
-    teleport_kmh: f64,
-    stored_at: &mut dyn FnMut(i64, i64) -> Result<Option<(f64, f64)>>,
-) -> Result<Settled> {
-    use RejectReason as R;
-    let mut kept: Vec<Staged> = Vec::with_capacity(rows.len());
-    let mut rejected = Vec::new();
-    let rows = place_repeated_times(rows, &mut rejected);
-    let mut rows = rows.into_iter().peekable();
-    // The rows at one instant; one buffer for every instant (most hold one row).
-    let mut group: Vec<Staged> = Vec::new();
-    while let Some(first) = rows.next() {
-        group.clear();
-        group.push(first);
-        while let Some(next) = rows.next_if(|r| millis(r) == millis(&group[0])) {
-            group.push(next);
-        }
-        let (ts, ms) = (group[0].fix.ts, group[0].ts_ms);
-        if let Some((lat, lon)) = stored_at(ts, ms)? {
-            for s in group.drain(..) {
-                let reason = if same_place(&s.fix, lat, lon) {
-                    R::AlreadyStored
-                } else {
-                    R::ConflictingDuplicate
-                };
-                rejected.push((s, reason, format!("stored fix at {lat}, {lon}")));
-            }
-            continue;
-        }
-        let (lat, lon) = (group[0].fix.lat, group[0].fix.lon);
-        if group.iter().any(|s| !same_place(&s.fix, lat, lon)) {
-            let n = group.len();
-            for s in group.drain(..) {
-                rejected.push((
-                    s,
-                    R::ConflictingDuplicate,
-                    format!("{n} rows at this instant, in different places"),
-                ));
-            }
-            continue;
-        }
-        // One place: keep the row with the most information, ties broken by value.
-        group.sort_by(|a, b| {
-            let key = |s: &Staged| {
-                (!s.fix.speed_derived as u8
-                    + s.fix.heading_deg.is_some() as u8
-                    + s.fix.ignition.is_some() as u8
-                    + s.fix.odometer_km.is_some() as u8,)
-            };
-            key(b)
-                .cmp(&key(a))
-                .then(b.fix.speed_kmh.total_cmp(&a.fix.speed_kmh))
-                .then(
-                    b.fix
-                        .heading_deg
-                        .unwrap_or(-1.0)
-                        .total_cmp(&a.fix.heading_deg.unwrap_or(-1.0)),
-                )
-                .then(b.fix.ignition.cmp(&a.fix.ignition))
-                .then(
-                    b.fix
-                        .odometer_km
-                        .unwrap_or(-1.0)
-                        .total_cmp(&a.fix.odometer_km.unwrap_or(-1.0)),
-                )
-        });
-        let mut same = group.drain(..);
-        let keep = same.next().expect("a group has a row");
-        for s in same {
-            let detail = format!("same as line {}", keep.line);
-            rejected.push((s, R::ExactDuplicate, detail));
-        }
-        if let Some(prev) = kept.last()
-            && could_be_jump(prev, &keep, teleport_kmh)
-        {
-            let d_m = haversine_m(
-                LatLon::new(prev.fix.lat, prev.fix.lon),
-                LatLon::new(keep.fix.lat, keep.fix.lon),
-            );
-            let dt_s = (millis(&keep) - millis(prev)) as f64 / 1000.0;
-            let kmh = d_m / dt_s * 3.6;
-            if crate::analyze::is_jump(d_m, dt_s, teleport_kmh) {
-                let detail = format!(
-                    "{:.1} km in {dt_s:.0} s ({kmh:.0} km/h) from line {}",
-                    d_m / 1000.0,
-                    prev.line
-                );
-                rejected.push((keep, R::ImpossibleJump, detail));
-                continue;
-            }
-        }
-        kept.push(keep);
-    }
-    derive_speeds(&mut kept);
-    Ok(Settled { kept, rejected })
-}
-
-/// Places one vehicle's naive local times of the hour the clocks repeated (the night
-/// they go back), staged at their first occurrence, one night at a time: read in the
-/// order the vehicle's rows were written, a stream that steps back by no more than
-/// the shift, once, has crossed into the second occurrence, and its rows from there
-/// on are moved to it. A row with the time and place of one read before it (sent
-/// twice) is no step. A vehicle whose repeated times of a night never step back, or
-/// step back more than once or by more than the shift, says nothing of which
-/// occurrence they are: those rows are rejected as `ambiguous_local_time`, never
-/// silently shifted. Returns the rows in settling order.
-fn place_repeated_times(
-    mut rows: Vec<Staged>,
-    rejected: &mut Vec<(Staged, RejectReason, String)>,
-) -> Vec<Staged> {
-    if rows.iter().all(|s| s.repeated_later_by_s == 0) {
-        return rows;
-    }
-    // The repeated rows, by night: a night's lie within one shift of each other,
-    // nights months apart.
-    let mut repeated: Vec<usize> = (0..rows.len())
-        .filter(|&k| rows[k].repeated_later_by_s != 0)
-        .collect();
-    repeated.sort_by_key(|&k| rows[k].fix.ts);
-    let mut nights: Vec<Vec<usize>> = Vec::new();
-    for k in repeated {
-        match nights.last_mut() {
-            Some(night) if rows[k].fix.ts - rows[night[0]].fix.ts <= 86_400 => night.push(k),
-            _ => nights.push(vec![k]),
-        }
-    }
-    let mut out_of: Vec<bool> = vec![false; rows.len()];
-    for mut night in nights {
-        night.sort_by_key(|&k| (rows[k].file_index, rows[k].line));
-        let mut steps_back = Vec::new();
-        let mut disorder = false;
-        let mut high = i64::MIN;
-        let mut seen: HashSet<(i64, u64, u64)> = HashSet::new();
-        for (n, &k) in night.iter().enumerate() {
-            let s = &rows[k];
-            let t = millis(s);
-            if !seen.insert((t, s.fix.lat.to_bits(), s.fix.lon.to_bits())) {
-                continue;
-            }
-            if t < high {
-                if high - t <= s.repeated_later_by_s * 1000 {
-                    steps_back.push(n);
-                } else {
-                    disorder = true;
-                }
-            }
-            high = t;
-        }
-        let second_from = match (steps_back.as_slice(), disorder) {
-            ([n], false) => Some(*n),
-            _ => None,
-        };
-        for (n, &k) in night.iter().enumerate() {
-            let s = &mut rows[k];
-            match second_from {
-                Some(from) => {
-                    if n >= from {
-                        s.fix.ts += s.repeated_later_by_s;
-                    }
-                    s.repeated_later_by_s = 0;
-                }
-                None => out_of[k] = true,
-            }
-        }
-    }
-    let mut kept = Vec::with_capacity(rows.len());
-    for (k, s) in rows.into_iter().enumerate() {
-        if out_of[k] {
-            let detail = format!(
-                "local time occurs twice (the clocks went back {} min) and this vehicle's rows do not say which: give times with their offset",
-                s.repeated_later_by_s / 60
-            );
-            rejected.push((s, RejectReason::AmbiguousLocalTime, detail));
-        } else {
-            kept.push(s);
-        }
-    }
-    kept.sort_by_key(sort::order_key);
-    kept
-}
-
-/// False when `b` is surely no impossible jump from `a`, decided without
-/// trigonometry from an upper bound of their distance: along the meridian, then
-/// along a parallel, no shorter than the great circle and at most the radius times
-/// |Δlat| + |Δlon| in radians. Only the rest need [`haversine_m`].
-fn could_be_jump(a: &Staged, b: &Staged, teleport_kmh: f64) -> bool {
-    let bound_m = crate::geo::EARTH_RADIUS_M
-        * ((a.fix.lat - b.fix.lat).abs() + (a.fix.lon - b.fix.lon).abs()).to_radians();
-    let dt_s = (millis(b) - millis(a)) as f64 / 1000.0;
-    // A small margin over the bound, for rounding in either formula.
-    crate::analyze::is_jump(bound_m * 1.001, dt_s, teleport_kmh)
-}
-
-fn derive_speeds(kept: &mut [Staged]) {
-    for i in 0..kept.len() {
-        if !kept[i].fix.speed_derived {
-            continue;
-        }
-        let a = i.saturating_sub(1);
-        let b = (i + 1).min(kept.len() - 1);
-        let dt_s = (millis(&kept[b]) - millis(&kept[a])) as f64 / 1000.0;
-        kept[i].fix.speed_kmh = if dt_s > 0.0 {
-            let d_m = haversine_m(
-                LatLon::new(kept[a].fix.lat, kept[a].fix.lon),
-                LatLon::new(kept[b].fix.lat, kept[b].fix.lon),
-            );
-            (d_m / dt_s * 3.6 * 10.0).round() / 10.0
-        } else {
-            0.0
-        };
     }
 }
 
@@ -1290,7 +1144,8 @@ pub fn import(
             wall_now: opts.wall_now,
         };
         let stream = Order::Stream {
-            group: Vec::new(),
+            group: settle::Window::default(),
+            carry: Box::default(),
             done: HashSet::new(),
             broken: false,
         };
@@ -1408,7 +1263,9 @@ fn units_or_refuse(files: &[FileTally]) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::settle::could_be_jump;
     use super::*;
+    use crate::geo::{LatLon, haversine_m};
 
     fn staged(line: u64, ts: i64, lat: f64, lon: f64, speed: Option<f64>) -> Staged {
         Staged {

@@ -5,6 +5,7 @@
 //! bounded amount of it, and rows are written once to the spill and read once back,
 //! with no index to maintain.
 
+use super::settle::Window;
 use crate::error::{Error, Result};
 use crate::model::Fix;
 use crate::store::import::Staged;
@@ -72,60 +73,66 @@ impl Sorter {
         w.flush().map_err(|e| Error::io(&path, e))
     }
 
-    /// Hands each vehicle's rows, in time order, to `each`, vehicle after vehicle.
-    pub fn for_each_vehicle(
+    /// Hands each vehicle's rows, in time order, to `each`, vehicle after vehicle, in
+    /// windows (see [`Window`]): `each(rows, first, last)` says whether the window is
+    /// its vehicle's first and last.
+    pub fn for_each_window(
         &mut self,
-        each: &mut dyn FnMut(Vec<Staged>) -> Result<()>,
+        each: &mut dyn FnMut(Vec<Staged>, bool, bool) -> Result<()>,
     ) -> Result<()> {
+        let mut window = Window::default();
+        let mut first = true;
+        let mut next_row = |row: Staged, window: &mut Window| -> Result<()> {
+            match window.rows.last() {
+                Some(last) if last.fix.vehicle_id != row.fix.vehicle_id => {
+                    each(window.take(), first, true)?;
+                    first = true;
+                }
+                Some(_) if window.full_before(&row) => {
+                    each(window.take(), first, false)?;
+                    first = false;
+                }
+                _ => {}
+            }
+            window.push(row);
+            Ok(())
+        };
         if self.runs.is_empty() {
             let mut rows = std::mem::take(&mut self.rows);
             rows.sort_unstable_by_key(order_key);
-            let mut rows = rows.into_iter().peekable();
-            while let Some(first) = rows.next() {
-                let id = first.fix.vehicle_id;
-                let mut group = vec![first];
-                while let Some(next) = rows.next_if(|r| r.fix.vehicle_id == id) {
-                    group.push(next);
+            for row in rows {
+                next_row(row, &mut window)?;
+            }
+        } else {
+            if !self.rows.is_empty() {
+                self.spill()?;
+            }
+            let mut readers = Vec::with_capacity(self.runs.len());
+            for path in &self.runs {
+                let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+                readers.push((path.clone(), BufReader::with_capacity(1 << 20, file)));
+            }
+            let mut heap = BinaryHeap::new();
+            let mut heads: Vec<Option<Staged>> = Vec::with_capacity(readers.len());
+            for (i, (path, r)) in readers.iter_mut().enumerate() {
+                let head = read_one(r).map_err(|e| Error::io(path, e))?;
+                if let Some(h) = &head {
+                    heap.push(Reverse((order_key(h), i)));
                 }
-                each(group)?;
+                heads.push(head);
             }
-            return Ok(());
-        }
-        if !self.rows.is_empty() {
-            self.spill()?;
-        }
-        let mut readers = Vec::with_capacity(self.runs.len());
-        for path in &self.runs {
-            let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-            readers.push((path.clone(), BufReader::with_capacity(1 << 20, file)));
-        }
-        let mut heap = BinaryHeap::new();
-        let mut heads: Vec<Option<Staged>> = Vec::with_capacity(readers.len());
-        for (i, (path, r)) in readers.iter_mut().enumerate() {
-            let head = read_one(r).map_err(|e| Error::io(path, e))?;
-            if let Some(h) = &head {
-                heap.push(Reverse((order_key(h), i)));
+            while let Some(Reverse((_, i))) = heap.pop() {
+                let row = heads[i].take().expect("a run in the heap has a head");
+                let (path, r) = &mut readers[i];
+                heads[i] = read_one(r).map_err(|e| Error::io(path, e))?;
+                if let Some(h) = &heads[i] {
+                    heap.push(Reverse((order_key(h), i)));
+                }
+                next_row(row, &mut window)?;
             }
-            heads.push(head);
         }
-        let mut group: Vec<Staged> = Vec::new();
-        while let Some(Reverse((_, i))) = heap.pop() {
-            let row = heads[i].take().expect("a run in the heap has a head");
-            let (path, r) = &mut readers[i];
-            heads[i] = read_one(r).map_err(|e| Error::io(path, e))?;
-            if let Some(h) = &heads[i] {
-                heap.push(Reverse((order_key(h), i)));
-            }
-            if group
-                .last()
-                .is_some_and(|g| g.fix.vehicle_id != row.fix.vehicle_id)
-            {
-                each(std::mem::take(&mut group))?;
-            }
-            group.push(row);
-        }
-        if !group.is_empty() {
-            each(group)?;
+        if !window.rows.is_empty() {
+            each(window.take(), first, true)?;
         }
         Ok(())
     }
@@ -242,7 +249,7 @@ mod tests {
         }
         let runs = s.runs.len();
         let mut out = Vec::new();
-        s.for_each_vehicle(&mut |g| {
+        s.for_each_window(&mut |g, _, _| {
             out.push(g);
             Ok(())
         })
