@@ -10,8 +10,10 @@ use std::sync::{Arc, Mutex, mpsc};
 pub type Submit<'s, J> = dyn FnMut(J) -> Result<()> + 's;
 
 /// Runs `work` over the jobs `feed` submits, on up to eight worker threads (one per
-/// core), and gives each result to `take` in submission order. At most two jobs per
-/// worker wait in line, so memory stays flat however many jobs there are.
+/// core), and gives each result to `take` in submission order. At most four jobs per
+/// worker are in flight (waiting, running, or done and waiting for an earlier one to
+/// be taken), so memory stays flat however many jobs there are and however slow one
+/// of them is.
 pub fn map_in_order<J: Send, R: Send>(
     work: &(dyn Fn(J) -> R + Sync),
     feed: &mut dyn FnMut(&mut Submit<J>) -> Result<()>,
@@ -56,18 +58,26 @@ pub fn map_in_order_on<J: Send, R: Send>(
         }
         drop(done_tx);
         let mut waiting = std::collections::BTreeMap::new();
-        let mut next = 0usize;
+        // Results taken so far: jobs in flight are those submitted and not yet taken.
+        let next = std::cell::Cell::new(0usize);
         let mut arrived = |seq: usize, r: R| -> Result<()> {
             waiting.insert(seq, r);
-            while let Some(r) = waiting.remove(&next) {
+            while let Some(r) = waiting.remove(&next.get()) {
                 take(r)?;
-                next += 1;
+                next.set(next.get() + 1);
             }
             Ok(())
         };
         let mut submitted = 0usize;
+        let max_in_flight = workers * 4;
         let stopped = || Error::internal("a worker thread stopped");
         let fed = feed(&mut |job| {
+            // A slow job holds back the results after it: wait for it rather than let
+            // them pile up.
+            while submitted - next.get() >= max_in_flight {
+                let (seq, r) = done_rx.recv().map_err(|_| stopped())?;
+                arrived(seq, r)?;
+            }
             let mut job = (submitted, job);
             // While the line is full, this thread takes results rather than wait idle.
             while let Err(refused) = job_tx.try_send(job) {
@@ -115,6 +125,45 @@ mod tests {
         .unwrap();
         let expected: Vec<u64> = (0..1000u64).rev().map(|n| n * n).collect();
         assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn a_slow_job_never_lets_results_pile_up_behind_it() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let workers = 2;
+        let cap = workers * 4;
+        let submitted = AtomicUsize::new(0);
+        let mut taken = 0usize;
+        let mut most_ahead = 0usize;
+        map_in_order_on(
+            workers,
+            &|n: usize| {
+                // Job 0 is slow: it ends only once the feeder has as many jobs in
+                // flight as it may have (the jobs after it done meanwhile).
+                while n == 0 && submitted.load(Ordering::SeqCst) < cap {
+                    std::thread::yield_now();
+                }
+                n
+            },
+            &mut |submit| {
+                for n in 0..200 {
+                    submit(n)?;
+                    submitted.fetch_add(1, Ordering::SeqCst);
+                }
+                Ok(())
+            },
+            &mut |_| {
+                taken += 1;
+                most_ahead = most_ahead.max(submitted.load(Ordering::SeqCst) + 1 - taken);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(taken, 200);
+        assert!(
+            most_ahead <= cap + 1,
+            "{most_ahead} results waited on one slow job"
+        );
     }
 
     #[test]
