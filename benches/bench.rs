@@ -28,6 +28,11 @@ fn main() {
     let quick = std::env::var_os("FLEETCTL_BENCH_QUICK").is_some();
     let dir = std::env::temp_dir().join(format!("fleetctl-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
+    if std::env::var("FLEETCTL_BENCH_ONLY").as_deref() == Ok("import-memory") {
+        bench_import_memory(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
     if std::env::var("FLEETCTL_BENCH_ONLY").as_deref() == Ok("pages") {
         bench_pages(&dir);
         let _ = std::fs::remove_dir_all(&dir);
@@ -71,6 +76,10 @@ fn main() {
 
     println!();
     bench_import(&dir, quick);
+    if !quick {
+        println!();
+        bench_import_memory(&dir);
+    }
 
     println!();
     println!("export (in a child process: read, columns, encode, write)");
@@ -1065,4 +1074,103 @@ fn bench_pages(dir: &Path) {
             if worst <= 50.0 { "met" } else { "MISSED" }
         );
     }
+}
+
+/// Peak memory of importing one tracker's long history (30 M fixes, one a second, in
+/// one CSV) and a Traccar JSON export of 1 M positions: the files are written here,
+/// then each imported into a new database in a child process.
+fn bench_import_memory(dir: &Path) {
+    use std::io::Write;
+    println!(
+        "import memory (in a child process: one vehicle's 30 M-row CSV, a 1 M-position Traccar JSON)"
+    );
+    // A car driving loops around Guatemala City, a fix a second, from 2025-01-01.
+    let start_ts = 1_735_711_200i64;
+    let point = |i: i64| {
+        let angle = (i % 3600) as f64 / 3600.0 * std::f64::consts::TAU;
+        (14.62 + 0.02 * angle.sin(), -90.52 + 0.02 * angle.cos())
+    };
+    let csv_path = dir.join("one-tracker.csv");
+    let rows = 30_000_000i64;
+    {
+        let mut csv = std::io::BufWriter::with_capacity(
+            1 << 20,
+            std::fs::File::create(&csv_path).expect("csv"),
+        );
+        writeln!(csv, "plate,ts,lat,lon,speed_kmh").unwrap();
+        for i in 0..rows {
+            let (lat, lon) = point(i);
+            writeln!(csv, "P-100AAA,{},{lat:.6},{lon:.6},46.0", start_ts + i).unwrap();
+        }
+        csv.flush().unwrap();
+    }
+    let json_path = dir.join("traccar.json");
+    let positions = 1_000_000i64;
+    {
+        let mut json = std::io::BufWriter::with_capacity(
+            1 << 20,
+            std::fs::File::create(&json_path).expect("json"),
+        );
+        write!(json, "[").unwrap();
+        for i in 0..positions {
+            let (lat, lon) = point(i * 15);
+            let device = 1 + i % 20;
+            let ts = start_ts + (i / 20) * 15;
+            let sep = if i == 0 { "" } else { "," };
+            write!(
+                json,
+                "{sep}{{\"id\":{},\"deviceId\":{device},\"protocol\":\"osmand\",\"fixTime\":\"{}\",\"valid\":true,\"latitude\":{lat:.6},\"longitude\":{lon:.6},\"altitude\":1500.0,\"speed\":24.8,\"course\":90.0,\"attributes\":{{\"ignition\":true,\"motion\":true}}}}",
+                i + 1,
+                iso_utc(ts)
+            )
+            .unwrap();
+        }
+        write!(json, "]").unwrap();
+        json.flush().unwrap();
+    }
+    let mib = |p: &Path| std::fs::metadata(p).map_or(0.0, |m| m.len() as f64 / 1048576.0);
+    for (label, file, n) in [
+        ("CSV, one vehicle", &csv_path, rows),
+        ("Traccar JSON", &json_path, positions),
+    ] {
+        let db = dir.join("import-memory.db");
+        let _ = std::fs::remove_file(&db);
+        let size_mib = mib(file);
+        let (import_s, analyze_s, imported, peak) = import_in_child(&db, file);
+        let _ = std::fs::remove_file(&db);
+        let _ = std::fs::remove_file(file);
+        let verdict = if peak <= 1024.0 && imported as i64 == n {
+            "met"
+        } else {
+            "MISSED"
+        };
+        println!(
+            "  {label:<17} {:>12} rows ({:.0} MiB): imported {}, import {import_s:.1} s, detection {analyze_s:.1} s, peak {peak:.0} MiB  (target ≤ 1 GB: {verdict})",
+            fleetctl::render::thousands(n as u64),
+            size_mib,
+            fleetctl::render::thousands(imported as u64),
+        );
+    }
+}
+
+/// `ts` as `YYYY-MM-DDTHH:MM:SSZ`.
+fn iso_utc(ts: i64) -> String {
+    let days = ts.div_euclid(86_400);
+    let secs = ts.rem_euclid(86_400);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
 }

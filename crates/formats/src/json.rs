@@ -69,23 +69,102 @@ fn object_row(
     Ok((row, Some(map)))
 }
 
-/// Traccar's `/api/positions` answer (or any JSON array of position objects).
+/// Traccar's `/api/positions` answer (or any JSON array of position objects), read
+/// one position at a time: memory holds one position, however long the array.
 pub(crate) fn read_traccar(src: &mut Source) -> Result<()> {
-    let Value::Array(items) = load(src)? else {
-        return Err(src.bad("not a JSON array of positions"));
-    };
-    for (i, item) in items.iter().enumerate() {
-        let record = i as u64 + 1;
+    let file = std::fs::File::open(src.path).map_err(|e| Error::io(src.path, e))?;
+    let size = file.metadata().map_or(0, |m| m.len()).max(1);
+    let read = std::rc::Rc::new(std::cell::Cell::new(0u64));
+    let reader = std::io::BufReader::with_capacity(
+        1 << 20,
+        Counted {
+            inner: file,
+            read: read.clone(),
+        },
+    );
+    let mut record = 0u64;
+    let mut failed = None;
+    let mut each = |item: Value| -> Result<()> {
+        record += 1;
+        if record % 4096 == 0 {
+            (src.progress)(read.get() as f64 / size as f64);
+        }
         let Value::Object(obj) = item else {
-            src.ingest
-                .malformed(src.file, record, "not a JSON object".to_string())?;
-            continue;
+            return src
+                .ingest
+                .malformed(src.file, record, "not a JSON object".to_string());
         };
-        let (row, map) = object_row(src, record, obj)?;
+        let (row, map) = object_row(src, record, &obj)?;
         let units = src.units(map.as_ref());
-        src.row(&row, &units)?;
+        src.row(&row, &units)
+    };
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let streamed = serde::de::DeserializeSeed::deserialize(
+        Elements {
+            each: &mut each,
+            failed: &mut failed,
+        },
+        &mut de,
+    )
+    .and_then(|()| de.end());
+    match (failed, streamed) {
+        (Some(e), _) => Err(e),
+        (None, Ok(())) => Ok(()),
+        (None, Err(e)) if e.is_data() && e.to_string().contains("expected a JSON array") => {
+            Err(src.bad("not a JSON array of positions"))
+        }
+        (None, Err(e)) => Err(src.bad(format!("not readable as JSON: {e}"))),
     }
-    Ok(())
+}
+
+/// A reader that counts the bytes it has given (for progress).
+struct Counted<R> {
+    inner: R,
+    read: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl<R: std::io::Read> std::io::Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.set(self.read.get() + n as u64);
+        Ok(n)
+    }
+}
+
+/// A JSON array taken one element at a time: each is handed to `each` as soon as it
+/// is read. An error there stops the reading and is kept in `failed`.
+struct Elements<'a> {
+    each: &'a mut dyn FnMut(Value) -> Result<()>,
+    failed: &'a mut Option<Error>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Elements<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Elements<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON array of positions")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<(), A::Error> {
+        while let Some(item) = seq.next_element::<Value>()? {
+            if let Err(e) = (self.each)(item) {
+                *self.failed = Some(e);
+                return Err(serde::de::Error::custom("stopped"));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A GeoJSON FeatureCollection (or one Feature).
