@@ -118,13 +118,10 @@ impl Writer {
         };
         // No foreign-key lookup per row (the bundled SQLite enforces them by default):
         // a new database's rows take their vehicle ids from its own vehicles table,
-        // written by the same program. It cost about 0.5 s of 6.5 in appending 10 M
-        // imported rows (2026-12-03).
-        // 16 KiB pages (set before the first table): appending 10 M positions in key
-        // order took 3.4–4.5 s against 4.2–5.1 s with SQLite's default 4 KiB, on this
-        // 2-core machine. Not 64 KiB, though it appends a little faster still: on
-        // 1000 vehicles × 30 days it made geofence_report 6–7 times slower (67–71 ms
-        // against 9–11 ms) and trips 1.5–2 times, where 16 KiB pages read as 4 KiB do.
+        // written by the same program. 16 KiB pages (set before the first table)
+        // append faster than SQLite's default 4 KiB and read as fast; 64 KiB pages
+        // append faster still but slow the range reports down. The README's "Where an
+        // import's time goes" gives the measurements behind both.
         w.conn
             .execute_batch(
                 &format!("PRAGMA page_size = 16384; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536; PRAGMA foreign_keys = OFF; PRAGMA application_id = {APPLICATION_ID};"),
