@@ -86,7 +86,7 @@ pub(crate) fn read_traccar(src: &mut Source) -> Result<()> {
     let mut failed = None;
     let mut each = |item: Value| -> Result<()> {
         record += 1;
-        if record % 4096 == 0 {
+        if record.is_multiple_of(4096) {
             (src.progress)(read.get() as f64 / size as f64);
         }
         let Value::Object(obj) = item else {

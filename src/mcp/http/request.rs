@@ -1,0 +1,484 @@
+//! One HTTP request, step by step: the `Host` check, the answers that need no token,
+//! the token, the route, the body within the shared budget, then a worker. Each step
+//! either lets the request go on or is its answer.
+
+use super::policy::{self, FailureLog};
+use super::worker::{Job, Reply};
+use super::{Conn, MAX_BODY_BYTES, Shared, Task};
+use crate::error::{Error, ErrorCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response, StatusCode};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::TrySendError;
+use std::time::Instant;
+
+/// An HTTP answer.
+pub(super) type Answer = Response<Full<Bytes>>;
+
+/// Builds a response; `close` asks hyper to end the connection after it.
+pub(super) fn respond(
+    status: u16,
+    body: Option<Vec<u8>>,
+    headers: &[(&str, String)],
+    close: bool,
+) -> Answer {
+    let mut r = Response::builder()
+        .status(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR));
+    if body.is_some() {
+        r = r.header("Content-Type", "application/json");
+    }
+    for (name, value) in headers {
+        r = r.header(*name, value.as_str());
+    }
+    if close {
+        r = r.header("Connection", "close");
+    }
+    r.body(Full::new(Bytes::from(body.unwrap_or_default())))
+        .unwrap_or_else(|_| {
+            let mut broken = Response::new(Full::new(Bytes::new()));
+            *broken.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            broken
+        })
+}
+
+pub(super) fn error_answer(
+    code: ErrorCode,
+    message: impl Into<String>,
+    headers: &[(&str, String)],
+    close: bool,
+) -> Answer {
+    refuse(&Error::new(code, message), headers, close)
+}
+
+fn refuse(e: &Error, headers: &[(&str, String)], close: bool) -> Answer {
+    respond(
+        e.code.http_status(),
+        Some(e.to_json().to_string().into_bytes()),
+        headers,
+        close,
+    )
+}
+
+fn header<'r>(req: &'r Request<Incoming>, name: &str) -> Option<&'r str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+fn forbidden_origin(origin: &str) -> Answer {
+    error_answer(
+        ErrorCode::Forbidden,
+        format!("origin {origin:?} is not allowed"),
+        &[],
+        true,
+    )
+}
+
+/// Answers one request (the log line is written by the caller). Each step below
+/// either lets the request go on or is its answer (`Err`).
+pub(super) async fn handle(req: Request<Incoming>, conn: &Conn, shared: &Shared) -> Answer {
+    let _in_hand = conn.clock.in_hand();
+    let deadline = conn.clock.take() + shared.request_timeout;
+    match answer(req, conn, shared, deadline).await {
+        Ok(answer) => answer,
+        Err(refused) => *refused,
+    }
+}
+
+/// A request answered before it reached a worker (boxed: a response is large).
+type Refused = Box<Answer>;
+
+async fn answer(
+    req: Request<Incoming>,
+    conn: &Conn,
+    shared: &Shared,
+    deadline: Instant,
+) -> std::result::Result<Answer, Refused> {
+    check_host(
+        req.headers(),
+        req.uri(),
+        req.version(),
+        &conn.local,
+        &shared.allowed_hosts,
+    )?;
+    let cors = policy::cors(
+        header(&req, "origin"),
+        &shared.allowed_origins,
+        req.method() == hyper::Method::OPTIONS,
+    );
+    let token = req.headers().get("authorization").map(|v| v.as_bytes());
+    let token_ok = policy::bearer_matches(token, &shared.token);
+    if token_ok {
+        conn.authenticated.store(true, Ordering::Relaxed);
+    }
+    let anonymous = !conn.authenticated.load(Ordering::Relaxed);
+    if let Some(answer) = open_answer(
+        req.method(),
+        req.uri().path(),
+        &cors,
+        &shared.openapi,
+        anonymous,
+    ) {
+        return Ok(answer);
+    }
+    authenticate(token_ok, conn.ip, &shared.failures)?;
+    let cors = match cors {
+        policy::Cors::Allowed(headers) => headers,
+        policy::Cors::Refused(o) => return Err(Box::new(forbidden_origin(&o))),
+        policy::Cors::NoOrigin => Vec::new(),
+    };
+    let route = route_of(req.method(), req.uri().path(), &cors)?;
+    if policy::body_too_large(header(&req, "content-length"), MAX_BODY_BYTES) {
+        return Err(Box::new(too_large(&cors)));
+    }
+    let protocol_headers: HashMap<String, String> =
+        ["mcp-protocol-version", "mcp-method", "mcp-name"]
+            .into_iter()
+            .filter_map(|n| header(&req, n).map(|v| (n.to_string(), v.to_string())))
+            .collect();
+    let (body, budget) = read_body(req, shared, deadline, &cors).await?;
+    // Bytes that arrived while the body was read belong to this request, not the next.
+    conn.clock.take();
+    let job = match route {
+        None => Job::Mcp {
+            body,
+            headers: protocol_headers,
+        },
+        Some(name) => Job::Tool { name, body },
+    };
+    dispatch(job, budget, shared, &cors).await
+}
+
+/// DNS rebinding: a page on another name must not reach a loopback server. Two Host
+/// headers are a bad request (RFC 9112 §3.2); an absolute URL's authority is the host
+/// the request is for, whatever its Host header says (§3.2.2).
+fn check_host(
+    headers: &hyper::HeaderMap,
+    uri: &hyper::Uri,
+    version: hyper::Version,
+    local: &str,
+    allowed_hosts: &[String],
+) -> std::result::Result<(), Refused> {
+    if headers.get_all("host").iter().count() > 1 {
+        return Err(Box::new(error_answer(
+            ErrorCode::InvalidArgument,
+            "a request has one Host header; this one has several",
+            &[],
+            true,
+        )));
+    }
+    let host = uri
+        .authority()
+        .map(|a| a.as_str())
+        .or_else(|| headers.get("host").and_then(|v| v.to_str().ok()));
+    match host {
+        None if version == hyper::Version::HTTP_11 => Err(Box::new(error_answer(
+            ErrorCode::InvalidArgument,
+            "HTTP/1.1 requests need a Host header",
+            &[],
+            true,
+        ))),
+        Some(h) if !policy::host_allowed(h, local, allowed_hosts) => {
+            let e = Error::new(
+                ErrorCode::Forbidden,
+                format!("host {h:?} is not served here"),
+            )
+            .with_hint("start the server with --allow-host NAME to answer to that name");
+            Err(Box::new(refuse(&e, &[], true)))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The answers that need no token: health, the OpenAPI document and CORS preflights.
+/// Their connection closes unless it has shown a valid token (`anonymous` false),
+/// before or with this request; a wrong one here is no failed attempt, as nothing was
+/// asked that needs it.
+fn open_answer(
+    method: &hyper::Method,
+    path: &str,
+    cors: &policy::Cors,
+    openapi: &Bytes,
+    anonymous: bool,
+) -> Option<Answer> {
+    match (method.as_str(), path) {
+        ("GET", "/healthz") => Some(respond(
+            200,
+            Some(br#"{"status":"ok"}"#.to_vec()),
+            &[],
+            anonymous,
+        )),
+        ("GET", "/openapi.json") => Some(respond(200, Some(openapi.to_vec()), &[], anonymous)),
+        ("OPTIONS", _) => Some(match cors {
+            policy::Cors::Allowed(headers) => respond(204, None, headers, anonymous),
+            policy::Cors::Refused(o) => forbidden_origin(o),
+            policy::Cors::NoOrigin => error_answer(
+                ErrorCode::MethodNotAllowed,
+                "use POST",
+                &[("Allow", "POST".into())],
+                true,
+            ),
+        }),
+        _ => None,
+    }
+}
+
+/// Everything else needs the token: a request without it is a failed attempt, and
+/// too many from one address are refused for a minute.
+fn authenticate(
+    token_ok: bool,
+    ip: IpAddr,
+    failures: &Mutex<FailureLog>,
+) -> std::result::Result<(), Refused> {
+    if token_ok {
+        return Ok(());
+    }
+    let limited = failures
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .fail(ip, Instant::now());
+    Err(Box::new(if limited {
+        error_answer(
+            ErrorCode::RateLimited,
+            "too many failed authentications from this address; wait a minute",
+            &[("Retry-After", "60".into())],
+            true,
+        )
+    } else {
+        error_answer(
+            ErrorCode::Unauthorized,
+            "a valid bearer token is required",
+            &[("WWW-Authenticate", "Bearer realm=\"fleetctl\"".into())],
+            true,
+        )
+    }))
+}
+
+/// Where a POST goes: `/mcp` (None) or one tool's REST twin (its name).
+fn route_of(
+    method: &hyper::Method,
+    path: &str,
+    cors: &[(&str, String)],
+) -> std::result::Result<Option<String>, Refused> {
+    let route = match path {
+        "/mcp" => None,
+        p => match p.strip_prefix("/api/v1/tools/") {
+            Some(name) if !name.is_empty() && !name.contains('/') => Some(name.to_string()),
+            _ => {
+                return Err(Box::new(error_answer(
+                    ErrorCode::NotFound,
+                    format!("no such path {p}"),
+                    cors,
+                    true,
+                )));
+            }
+        },
+    };
+    if method != hyper::Method::POST {
+        return Err(Box::new(error_answer(
+            ErrorCode::MethodNotAllowed,
+            "use POST",
+            &[("Allow", "POST".into())],
+            true,
+        )));
+    }
+    Ok(route)
+}
+
+fn too_large(cors: &[(&str, String)]) -> Answer {
+    error_answer(
+        ErrorCode::TooLarge,
+        format!("request body over {MAX_BODY_BYTES} bytes"),
+        cors,
+        true,
+    )
+}
+
+/// Reads the body by the deadline, within the shared budget: bodies held at once
+/// (being read, queued or run) share one budget, so memory stays bounded whatever the
+/// number of clients. The permit goes with the job to its worker.
+async fn read_body(
+    req: Request<Incoming>,
+    shared: &Shared,
+    deadline: Instant,
+    cors: &[(&str, String)],
+) -> std::result::Result<(Bytes, tokio::sync::OwnedSemaphorePermit), Refused> {
+    let announced = header(&req, "content-length").and_then(|v| v.parse::<usize>().ok());
+    let kib = announced.unwrap_or(MAX_BODY_BYTES).div_ceil(1024).max(1) as u32;
+    let Ok(budget) = shared.body_budget_kib.clone().try_acquire_many_owned(kib) else {
+        return Err(Box::new(error_answer(
+            ErrorCode::Busy,
+            "too many request bodies in hand; retry shortly",
+            &[("Retry-After", "1".into())],
+            true,
+        )));
+    };
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    let read = tokio::time::timeout(
+        remaining,
+        Limited::new(req.into_body(), MAX_BODY_BYTES).collect(),
+    );
+    match read.await {
+        Err(_) => Err(Box::new(error_answer(
+            ErrorCode::Timeout,
+            "request body not received in time",
+            cors,
+            true,
+        ))),
+        Ok(Err(e))
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(Box::new(too_large(cors)))
+        }
+        Ok(Err(_)) => Err(Box::new(error_answer(
+            ErrorCode::InvalidArgument,
+            "the request body could not be read",
+            cors,
+            true,
+        ))),
+        Ok(Ok(collected)) => Ok((collected.to_bytes(), budget)),
+    }
+}
+
+/// Hands the job to a worker (or answers 503 when none can take it) and answers with
+/// its reply.
+async fn dispatch(
+    job: Job,
+    budget: tokio::sync::OwnedSemaphorePermit,
+    shared: &Shared,
+    cors: &[(&str, String)],
+) -> std::result::Result<Answer, Refused> {
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let task = Task {
+        job,
+        reply,
+        _budget: budget,
+    };
+    let reply = match shared.jobs.try_send(task) {
+        Ok(()) => answer
+            .await
+            .unwrap_or_else(|_| Reply::error(&Error::internal("the worker failed"))),
+        Err(TrySendError::Full(_)) => {
+            return Err(Box::new(error_answer(
+                ErrorCode::Busy,
+                "all workers are busy; retry shortly",
+                &[("Retry-After", "1".into())],
+                false,
+            )));
+        }
+        Err(TrySendError::Disconnected(_)) => {
+            return Err(Box::new(error_answer(
+                ErrorCode::Busy,
+                "the server is stopping",
+                &[("Retry-After", "1".into())],
+                true,
+            )));
+        }
+    };
+    let stopping = shared.stopping.load(Ordering::Relaxed);
+    Ok(respond(
+        reply.status,
+        reply.body.map(|b| b.to_string().into_bytes()),
+        cors,
+        stopping,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(uri: &str, hosts: &[&str], version: hyper::Version) -> hyper::http::request::Parts {
+        let mut req = Request::builder().uri(uri).version(version);
+        for h in hosts {
+            req = req.header("host", *h);
+        }
+        req.body(()).unwrap().into_parts().0
+    }
+
+    fn host_status(uri: &str, hosts: &[&str], version: hyper::Version) -> Option<u16> {
+        let p = parts(uri, hosts, version);
+        check_host(&p.headers, &p.uri, p.version, "127.0.0.1:8080", &[])
+            .err()
+            .map(|a| a.status().as_u16())
+    }
+
+    #[test]
+    fn the_host_is_checked_once_and_from_the_url_when_it_has_one() {
+        use hyper::Version;
+        assert_eq!(
+            host_status("/mcp", &["localhost:8080"], Version::HTTP_11),
+            None
+        );
+        assert_eq!(
+            host_status("/mcp", &["evil.example"], Version::HTTP_11),
+            Some(403)
+        );
+        assert_eq!(
+            host_status("/mcp", &["localhost", "evil.example"], Version::HTTP_11),
+            Some(400)
+        );
+        assert_eq!(host_status("/mcp", &[], Version::HTTP_11), Some(400));
+        assert_eq!(host_status("/mcp", &[], Version::HTTP_10), None);
+        // The URL's authority wins over the header.
+        assert_eq!(
+            host_status("http://evil.example/mcp", &["localhost"], Version::HTTP_11),
+            Some(403)
+        );
+    }
+
+    #[test]
+    fn open_answers_close_the_connection_until_a_token_is_shown() {
+        let openapi = Bytes::from_static(b"{}");
+        let get = hyper::Method::GET;
+        let closes = |a: Answer| a.headers().get("connection").is_some();
+        let health = open_answer(&get, "/healthz", &policy::Cors::NoOrigin, &openapi, true);
+        assert!(closes(health.unwrap()));
+        let health = open_answer(&get, "/healthz", &policy::Cors::NoOrigin, &openapi, false);
+        assert!(!closes(health.unwrap()));
+        assert!(open_answer(&get, "/mcp", &policy::Cors::NoOrigin, &openapi, false).is_none());
+        let preflight = open_answer(
+            &hyper::Method::OPTIONS,
+            "/mcp",
+            &policy::Cors::NoOrigin,
+            &openapi,
+            false,
+        );
+        assert_eq!(preflight.unwrap().status().as_u16(), 405);
+    }
+
+    #[test]
+    fn routes_are_mcp_or_one_tool_and_only_post() {
+        let post = hyper::Method::POST;
+        assert_eq!(route_of(&post, "/mcp", &[]).ok(), Some(None));
+        assert_eq!(
+            route_of(&post, "/api/v1/tools/trips", &[]).ok(),
+            Some(Some("trips".to_string()))
+        );
+        let status =
+            |m: &hyper::Method, p: &str| route_of(m, p, &[]).err().map(|a| a.status().as_u16());
+        assert_eq!(status(&post, "/api/v1/tools/"), Some(404));
+        assert_eq!(status(&post, "/api/v1/tools/a/b"), Some(404));
+        assert_eq!(status(&hyper::Method::GET, "/mcp"), Some(405));
+    }
+
+    #[test]
+    fn failed_authentications_are_limited_per_address() {
+        let failures = Mutex::new(FailureLog::default());
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        assert!(authenticate(true, ip, &failures).is_ok());
+        let statuses: Vec<u16> = (0..=policy::MAX_FAILURES)
+            .map(|_| {
+                authenticate(false, ip, &failures)
+                    .unwrap_err()
+                    .status()
+                    .as_u16()
+            })
+            .collect();
+        assert_eq!(statuses[0], 401);
+        assert_eq!(*statuses.last().unwrap(), 429);
+    }
+}
