@@ -55,8 +55,26 @@ fn object_row(
     record: u64,
     obj: &Map<String, Value>,
 ) -> Result<(RawRow, Option<ColumnMap>)> {
+    object_row_with(src, record, obj, &mut None)
+}
+
+/// [`object_row`], reusing the column map of the object before when this one has the
+/// same keys (as every position of an export has).
+fn object_row_with(
+    src: &Source,
+    record: u64,
+    obj: &Map<String, Value>,
+    last: &mut Option<(Vec<String>, ColumnMap)>,
+) -> Result<(RawRow, Option<ColumnMap>)> {
     let (names, values) = flatten(obj);
-    let map = ColumnMap::from_header(&names, &src.opts.map)?;
+    let map = match last {
+        Some((known, map)) if *known == names => map.clone(),
+        _ => {
+            let map = ColumnMap::from_header(&names, &src.opts.map)?;
+            *last = Some((names.clone(), map.clone()));
+            map
+        }
+    };
     let value_of = |name: &str| {
         names
             .iter()
@@ -84,6 +102,7 @@ pub(crate) fn read_traccar(src: &mut Source) -> Result<()> {
     );
     let mut record = 0u64;
     let mut failed = None;
+    let mut last_map = None;
     let mut each = |item: Value| -> Result<()> {
         record += 1;
         if record.is_multiple_of(4096) {
@@ -94,7 +113,7 @@ pub(crate) fn read_traccar(src: &mut Source) -> Result<()> {
                 .ingest
                 .malformed(src.file, record, "not a JSON object".to_string());
         };
-        let (row, map) = object_row(src, record, &obj)?;
+        let (row, map) = object_row_with(src, record, &obj, &mut last_map)?;
         let units = src.units(map.as_ref());
         src.row(&row, &units)
     };
