@@ -170,6 +170,7 @@ CREATE TABLE daily (
     first_ts             INTEGER NOT NULL,
     last_ts              INTEGER NOT NULL,
     signal_losses        INTEGER NOT NULL,
+    events               INTEGER NOT NULL DEFAULT 0,  -- events begun this day, every kind (range totals sum it)
     PRIMARY KEY (vehicle_id, date)
 );
 CREATE INDEX daily_date ON daily (date);

@@ -519,9 +519,7 @@ fn generate(path: PathBuf, args: GenerateArgs) -> Result<()> {
             }
             // The previous schema: brought up to date in place (an import's fleet
             // may live at the default path), never replaced.
-            store::Probe::Fleet { schema_version }
-                if schema_version == store::UPGRADABLE_SCHEMA_VERSION =>
-            {
+            store::Probe::Fleet { schema_version } if store::is_upgradable(schema_version) => {
                 let mut bar = ProgressBar::new("bringing it up to date");
                 crate::pipeline::reanalyze(&opts.path, &|_| {}, &mut |f| bar.set(f))?;
                 bar.finish();

@@ -260,12 +260,36 @@ fn a_database_of_the_previous_schema_is_brought_up_to_date_by_analyze() {
     ]))
     .ok();
     let before = crate::harness::query_json(&db, &["trip", "CAR", "--date", "2020-12-18"]);
-    // Version 4 lacked the odometer verdict's two columns.
+    // Version 5 lacked the daily event count; its analyze adds it.
+    let v5 = dir.join("v5.db");
+    std::fs::copy(&db, &v5).unwrap();
+    rusqlite::Connection::open(&v5)
+        .unwrap()
+        .execute_batch(
+            "ALTER TABLE daily DROP COLUMN events; \
+             UPDATE meta SET value = '5' WHERE key = 'schema_version';",
+        )
+        .unwrap();
+    run(fleetctl(&[
+        "--db",
+        v5.to_str().unwrap(),
+        "query",
+        "trip",
+        "CAR",
+    ]))
+    .fails(4);
+    run(fleetctl(&["--db", v5.to_str().unwrap(), "analyze"])).ok();
+    assert_eq!(
+        crate::harness::query_json(&v5, &["trip", "CAR", "--date", "2020-12-18"]),
+        before
+    );
+    // Version 4 lacked the odometer verdict's two columns as well.
     rusqlite::Connection::open(&db)
         .unwrap()
         .execute_batch(
             "ALTER TABLE trips DROP COLUMN odometer_km; \
              ALTER TABLE daily DROP COLUMN odometer_rejected; \
+             ALTER TABLE daily DROP COLUMN events; \
              UPDATE meta SET value = '4' WHERE key = 'schema_version';",
         )
         .unwrap();
@@ -317,4 +341,27 @@ fn a_database_of_the_previous_schema_is_brought_up_to_date_by_analyze() {
         .query_row("SELECT COUNT(*) FROM positions", [], |r| r.get(0))
         .unwrap();
     assert_eq!(positions, 104, "positions are kept");
+}
+
+/// The range reports' totals are summed from the daily rollups' counts: on the demo
+/// fleet and every real fixture, those counts hold every trip, stop and event (each
+/// begins at a fix, so on a day with data).
+#[test]
+fn the_daily_rollups_count_every_trip_stop_and_event() {
+    let dir = TempDir::new("daily-counts");
+    let mut databases = real_databases(&dir);
+    databases.push(("demo fleet", crate::harness::fixture_db().to_path_buf()));
+    for (name, db) in databases {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        for (table, column) in [("trips", "trips"), ("stops", "stops"), ("events", "events")] {
+            let (rows, summed): (i64, i64) = conn
+                .query_row(
+                    &format!("SELECT (SELECT COUNT(*) FROM {table}), (SELECT COALESCE(SUM({column}), 0) FROM daily)"),
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .unwrap();
+            assert_eq!(summed, rows, "{name}: {table}");
+        }
+    }
 }

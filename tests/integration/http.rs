@@ -14,7 +14,7 @@ const TOKEN: &str = "test-token-0123456789abcdef";
 struct Http {
     child: std::process::Child,
     base: String,
-    log: Option<std::thread::JoinHandle<String>>,
+    log: std::sync::mpsc::Receiver<String>,
 }
 
 impl Http {
@@ -51,23 +51,34 @@ impl Http {
                 break rest.split_whitespace().next().unwrap().to_string();
             }
         };
-        let log = std::thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = stderr.read_to_string(&mut rest);
-            rest
+        // The log, line by line, as the server writes it (its lines are written by a
+        // thread of their own, after the answers they describe may have gone out).
+        let (lines, log) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
         });
-        Http {
-            child,
-            base,
-            log: Some(log),
-        }
+        Http { child, base, log }
     }
 
-    /// Stops the server and returns everything it logged.
-    fn stop_and_read_log(mut self) -> String {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.log.take().unwrap().join().unwrap()
+    /// The server's log from here up to the first line holding `needle`; 60 s is a
+    /// deadline for a hung server only.
+    fn log_until(&self, needle: &str) -> String {
+        let mut out = String::new();
+        loop {
+            let line = self
+                .log
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("no log line with {needle:?} after:\n{out}"));
+            out.push_str(&line);
+            out.push('\n');
+            if line.contains(needle) {
+                return out;
+            }
+        }
     }
 
     fn start() -> Http {
@@ -186,11 +197,8 @@ fn authentication_comes_before_the_body_is_read() {
     // The token never reaches the logs.
     let (status, _) = h.post("/mcp", &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}), &[]);
     assert_eq!(status, 200);
-    let log = h.stop_and_read_log();
-    assert!(
-        log.contains("POST /mcp 401") && log.contains("POST /mcp 200"),
-        "{log}"
-    );
+    let log = h.log_until("POST /mcp 200");
+    assert!(log.contains("POST /mcp 401"), "{log}");
     assert!(
         !log.contains(TOKEN) && !log.contains("wrong-token"),
         "{log}"

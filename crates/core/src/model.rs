@@ -485,6 +485,8 @@ pub struct DailyRollup {
     pub last_ts: i64,
     /// Signal losses that began this day.
     pub signal_losses: i64,
+    /// Events of every kind that began this day (a range's event total sums them).
+    pub events: i64,
 }
 
 impl DailyRollup {

@@ -19,6 +19,7 @@ struct Acc {
     first_ts: i64,
     last_ts: i64,
     signal_losses: i64,
+    events: i64,
 }
 
 /// Rolls one vehicle's analysis up by local day.
@@ -84,9 +85,10 @@ pub fn rollup(
             acc.stops += 1;
         }
     }
-    for e in events.iter().filter(|e| e.kind == EventKind::SignalLoss) {
+    for e in events {
         if let Some(acc) = days.get_mut(&zone.local_date(e.start_ts)) {
-            acc.signal_losses += 1;
+            acc.events += 1;
+            acc.signal_losses += i64::from(e.kind == EventKind::SignalLoss);
         }
     }
     let vehicle_id = fixes.first().map_or(0, |f| f.vehicle_id);
@@ -114,6 +116,7 @@ pub fn rollup(
                 first_ts: a.first_ts,
                 last_ts: a.last_ts,
                 signal_losses: a.signal_losses,
+                events: a.events,
             }
         })
         .collect()

@@ -125,7 +125,8 @@ pub fn run(db: &Db, req: &EventsRequest) -> Result<EventsReport> {
         from_ts: db.day_bounds(from).0,
         to_ts: db.day_bounds(to).1,
     };
-    let total = cursor.total_or(|| read::events_count(db.conn(), &query))?;
+    let days = (from.to_string(), to.to_string());
+    let total = cursor.total_or(|| read::events_count(db.conn(), &query, (&days.0, &days.1)))?;
     let page = Page::keyed(
         total,
         read::events_after(db.conn(), &query, cursor.after, MAX_ROWS + 1)?,

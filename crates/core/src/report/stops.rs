@@ -104,7 +104,10 @@ pub fn run(db: &Db, req: &StopsRequest) -> Result<StopsReport> {
     // filter counts and pages over the stops that are truly inside.
     let (total, stops) = match geofence {
         None => (
-            cursor.total_or(|| read::stops_count(db.conn(), &query))?,
+            cursor.total_or(|| {
+                let days = (from.to_string(), to.to_string());
+                read::stops_count(db.conn(), &query, (&days.0, &days.1))
+            })?,
             read::stops_after(db.conn(), &query, cursor.pair(), MAX_ROWS + 1)?,
         ),
         Some(g) => {

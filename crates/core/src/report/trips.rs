@@ -101,7 +101,8 @@ pub fn run(db: &Db, req: &TripsRequest) -> Result<TripsReport> {
         min_s: 0,
         bbox: None,
     };
-    let total = cursor.total_or(|| read::trips_count(db.conn(), &query))?;
+    let days = (from.to_string(), to.to_string());
+    let total = cursor.total_or(|| read::trips_count(db.conn(), &query, (&days.0, &days.1)))?;
     let trips = Page::keyed(
         total,
         read::trips_after(db.conn(), &query, cursor.pair(), MAX_ROWS + 1)?,

@@ -19,22 +19,30 @@ pub mod read;
 pub use file::{APPLICATION_ID, Probe, probe};
 
 /// The schema this binary reads and writes.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
-/// The schema version `fleetctl analyze` brings up to date in place: 4 differs only
-/// in derived columns (version 5 added `trips.odometer_km` and
-/// `daily.odometer_rejected`), which analysis fills from the positions.
-pub const UPGRADABLE_SCHEMA_VERSION: i64 = 4;
+/// True for the schema versions `fleetctl analyze` brings up to date in place: they
+/// differ only in derived columns, which analysis fills from the positions (version 5
+/// added `trips.odometer_km` and `daily.odometer_rejected`; version 6 `daily.events`).
+pub fn is_upgradable(schema_version: i64) -> bool {
+    matches!(schema_version, 4 | 5)
+}
 
-/// Inside a write transaction on a database of `UPGRADABLE_SCHEMA_VERSION`, adds
+/// Inside a write transaction on a database of an upgradable version `from`, adds
 /// the columns `SCHEMA_VERSION` has and sets the version: the analysis that follows
 /// in the same transaction fills them, so a failure leaves the old version whole.
 /// Positions, vehicles, places and settings are not touched.
-fn upgrade_derived(conn: &Connection) -> Result<()> {
+fn upgrade_derived(conn: &Connection, from: i64) -> Result<()> {
+    let mut steps = String::new();
+    if from < 5 {
+        steps += "ALTER TABLE trips ADD COLUMN odometer_km REAL; \
+                  ALTER TABLE daily ADD COLUMN odometer_rejected TEXT; ";
+    }
+    if from < 6 {
+        steps += "ALTER TABLE daily ADD COLUMN events INTEGER NOT NULL DEFAULT 0; ";
+    }
     conn.execute_batch(&format!(
-        "ALTER TABLE trips ADD COLUMN odometer_km REAL; \
-         ALTER TABLE daily ADD COLUMN odometer_rejected TEXT; \
-         UPDATE meta SET value = '{SCHEMA_VERSION}' WHERE key = 'schema_version';"
+        "{steps}UPDATE meta SET value = '{SCHEMA_VERSION}' WHERE key = 'schema_version';"
     ))
     .map_err(db_write_err)
 }
@@ -330,7 +338,7 @@ pub fn open_read_only(path: &Path) -> Result<Connection> {
     match probe(path) {
         Ok(Probe::Fleet { schema_version }) if schema_version == SCHEMA_VERSION => {}
         Ok(Probe::Fleet { schema_version }) => {
-            let hint = if schema_version == UPGRADABLE_SCHEMA_VERSION {
+            let hint = if is_upgradable(schema_version) {
                 format!(
                     "run `fleetctl --db {} analyze` once to bring it up to date (positions are kept)",
                     path.display()
@@ -412,7 +420,7 @@ fn write_transaction<T>(
     f: impl FnOnce(&Connection) -> Result<T>,
 ) -> Result<T> {
     let old = upgrade
-        && matches!(probe(path), Ok(Probe::Fleet { schema_version }) if schema_version == UPGRADABLE_SCHEMA_VERSION);
+        && matches!(probe(path), Ok(Probe::Fleet { schema_version }) if is_upgradable(schema_version));
     let mut conn = if old {
         Connection::open_with_flags(
             path,
@@ -439,9 +447,9 @@ fn write_transaction<T>(
         })?;
     if old {
         // Another fleetctl may have upgraded it while this one waited for the lock.
-        let version = read_meta(&tx, "schema_version")?;
-        if version.as_deref() == Some(UPGRADABLE_SCHEMA_VERSION.to_string().as_str()) {
-            upgrade_derived(&tx)?;
+        let version = read_meta(&tx, "schema_version")?.and_then(|v| v.trim().parse::<i64>().ok());
+        if let Some(from) = version.filter(|&v| is_upgradable(v)) {
+            upgrade_derived(&tx, from)?;
         }
     }
     let out = f(&tx)?;
@@ -872,8 +880,8 @@ fn insert_daily(c: &Connection, rows: &[crate::model::DailyRollup]) -> Result<()
     let mut st = c
         .prepare_cached(
             "INSERT INTO daily (vehicle_id, date, gps_distance_km, odometer_distance_km, moving_min, idle_min, parked_min, \
-             trips, stops, max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses, gap_km, odometer_rejected) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+             trips, stops, max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses, gap_km, odometer_rejected, events) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
         )
         .map_err(db_write_err)?;
     for d in rows {
@@ -893,7 +901,8 @@ fn insert_daily(c: &Connection, rows: &[crate::model::DailyRollup]) -> Result<()
             d.last_ts,
             d.signal_losses,
             d.gap_km,
-            d.odometer_rejected.map(|r| r.as_str())
+            d.odometer_rejected.map(|r| r.as_str()),
+            d.events
         ])
         .map_err(db_write_err)?;
     }

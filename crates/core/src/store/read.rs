@@ -310,7 +310,7 @@ pub fn visits_overlapping(
 
 const DAILY_COLUMNS: &str = "d.vehicle_id, d.date, d.gps_distance_km, d.odometer_distance_km, d.moving_min, d.idle_min, \
      d.parked_min, d.trips, d.stops, d.max_speed_kmh, d.avg_moving_speed_kmh, d.first_ts, d.last_ts, d.signal_losses, \
-     d.gap_km, d.odometer_rejected";
+     d.gap_km, d.odometer_rejected, d.events";
 
 fn daily_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DailyRollup> {
     Ok(DailyRollup {
@@ -333,6 +333,7 @@ fn daily_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DailyRollup> {
             .get::<_, Option<String>>(15)?
             .as_deref()
             .and_then(crate::model::OdometerRejected::parse),
+        events: r.get(16)?,
     })
 }
 
@@ -618,8 +619,32 @@ fn after_key(
     )
 }
 
-/// How many stops match.
-pub fn stops_count(conn: &Connection, q: &RangeQuery) -> Result<usize> {
+/// The rows a range of whole local days (`from..=to`, `YYYY-MM-DD`) holds, summed
+/// from the daily rollups' count `column` (trips, stops or events begun each day):
+/// one row per vehicle-day read instead of every trip, stop or event.
+fn daily_sum(
+    conn: &Connection,
+    column: &str,
+    vehicle_id: Option<i64>,
+    (from, to): (&str, &str),
+) -> Result<usize> {
+    let sql = format!(
+        "SELECT COALESCE(SUM(d.{column}), 0) FROM daily d WHERE {} AND d.date >= ?1 AND d.date <= ?2",
+        daily_vehicle_filter(vehicle_id)
+    );
+    let total: i64 = conn
+        .prepare_cached(&sql)
+        .and_then(|mut st| st.query_row(params![from, to, vehicle_id], |r| r.get(0)))
+        .map_err(db_err)?;
+    Ok(total as usize)
+}
+
+/// How many stops match; `days`: the whole local days `q`'s times span, whose
+/// rollups count them when nothing else narrows the range.
+pub fn stops_count(conn: &Connection, q: &RangeQuery, days: (&str, &str)) -> Result<usize> {
+    if q.min_s == 0 && q.bbox.is_none() {
+        return daily_sum(conn, "stops", q.vehicle_id, days);
+    }
     let (filter, values) = q.filter("lat", "lon");
     count_where(conn, "stops", &filter, &values)
 }
@@ -657,8 +682,11 @@ pub fn stop_points(conn: &Connection, q: &RangeQuery) -> Result<Vec<(f64, f64)>>
     rows.collect::<rusqlite::Result<_>>().map_err(db_err)
 }
 
-/// How many trips match.
-pub fn trips_count(conn: &Connection, q: &RangeQuery) -> Result<usize> {
+/// How many trips match; `days` as in [`stops_count`].
+pub fn trips_count(conn: &Connection, q: &RangeQuery, days: (&str, &str)) -> Result<usize> {
+    if q.min_s == 0 && q.bbox.is_none() {
+        return daily_sum(conn, "trips", q.vehicle_id, days);
+    }
     let (filter, values) = q.filter("start_lat", "start_lon");
     count_where(conn, "trips", &filter, &values)
 }
@@ -724,8 +752,12 @@ impl EventQuery<'_> {
     }
 }
 
-/// How many events match.
-pub fn events_count(conn: &Connection, q: &EventQuery) -> Result<usize> {
+/// How many events match; `days` as in [`stops_count`] (the rollups count events of
+/// every kind, any geofence).
+pub fn events_count(conn: &Connection, q: &EventQuery, days: (&str, &str)) -> Result<usize> {
+    if q.kinds.is_empty() && q.geofence_id.is_none() {
+        return daily_sum(conn, "events", q.vehicle_id, days);
+    }
     let (filter, values) = q.filter();
     count_where(conn, "events", &filter, &values)
 }
