@@ -1,0 +1,140 @@
+//! The open fleet database as reports see it: the data clock, the zone, vehicles,
+//! geofences, places and thresholds, loaded once.
+
+use super::*;
+use crate::analyze::Thresholds;
+use crate::clock::{Date, FleetZone};
+use crate::error::{Error, ErrorCode, Result};
+use crate::geo::{Geofence, LatLon, places::Namer};
+use crate::model::Vehicle;
+use crate::store;
+use rusqlite::Connection;
+use std::path::Path;
+
+/// An open fleet database with what every report needs loaded once: the data
+/// clock, the zone, the vehicles, the geofences and the point namer.
+pub struct Db {
+    conn: Connection,
+    /// The database file (exports read it on several connections at once).
+    pub path: std::path::PathBuf,
+    /// The fleet's time zone.
+    pub zone: FleetZone,
+    /// The data clock's "now", UTC epoch seconds.
+    pub now_ts: i64,
+    /// Vehicles, by id, with their route slug if synthetic.
+    pub vehicles: Vec<(Vehicle, Option<String>)>,
+    /// Geofences, by id.
+    pub geofences: Vec<Geofence>,
+    /// Names points for people.
+    pub namer: Namer,
+    /// Named places a place name can resolve to.
+    pub places: Vec<resolve::ResolvedPlace>,
+    /// The thresholds detection used.
+    pub thresholds: Thresholds,
+    /// Raster tiles for maps, when the user gave some.
+    pub tiles: Option<route_map::TileSource>,
+}
+
+impl Db {
+    /// Opens the database read-only.
+    pub fn open(path: &Path) -> Result<Db> {
+        let conn = store::open_read_only(path)?;
+        let zone = store::read_zone(&conn)?;
+        // The data clock: meta.data_now, or (a database without one) the newest fix.
+        let now_ts = match store::read_meta(&conn, "data_now")? {
+            Some(v) => v.trim().parse().map_err(|_| {
+                Error::new(
+                    ErrorCode::DbSchema,
+                    format!("meta.data_now is {v:?}, not UTC epoch seconds"),
+                )
+                .with_hint("regenerate the database, or set data_now to epoch seconds")
+            })?,
+            None => store::read::newest_fix_ts(&conn)?.unwrap_or(0),
+        };
+        let vehicles = store::read::vehicles(&conn)?;
+        let geofences = store::read_geofences(&conn)?;
+        let known_places = store::read_places(&conn)?;
+        let namer = Namer::for_geofences(&geofences, &known_places);
+        let thresholds = crate::pipeline::stored_thresholds(&conn)?;
+        let places = resolve::place_candidates(&geofences, &known_places);
+        Ok(Db {
+            conn,
+            path: path.to_path_buf(),
+            zone,
+            now_ts,
+            vehicles,
+            geofences,
+            namer,
+            places,
+            thresholds,
+            tiles: None,
+        })
+    }
+
+    /// The first and last local dates with data over the whole fleet (`None` when no
+    /// vehicle has any).
+    pub fn data_dates(&self) -> Result<Option<(String, String)>> {
+        let days = store::read::data_days_by_vehicle(&self.conn)?;
+        let from = days.iter().map(|d| d.1.clone()).min();
+        let to = days.iter().map(|d| d.2.clone()).max();
+        Ok(from.zip(to))
+    }
+
+    /// The connection, for the store's typed reads: the reports' alone (front ends,
+    /// outside this crate, ask the domain functions).
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The data clock's local date.
+    pub fn today(&self) -> Date {
+        self.zone.local_date(self.now_ts)
+    }
+
+    /// RFC 3339 in the fleet's zone.
+    pub fn time(&self, ts: i64) -> String {
+        self.zone.rfc3339(ts)
+    }
+
+    /// `[start, end)` of a local date, UTC epoch seconds.
+    pub fn day_bounds(&self, date: Date) -> (i64, i64) {
+        let start = self.zone.day_start(date);
+        (start, self.zone.day_end(date))
+    }
+
+    /// Names a point for people.
+    pub fn place(&self, lat: f64, lon: f64) -> String {
+        self.namer.name(LatLon::new(lat, lon))
+    }
+
+    /// Says why a vehicle has nothing to report on a day: out of service, or which
+    /// days do have data. `None` when there is data.
+    pub fn no_data_note(&self, v: &Vehicle, empty: bool, date: &str) -> Result<Option<String>> {
+        if !v.active {
+            return Ok(Some(format!(
+                "{} is out of service (inactive) and reports no positions",
+                v.plate
+            )));
+        }
+        if !empty {
+            return Ok(None);
+        }
+        let days = store::read::days_with_data(&self.conn, v.id)?;
+        Ok(Some(match (days.first(), days.last()) {
+            (Some(first), Some(last)) => format!(
+                "{} has no fixes on {date}; it has data from {first} to {last}",
+                v.plate
+            ),
+            _ => format!("{} has no positions in this database", v.plate),
+        }))
+    }
+
+    /// The vehicle with this store id.
+    pub fn vehicle(&self, id: i64) -> Option<&Vehicle> {
+        // The store lists vehicles by id.
+        self.vehicles
+            .binary_search_by_key(&id, |(v, _)| v.id)
+            .ok()
+            .map(|i| &self.vehicles[i].0)
+    }
+}
