@@ -8,290 +8,30 @@
 //! (and marked so), the survivors appended, and the vehicles touched re-analysed —
 //! all in one transaction, so a failed or killed import leaves the database as it
 //! was, and a second import of the same file adds nothing.
+//!
+//! This file runs an import (`import`, `Ingest`, the order rows arrive in, the
+//! tallies); beside it: `rows.rs` (a row checked alone), `rejects.rs` (why a row is
+//! refused), `settle.rs` (a vehicle's rows against each other), `sort.rs` (rows out
+//! of order), `time.rs` (times), `units.rs` (units, and their check).
 
+mod rejects;
+mod rows;
 pub mod settle;
 pub mod sort;
 pub mod time;
 pub mod units;
 
+pub use rejects::{NoRejectsFile, Reject, RejectReason, RejectSink};
+pub use rows::{CheckedBatch, Checker, RawRow, Rejected, TypedCells};
+pub use units::{FileUnits, OdometerUnit, SpeedUnit};
+
 use crate::clock::FleetZone;
 use crate::error::{Error, ErrorCode, Result};
-use crate::model::Fix;
 use crate::pipeline::{self, AnalyzeSummary};
 use crate::store::{self, Probe, import::Importer, import::Staged};
 use settle::{Settled, millis, settle_vehicle};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
-use time::parse_time;
-
-/// The unit a source writes speeds in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SpeedUnit {
-    /// Kilometres per hour.
-    Kmh,
-    /// Knots (Traccar's unit).
-    Knots,
-    /// Metres per second (GPX extensions, phones).
-    Mps,
-    /// Miles per hour.
-    Mph,
-}
-
-impl SpeedUnit {
-    /// The names `--speed-unit` accepts.
-    pub const NAMES: &'static str = "kmh, knots, mps, mph";
-
-    /// Reads a unit name.
-    pub fn parse(text: &str) -> Option<SpeedUnit> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "kmh" | "kph" | "km/h" => Some(SpeedUnit::Kmh),
-            "knots" | "knot" | "kn" | "kt" => Some(SpeedUnit::Knots),
-            "mps" | "m/s" | "ms" => Some(SpeedUnit::Mps),
-            "mph" => Some(SpeedUnit::Mph),
-            _ => None,
-        }
-    }
-
-    /// The unit's name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SpeedUnit::Kmh => "kmh",
-            SpeedUnit::Knots => "knots",
-            SpeedUnit::Mps => "mps",
-            SpeedUnit::Mph => "mph",
-        }
-    }
-
-    /// A speed in this unit, in km/h.
-    pub fn to_kmh(self, value: f64) -> f64 {
-        match self {
-            SpeedUnit::Kmh => value,
-            SpeedUnit::Knots => value * 1.852,
-            SpeedUnit::Mps => value * 3.6,
-            SpeedUnit::Mph => value * 1.609_344,
-        }
-    }
-}
-
-/// The unit a source writes odometer readings in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OdometerUnit {
-    /// Kilometres.
-    Km,
-    /// Metres (Traccar's `odometer`).
-    M,
-    /// Miles.
-    Mi,
-}
-
-impl OdometerUnit {
-    /// The names `--odometer-unit` accepts.
-    pub const NAMES: &'static str = "km, m, mi";
-
-    /// Reads a unit name.
-    pub fn parse(text: &str) -> Option<OdometerUnit> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "km" => Some(OdometerUnit::Km),
-            "m" => Some(OdometerUnit::M),
-            "mi" | "miles" => Some(OdometerUnit::Mi),
-            _ => None,
-        }
-    }
-
-    /// The unit's name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OdometerUnit::Km => "km",
-            OdometerUnit::M => "m",
-            OdometerUnit::Mi => "mi",
-        }
-    }
-
-    /// A reading in this unit, in km.
-    pub fn to_km(self, value: f64) -> f64 {
-        match self {
-            OdometerUnit::Km => value,
-            OdometerUnit::M => value / 1000.0,
-            OdometerUnit::Mi => value * 1.609_344,
-        }
-    }
-}
-
-/// How to read one file's values: its units, and the plate for a file that names no
-/// vehicle.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FileUnits {
-    /// Unit of the speed cells.
-    pub speed: SpeedUnit,
-    /// Unit of the odometer cells.
-    pub odometer: OdometerUnit,
-    /// The vehicle of rows without a plate (`--plate`).
-    pub plate: Option<String>,
-    /// Naive times are UTC, not the fleet's local time: the time column's name says
-    /// so (`time_utc`, `timestamp_utc`, `time_z`).
-    pub naive_times_utc: bool,
-}
-
-/// One row of a source file, its cells as text, before any check. `None` is a
-/// missing cell (or a column the file does not have).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RawRow {
-    /// Line (CSV) or record (JSON, GPX, Parquet) number in the file, from 1.
-    pub line: u64,
-    /// Plate or device name.
-    pub plate: Option<String>,
-    /// The fix's time.
-    pub time: Option<String>,
-    /// Latitude, degrees.
-    pub lat: Option<String>,
-    /// Longitude, degrees.
-    pub lon: Option<String>,
-    /// Ground speed, in the file's speed unit.
-    pub speed: Option<String>,
-    /// Heading, degrees clockwise from north.
-    pub heading: Option<String>,
-    /// Ignition: true/false, 1/0, on/off, yes/no.
-    pub ignition: Option<String>,
-    /// Odometer, in the file's odometer unit.
-    pub odometer: Option<String>,
-    /// When the server received the fix (Traccar's serverTime): the file's own data
-    /// clock, which no fix may be ahead of.
-    pub received: Option<String>,
-    /// The tracker's own verdict on the fix (Traccar's `valid`): false means no
-    /// satellite lock, the position repeated from an earlier fix.
-    pub valid: Option<String>,
-    /// Cells a typed format (Parquet) holds as numbers: taken as they are, rather
-    /// than written out as text and parsed back. A field set here has no text.
-    pub typed: TypedCells,
-}
-
-/// The numeric cells of a [`RawRow`] from a typed source; `None`: not typed (see
-/// the text cell).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct TypedCells {
-    /// The fix's time as an epoch number (seconds, milliseconds or microseconds,
-    /// told apart by size as in text).
-    pub time_epoch: Option<f64>,
-    /// Latitude, degrees.
-    pub lat: Option<f64>,
-    /// Longitude, degrees.
-    pub lon: Option<f64>,
-    /// Ground speed, in the file's speed unit.
-    pub speed: Option<f64>,
-    /// Heading, degrees.
-    pub heading: Option<f64>,
-    /// Ignition.
-    pub ignition: Option<bool>,
-    /// Odometer, in the file's odometer unit.
-    pub odometer: Option<f64>,
-}
-
-/// Why a row was not imported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum RejectReason {
-    /// No plate in the row and no `--plate`.
-    MissingPlate,
-    /// A plate that is empty, over 64 characters or holds control characters.
-    BadPlate,
-    /// No time, or one that reads as no known form.
-    UnparseableTime,
-    /// A naive local time the clocks skipped (the night they go forward): it never
-    /// happened in the fleet's zone.
-    NonexistentLocalTime,
-    /// A naive local time the clocks repeated (the night they go back) that the
-    /// vehicle's own order of rows does not place in either occurrence.
-    AmbiguousLocalTime,
-    /// A line the CSV reader cannot split into the header's cells (broken
-    /// quoting, more cells than the header).
-    MalformedRow,
-    /// The tracker marked the fix invalid (no satellite lock).
-    InvalidFix,
-    /// Missing latitude or longitude.
-    MissingCoordinates,
-    /// Latitude outside −90..90 or longitude outside −180..180.
-    CoordinatesOutOfRange,
-    /// Exactly 0, 0: a tracker's "no fix".
-    ZeroZero,
-    /// A value that is not a number (or, for ignition, not true/false).
-    NonNumeric,
-    /// A negative speed.
-    NegativeSpeed,
-    /// A heading outside 0..=360.
-    HeadingOutOfRange,
-    /// A time ahead of the file's own data clock (the server's receipt time), or
-    /// more than a day ahead of the computer's clock when the file has none.
-    FutureTime,
-    /// Reaching it from the vehicle's previous fix would take over 250 km/h.
-    ImpossibleJump,
-    /// The same vehicle, time and place as another row of this import.
-    ExactDuplicate,
-    /// The same vehicle, time and place as a fix already in the database.
-    AlreadyStored,
-    /// The same vehicle and time as another row (or a stored fix), another place:
-    /// neither can be trusted, so every row of this import at that instant goes.
-    ConflictingDuplicate,
-}
-
-impl RejectReason {
-    /// Every reason, in the order summaries list them.
-    pub const ALL: [RejectReason; 18] = [
-        RejectReason::MalformedRow,
-        RejectReason::MissingPlate,
-        RejectReason::BadPlate,
-        RejectReason::UnparseableTime,
-        RejectReason::NonexistentLocalTime,
-        RejectReason::AmbiguousLocalTime,
-        RejectReason::InvalidFix,
-        RejectReason::MissingCoordinates,
-        RejectReason::CoordinatesOutOfRange,
-        RejectReason::ZeroZero,
-        RejectReason::NonNumeric,
-        RejectReason::NegativeSpeed,
-        RejectReason::HeadingOutOfRange,
-        RejectReason::FutureTime,
-        RejectReason::ImpossibleJump,
-        RejectReason::ExactDuplicate,
-        RejectReason::AlreadyStored,
-        RejectReason::ConflictingDuplicate,
-    ];
-
-    /// The reason's stable name (in summaries and the rejects file).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RejectReason::MalformedRow => "malformed_row",
-            RejectReason::InvalidFix => "invalid_fix",
-            RejectReason::MissingPlate => "missing_plate",
-            RejectReason::BadPlate => "bad_plate",
-            RejectReason::UnparseableTime => "unparseable_time",
-            RejectReason::NonexistentLocalTime => "nonexistent_local_time",
-            RejectReason::AmbiguousLocalTime => "ambiguous_local_time",
-            RejectReason::MissingCoordinates => "missing_coordinates",
-            RejectReason::CoordinatesOutOfRange => "coordinates_out_of_range",
-            RejectReason::ZeroZero => "zero_zero",
-            RejectReason::NonNumeric => "non_numeric",
-            RejectReason::NegativeSpeed => "negative_speed",
-            RejectReason::HeadingOutOfRange => "heading_out_of_range",
-            RejectReason::FutureTime => "future_time",
-            RejectReason::ImpossibleJump => "impossible_jump",
-            RejectReason::ExactDuplicate => "exact_duplicate",
-            RejectReason::AlreadyStored => "already_stored",
-            RejectReason::ConflictingDuplicate => "conflicting_duplicate",
-        }
-    }
-}
-
-/// A rejected row, for the rejects file: where it was, why, and what it held.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Reject<'a> {
-    /// The file, as named on the command line.
-    pub file: &'a str,
-    /// Its line or record number.
-    pub line: u64,
-    /// Why.
-    pub reason: RejectReason,
-    /// The offending value, or what it clashed with.
-    pub detail: String,
-}
 
 /// One file's tally.
 #[derive(Debug, Clone, PartialEq)]
@@ -414,27 +154,6 @@ struct Books<'r> {
     rejects: &'r mut dyn RejectSink,
     /// The fleet's stored `teleport_kmh`: the jump rule detection uses too.
     teleport_kmh: f64,
-}
-
-/// Where rejected rows are reported (the CLI's `--rejects` file).
-pub trait RejectSink {
-    /// Reports one rejected row.
-    fn reject(&mut self, reject: &Reject) -> Result<()>;
-    /// Forgets every row reported so far: the import reads its files again from the
-    /// start (its rows turned out not to be in vehicle and time order).
-    fn restart(&mut self) -> Result<()>;
-}
-
-/// Rejects reported nowhere (the summary still counts them).
-pub struct NoRejectsFile;
-
-impl RejectSink for NoRejectsFile {
-    fn reject(&mut self, _: &Reject) -> Result<()> {
-        Ok(())
-    }
-    fn restart(&mut self) -> Result<()> {
-        Ok(())
-    }
 }
 
 /// The message of the error that stops a streamed reading at the first row out of
@@ -752,192 +471,6 @@ fn settle_against(
     })
 }
 
-/// Why a row is rejected, and the offending value.
-pub type Rejected = (RejectReason, String);
-
-/// A checked row of a [`CheckedBatch`]: its plate's index and staged fix, or why it
-/// is rejected.
-type PlateRow = std::result::Result<(u32, Staged), Rejected>;
-
-/// Rows checked on a worker thread, for [`Ingest::accept_batch`] to take in file
-/// order. Each plate is kept once, however many rows carry it: the taking thread
-/// finds a vehicle per plate, not per row, and no row carries a string of its own.
-#[derive(Debug, Default)]
-pub struct CheckedBatch {
-    plates: Vec<String>,
-    plate_index: HashMap<String, u32>,
-    last_plate: Option<u32>,
-    /// Each row's line (added to the base the batch is accepted with) and its plate's
-    /// index in `plates` and staged fix, or why it is rejected.
-    rows: Vec<(u64, PlateRow)>,
-}
-
-impl CheckedBatch {
-    /// An empty batch with room for `rows` rows.
-    pub fn with_capacity(rows: usize) -> CheckedBatch {
-        CheckedBatch {
-            rows: Vec::with_capacity(rows),
-            ..CheckedBatch::default()
-        }
-    }
-
-    /// Checks `row` (see [`Checker::check`]) and adds it.
-    pub fn check(&mut self, checker: &Checker, row: &RawRow, units: &FileUnits, file: usize) {
-        let outcome = checker.check(row, units, file).map(|(plate, staged)| {
-            // Rows come in runs of one vehicle: the last row's plate is the likely one.
-            let index = match self.last_plate {
-                Some(i) if self.plates[i as usize] == plate => i,
-                _ => self.intern(plate),
-            };
-            self.last_plate = Some(index);
-            (index, staged)
-        });
-        self.rows.push((row.line, outcome));
-    }
-
-    /// The rows in the batch.
-    pub fn len(&self) -> usize {
-        self.rows.len()
-    }
-
-    /// True when the batch has no rows.
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
-    /// Adds a row that could not be split into cells.
-    pub fn malformed(&mut self, line: u64, detail: String) {
-        self.rows
-            .push((line, Err((RejectReason::MalformedRow, detail))));
-    }
-
-    fn intern(&mut self, plate: &str) -> u32 {
-        if let Some(&i) = self.plate_index.get(plate) {
-            return i;
-        }
-        self.plates.push(plate.to_string());
-        let i = self.plates.len() as u32 - 1;
-        self.plate_index.insert(plate.to_string(), i);
-        i
-    }
-}
-
-/// The checks a row passes alone (plate, time, coordinates, numbers, units): no
-/// database, nothing mutable, so readers may run them on every core.
-#[derive(Debug, Clone)]
-pub struct Checker {
-    zone: FleetZone,
-    /// For files whose time column says UTC.
-    utc: FleetZone,
-    wall_now: i64,
-}
-
-impl Checker {
-    /// Checks one row of file `file`: its plate (from the row or `--plate`) and
-    /// staged fix, the vehicle still to be found.
-    pub fn check<'a>(
-        &self,
-        row: &'a RawRow,
-        units: &'a FileUnits,
-        file: usize,
-    ) -> std::result::Result<(&'a str, Staged), Rejected> {
-        use RejectReason as R;
-        let plate = row
-            .plate
-            .as_deref()
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .or(units.plate.as_deref())
-            .ok_or((R::MissingPlate, String::new()))?;
-        if plate.chars().count() > 64 || plate.chars().any(char::is_control) {
-            return Err((R::BadPlate, format!("plate {plate:?}")));
-        }
-        let time_text = row.time.as_deref().unwrap_or("");
-        let at = match row.typed.time_epoch {
-            Some(epoch) => time::epoch_number(epoch)
-                .ok_or_else(|| (R::UnparseableTime, format!("time {epoch}")))?,
-            None => {
-                let zone = if units.naive_times_utc {
-                    &self.utc
-                } else {
-                    &self.zone
-                };
-                time::parse_time_strict(time_text, zone).map_err(|problem| match problem {
-                    time::TimeProblem::Unparseable => {
-                        (R::UnparseableTime, format!("time {time_text:?}"))
-                    }
-                    time::TimeProblem::Skipped => (
-                        R::NonexistentLocalTime,
-                        format!("time {time_text:?}: the clocks of {} skipped it", zone.name),
-                    ),
-                })?
-            }
-        };
-        let received = row
-            .received
-            .as_deref()
-            .and_then(|t| parse_time(t, &self.zone));
-        let future = match received {
-            Some(r) => at.ts > r.ts + 60,
-            None => at.ts > self.wall_now + 86_400,
-        };
-        if future {
-            return Err((R::FutureTime, format!("time {time_text:?}")));
-        }
-        if let Some(valid) = non_empty(&row.valid)
-            && parse_bool(valid) == Some(false)
-        {
-            return Err((R::InvalidFix, format!("valid {valid:?}")));
-        }
-        let typed = &row.typed;
-        let (Some(lat), Some(lon)) = (
-            cell_number("lat", typed.lat, &row.lat)?,
-            cell_number("lon", typed.lon, &row.lon)?,
-        ) else {
-            return Err((R::MissingCoordinates, String::new()));
-        };
-        if !(-90.0..=90.0).contains(&lat) || !(-180.0..=180.0).contains(&lon) {
-            return Err((R::CoordinatesOutOfRange, format!("lat {lat}, lon {lon}")));
-        }
-        if lat == 0.0 && lon == 0.0 {
-            return Err((R::ZeroZero, "lat 0, lon 0".to_string()));
-        }
-        let speed = cell_number("speed", typed.speed, &row.speed)?;
-        if let Some(s) = speed.filter(|s| *s < 0.0) {
-            return Err((R::NegativeSpeed, format!("speed {s}")));
-        }
-        let heading = cell_number("heading", typed.heading, &row.heading)?;
-        if let Some(h) = heading.filter(|h| !(0.0..=360.0).contains(h)) {
-            return Err((R::HeadingOutOfRange, format!("heading {h}")));
-        }
-        let ignition = match typed.ignition {
-            Some(on) => Some(on),
-            None => non_empty(&row.ignition)
-                .map(|t| parse_bool(t).ok_or_else(|| (R::NonNumeric, format!("ignition {t:?}"))))
-                .transpose()?,
-        };
-        let odometer = cell_number("odometer", typed.odometer, &row.odometer)?;
-        let staged = Staged {
-            fix: Fix {
-                vehicle_id: 0,
-                ts: at.ts,
-                lat,
-                lon,
-                speed_kmh: speed.map_or(0.0, |s| units.speed.to_kmh(s)),
-                speed_derived: speed.is_none(),
-                heading_deg: heading.map(|h| h % 360.0),
-                ignition,
-                odometer_km: odometer.map(|o| units.odometer.to_km(o)),
-            },
-            ts_ms: at.ms,
-            file_index: file,
-            line: row.line,
-            repeated_later_by_s: at.repeated_later_by_s,
-        };
-        Ok((plate, staged))
-    }
-}
-
 impl<'c, 'r> Ingest<'c, 'r> {
     fn new(
         importer: Importer<'c>,
@@ -1056,44 +589,6 @@ impl<'c, 'r> Ingest<'c, 'r> {
         }
         let vehicles = books.vehicle_tallies();
         Ok((books.files, vehicles, books.touched))
-    }
-}
-
-fn non_empty(cell: &Option<String>) -> Option<&str> {
-    cell.as_deref().map(str::trim).filter(|t| !t.is_empty())
-}
-
-fn number(field: &str, text: &str) -> std::result::Result<f64, (RejectReason, String)> {
-    text.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite())
-        .ok_or_else(|| (RejectReason::NonNumeric, format!("{field} {text:?}")))
-}
-
-/// A numeric cell: the typed value if the source had one (a NaN or infinity is not a
-/// number), else its text parsed; `None` when missing.
-fn cell_number(
-    field: &str,
-    typed: Option<f64>,
-    text: &Option<String>,
-) -> std::result::Result<Option<f64>, (RejectReason, String)> {
-    match typed {
-        Some(v) if v.is_finite() => Ok(Some(v)),
-        Some(v) => Err((RejectReason::NonNumeric, format!("{field} {v}"))),
-        None => non_empty(text).map(|t| number(field, t)).transpose(),
-    }
-}
-
-fn parse_bool(text: &str) -> Option<bool> {
-    let text = text.trim();
-    let is = |words: [&str; 6]| words.iter().any(|w| w.eq_ignore_ascii_case(text));
-    if is(["1", "true", "t", "on", "yes", "y"]) {
-        Some(true)
-    } else if is(["0", "false", "f", "off", "no", "n"]) {
-        Some(false)
-    } else {
-        None
     }
 }
 
@@ -1266,6 +761,7 @@ mod tests {
     use super::settle::could_be_jump;
     use super::*;
     use crate::geo::{LatLon, haversine_m};
+    use crate::model::Fix;
 
     fn staged(line: u64, ts: i64, lat: f64, lon: f64, speed: Option<f64>) -> Staged {
         Staged {

@@ -1,10 +1,118 @@
 //! Units checked, not trusted: an import compares each file's speeds with the speeds
 //! its positions imply, and its odometer with the path its positions draw, and names
-//! the unit the figures agree with when it is not the one they were read in.
+//! the unit the figures agree with when it is not the one they were read in. The
+//! units themselves (`SpeedUnit`, `OdometerUnit`, a file's `FileUnits`) are here too.
 
-use super::{OdometerUnit, SpeedUnit};
 use crate::geo::{LatLon, haversine_m};
 use crate::store::import::Staged;
+
+/// The unit a source writes speeds in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpeedUnit {
+    /// Kilometres per hour.
+    Kmh,
+    /// Knots (Traccar's unit).
+    Knots,
+    /// Metres per second (GPX extensions, phones).
+    Mps,
+    /// Miles per hour.
+    Mph,
+}
+
+impl SpeedUnit {
+    /// The names `--speed-unit` accepts.
+    pub const NAMES: &'static str = "kmh, knots, mps, mph";
+
+    /// Reads a unit name.
+    pub fn parse(text: &str) -> Option<SpeedUnit> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "kmh" | "kph" | "km/h" => Some(SpeedUnit::Kmh),
+            "knots" | "knot" | "kn" | "kt" => Some(SpeedUnit::Knots),
+            "mps" | "m/s" | "ms" => Some(SpeedUnit::Mps),
+            "mph" => Some(SpeedUnit::Mph),
+            _ => None,
+        }
+    }
+
+    /// The unit's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpeedUnit::Kmh => "kmh",
+            SpeedUnit::Knots => "knots",
+            SpeedUnit::Mps => "mps",
+            SpeedUnit::Mph => "mph",
+        }
+    }
+
+    /// A speed in this unit, in km/h.
+    pub fn to_kmh(self, value: f64) -> f64 {
+        match self {
+            SpeedUnit::Kmh => value,
+            SpeedUnit::Knots => value * 1.852,
+            SpeedUnit::Mps => value * 3.6,
+            SpeedUnit::Mph => value * 1.609_344,
+        }
+    }
+}
+
+/// The unit a source writes odometer readings in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OdometerUnit {
+    /// Kilometres.
+    Km,
+    /// Metres (Traccar's `odometer`).
+    M,
+    /// Miles.
+    Mi,
+}
+
+impl OdometerUnit {
+    /// The names `--odometer-unit` accepts.
+    pub const NAMES: &'static str = "km, m, mi";
+
+    /// Reads a unit name.
+    pub fn parse(text: &str) -> Option<OdometerUnit> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "km" => Some(OdometerUnit::Km),
+            "m" => Some(OdometerUnit::M),
+            "mi" | "miles" => Some(OdometerUnit::Mi),
+            _ => None,
+        }
+    }
+
+    /// The unit's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OdometerUnit::Km => "km",
+            OdometerUnit::M => "m",
+            OdometerUnit::Mi => "mi",
+        }
+    }
+
+    /// A reading in this unit, in km.
+    pub fn to_km(self, value: f64) -> f64 {
+        match self {
+            OdometerUnit::Km => value,
+            OdometerUnit::M => value / 1000.0,
+            OdometerUnit::Mi => value * 1.609_344,
+        }
+    }
+}
+
+/// How to read one file's values: its units, and the plate for a file that names no
+/// vehicle.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileUnits {
+    /// Unit of the speed cells.
+    pub speed: SpeedUnit,
+    /// Unit of the odometer cells.
+    pub odometer: OdometerUnit,
+    /// The vehicle of rows without a plate (`--plate`).
+    pub plate: Option<String>,
+    /// Naive times are UTC, not the fleet's local time: the time column's name says
+    /// so (`time_utc`, `timestamp_utc`, `time_z`).
+    pub naive_times_utc: bool,
+}
 
 /// Speed pairs kept per file (enough for a robust median; memory stays flat).
 const MAX_SPEED_SAMPLES: usize = 4096;
