@@ -1,17 +1,31 @@
 //! Front end 1, the command line: flags become a request, the domain does the work,
-//! `render` turns the answer into text. No fleet logic lives here.
+//! `render` turns the answer into text. No fleet logic lives here. This file holds the
+//! commands and their dispatch; each command with flags of its own has its file
+//! (`analyze.rs`, `generate.rs`, `serve.rs`, `draw.rs` for map and chart, `query.rs`,
+//! `import.rs`, `export.rs`, `places.rs`, `vehicles.rs`), and `output.rs` what they
+//! all write with.
 
-use crate::clock::{self, FleetZone};
 use crate::error::{Error, Result};
-use crate::{render, report, store, synth};
+use crate::{render, report, store};
 
+mod analyze;
+mod draw;
 pub mod export;
+mod generate;
 pub mod import;
+mod output;
 pub mod places;
 pub mod query;
+mod serve;
 pub mod vehicles;
-use clap::{Args, Parser, Subcommand};
-use std::io::{IsTerminal, Write};
+
+use analyze::{AnalyzeArgs, analyze};
+use clap::{Parser, Subcommand};
+use draw::draw;
+use generate::{GenerateArgs, generate};
+use output::{ProgressBar, print_stdout, write_replacing};
+use serve::{ServeArgs, serve};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 /// fleetctl — offline fleet telemetry: a synthetic fleet, reports computed from GPS
@@ -174,150 +188,6 @@ enum Command {
     McpConfig,
 }
 
-#[derive(Debug, Args)]
-struct ServeArgs {
-    /// Also log every message in and out (on stderr).
-    #[arg(long, short)]
-    verbose: bool,
-
-    /// Raster tiles for the route_map and fleet_map tools: a {z}/{x}/{y}.png folder or an
-    /// MBTiles file.
-    #[arg(long, value_name = "DIR|FILE.mbtiles")]
-    tiles: Option<PathBuf>,
-
-    /// Serve Streamable HTTP on this address instead of stdio (e.g. 127.0.0.1:8765).
-    /// Needs a bearer token from FLEETCTL_TOKEN or --token-file.
-    #[arg(long, value_name = "ADDR")]
-    http: Option<String>,
-
-    /// The bearer token's file (its first line); default: the FLEETCTL_TOKEN variable.
-    #[arg(long, value_name = "PATH", requires = "http")]
-    token_file: Option<PathBuf>,
-
-    /// Allow a non-loopback address. Put TLS in front of it (a reverse proxy).
-    #[arg(long, requires = "http")]
-    allow_remote: bool,
-
-    /// A browser origin allowed besides loopback ones, e.g. https://dispatch.example (repeatable).
-    #[arg(long, value_name = "ORIGIN", requires = "http")]
-    allow_origin: Vec<String>,
-
-    /// A Host name the server answers to besides loopback names and its own address,
-    /// e.g. fleet.example behind a reverse proxy (repeatable). Others get 403, so a
-    /// web page whose DNS name was rebound to this machine cannot reach the server.
-    #[arg(long, value_name = "NAME[:PORT]", requires = "http")]
-    allow_host: Vec<String>,
-
-    /// Worker threads, each with its own read-only database connection (1–64).
-    #[arg(long, default_value_t = 4, value_name = "N", requires = "http",
-          value_parser = clap::value_parser!(u16).range(1..=64))]
-    workers: u16,
-
-    /// Requests that may wait for a worker; beyond them the server answers 503
-    /// (1–4096).
-    #[arg(long, default_value_t = 64, value_name = "N", requires = "http",
-          value_parser = clap::value_parser!(u16).range(1..=4096))]
-    queue: u16,
-
-    /// Seconds a client may take to send one request (headers and body) before it
-    /// gets 408; SIGTERM waits at most this long (+1 s) for requests in hand (1–3600).
-    #[arg(long, default_value_t = 10, value_name = "S", requires = "http",
-          value_parser = clap::value_parser!(u64).range(1..=3600))]
-    request_timeout_s: u64,
-}
-
-#[derive(Debug, Args)]
-struct AnalyzeArgs {
-    #[command(flatten)]
-    thresholds: ThresholdFlags,
-}
-
-/// The `analyze` flags: one per threshold of `analyze::THRESHOLDS` that has a flag,
-/// with its help, unit and default from there; each value given, as stored.
-#[derive(Clone, Default)]
-struct ThresholdFlags(Vec<(&'static crate::analyze::ThresholdSpec, f64)>);
-
-impl std::fmt::Debug for ThresholdFlags {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_map()
-            .entries(self.0.iter().map(|(spec, value)| (spec.key, value)))
-            .finish()
-    }
-}
-
-impl clap::FromArgMatches for ThresholdFlags {
-    fn from_arg_matches(matches: &clap::ArgMatches) -> std::result::Result<Self, clap::Error> {
-        let given = crate::analyze::THRESHOLDS
-            .iter()
-            .filter_map(|spec| {
-                let flag = spec.flag.as_ref()?;
-                let value = matches.get_one::<f64>(flag.name)?;
-                Some((spec, value * flag.stored_per_unit))
-            })
-            .collect();
-        Ok(ThresholdFlags(given))
-    }
-
-    fn update_from_arg_matches(
-        &mut self,
-        matches: &clap::ArgMatches,
-    ) -> std::result::Result<(), clap::Error> {
-        *self = Self::from_arg_matches(matches)?;
-        Ok(())
-    }
-}
-
-impl clap::Args for ThresholdFlags {
-    fn augment_args(mut cmd: clap::Command) -> clap::Command {
-        let defaults = crate::analyze::Thresholds::default();
-        for spec in &crate::analyze::THRESHOLDS {
-            let Some(flag) = &spec.flag else { continue };
-            let (lo, hi) = flag.range;
-            let default = (spec.get)(&defaults) / flag.stored_per_unit;
-            cmd = cmd.arg(
-                clap::Arg::new(flag.name)
-                    .long(flag.name)
-                    .value_name(flag.value_name)
-                    .value_parser(clap::value_parser!(f64))
-                    .help(format!("{} (default {default}; {lo}–{hi})", spec.meaning)),
-            );
-        }
-        cmd
-    }
-
-    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-        Self::augment_args(cmd)
-    }
-}
-
-#[derive(Debug, Args)]
-struct GenerateArgs {
-    /// The data clock's "now": local time in the fleet's zone (America/Guatemala,
-    /// UTC−06:00). The last day of data ends here. Default: the current time.
-    #[arg(long, visible_alias = "now", value_name = "YYYY-MM-DDTHH:MM")]
-    ahora: Option<String>,
-
-    /// Random seed; the same seed and --ahora give the same database.
-    #[arg(long, default_value_t = 7)]
-    seed: u64,
-
-    /// Number of vehicles (1..=5000); one in fifteen is out of service.
-    #[arg(long, default_value_t = 15, value_name = "N")]
-    vehicles: u32,
-
-    /// Days of data ending on the --ahora day (1..=366).
-    #[arg(long, default_value_t = 7, value_name = "N")]
-    days: u32,
-
-    /// Replace an existing fleetctl database (never any other file).
-    #[arg(long, conflicts_with = "if_missing")]
-    force: bool,
-
-    /// Do nothing if a fleetctl database is already there (for scripts and `make run`).
-    #[arg(long)]
-    if_missing: bool,
-}
-
 /// Parses `argv` and runs the command, writing its output to stdout.
 pub fn run(cli: Cli) -> Result<()> {
     let db = cli.db.clone().unwrap_or_else(store::default_db_path);
@@ -355,118 +225,6 @@ fn mcp_paths(db: &std::path::Path) -> Result<(PathBuf, PathBuf)> {
     Ok((exe, db))
 }
 
-fn analyze(path: PathBuf, args: AnalyzeArgs) -> Result<()> {
-    let adjust = |t: &mut crate::analyze::Thresholds| {
-        for (spec, value) in &args.thresholds.0 {
-            (spec.set)(t, *value);
-        }
-    };
-    let mut bar = ProgressBar::new("analysing");
-    let summary = crate::pipeline::reanalyze(&path, &adjust, &mut |f| bar.set(f));
-    bar.finish();
-    let summary = summary?;
-    print_stdout(&render::analyze_summary(&path, &summary))
-}
-
-fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
-    crate::logging::init(args.verbose);
-    let Some(addr) = args.http else {
-        let tiles = args
-            .tiles
-            .as_deref()
-            .map(report::route_map::TileSource::open)
-            .transpose()?;
-        return crate::mcp::serve_stdio(&db, tiles)
-            .map_err(|e| Error::io(std::path::Path::new("<stdio>"), e));
-    };
-    let addr: std::net::SocketAddr = addr.parse().map_err(|_| {
-        Error::invalid(format!("--http {addr:?} is not an address"))
-            .with_hint("use IP:PORT, e.g. 127.0.0.1:8765")
-    })?;
-    if !addr.ip().is_loopback() && !args.allow_remote {
-        return Err(Error::invalid(format!("--http {addr} is not a loopback address"))
-            .with_hint("add --allow-remote to listen beyond this machine, and put TLS in front of it (a reverse proxy)"));
-    }
-    if !addr.ip().is_loopback() {
-        crate::logging::info(
-            "http: listening beyond loopback: traffic is plain HTTP; terminate TLS in a reverse proxy in front",
-        );
-    }
-    let opts = crate::mcp::http::HttpOptions {
-        addr,
-        token: crate::mcp::http::read_token(args.token_file.as_deref())?,
-        allowed_origins: args.allow_origin,
-        allowed_hosts: args.allow_host,
-        workers: usize::from(args.workers),
-        queue: usize::from(args.queue),
-        max_connections: 128,
-        tiles: args.tiles,
-        request_timeout: std::time::Duration::from_secs(args.request_timeout_s),
-    };
-    crate::mcp::http::serve(&db, opts)
-}
-
-fn draw(path: PathBuf, d: query::DrawArgs) -> Result<()> {
-    let json = d.json;
-    draw_to_file(path, d).or_else(|e| {
-        // With --format json a failure is the same error object the tool answers.
-        if json {
-            print_stdout(&format!("{}\n", e.to_json()))?;
-        }
-        Err(e)
-    })
-}
-
-/// The picture's file name when -o is not given, from what the answer says.
-fn default_file_name(tool: &str, answer: &serde_json::Value) -> String {
-    let text = |key: &str, default: &'static str| -> String {
-        answer[key].as_str().unwrap_or(default).to_string()
-    };
-    let name = match tool {
-        "speed_chart" => format!(
-            "{}_{}_speed.png",
-            text("plate", "chart"),
-            text("date", "day")
-        ),
-        "fleet_map" => {
-            // `2026-11-25T15:30:00-06:00` → `fleet_2026-11-25_1530.png`.
-            let at = text("at", "");
-            let (date, time) = at.split_once('T').unwrap_or(("now", ""));
-            let hhmm: String = time.chars().take(5).filter(char::is_ascii_digit).collect();
-            format!("fleet_{date}_{hhmm}.png")
-        }
-        _ => format!("{}_{}.png", text("plate", "map"), text("date", "day")),
-    };
-    safe_file_name(&name)
-}
-
-fn draw_to_file(path: PathBuf, d: query::DrawArgs) -> Result<()> {
-    let spec = report::find(d.tool)
-        .filter(|s| s.draws)
-        .ok_or_else(|| Error::internal(format!("no drawing report {}", d.tool)))?;
-    let tiles = d
-        .tiles
-        .as_deref()
-        .map(report::route_map::TileSource::open)
-        .transpose()?;
-    let mut db = report::Db::open(&path)?;
-    db.tiles = tiles;
-    let answer = render::call(&db, spec, &d.args)?;
-    let png = answer
-        .png
-        .ok_or_else(|| Error::internal(format!("{} drew nothing", spec.tool)))?;
-    let output = d
-        .output
-        .unwrap_or_else(|| PathBuf::from(default_file_name(spec.tool, &answer.value)));
-    write_replacing(&output, &png)
-        .map_err(|e| Error::io(&output, e).with_hint("choose a writable path with -o FILE"))?;
-    if d.json {
-        print_stdout(&format!("{}\n", answer.value))
-    } else {
-        print_stdout(&format!("{}\n", output.display()))
-    }
-}
-
 fn run_query(path: PathBuf, q: query::QueryArgs) -> Result<()> {
     let spec =
         report::find(q.tool).ok_or_else(|| Error::internal(format!("no report {}", q.tool)))?;
@@ -491,189 +249,6 @@ fn run_query(path: PathBuf, q: query::QueryArgs) -> Result<()> {
         query::Format::Table => render::table(&value),
     };
     print_stdout(&text)
-}
-
-fn generate(path: PathBuf, args: GenerateArgs) -> Result<()> {
-    let zone = FleetZone::default();
-    let now_ts = match &args.ahora {
-        Some(text) => zone.parse_local_minute(text)?,
-        None => clock::wall_clock_now() / 60 * 60,
-    };
-    let mut opts = synth::GenerateOptions {
-        path,
-        now_ts,
-        seed: args.seed,
-        vehicles: args.vehicles,
-        days: args.days,
-        force: args.force,
-        zone,
-    };
-    synth::validate(&opts)?;
-    if args.if_missing {
-        match store::probe(&opts.path)? {
-            store::Probe::Fleet { schema_version } if schema_version == store::SCHEMA_VERSION => {
-                return print_stdout(&format!(
-                    "{} already exists; kept it (pass --force to regenerate)\n",
-                    opts.path.display()
-                ));
-            }
-            // The previous schema: brought up to date in place (an import's fleet
-            // may live at the default path), never replaced.
-            store::Probe::Fleet { schema_version } if store::is_upgradable(schema_version) => {
-                let mut bar = ProgressBar::new("bringing it up to date");
-                crate::pipeline::reanalyze(&opts.path, &|_| {}, &mut |f| bar.set(f))?;
-                bar.finish();
-                return print_stdout(&format!(
-                    "{} had schema version {schema_version}; brought it up to version {} and kept it\n",
-                    opts.path.display(),
-                    store::SCHEMA_VERSION
-                ));
-            }
-            // Our own database, of a schema this binary cannot read: replace it.
-            store::Probe::Fleet { schema_version } => {
-                crate::logging::info(&format!(
-                    "{} has schema version {schema_version}; regenerating it as version {}",
-                    opts.path.display(),
-                    store::SCHEMA_VERSION
-                ));
-                opts.force = true;
-            }
-            _ => {}
-        }
-    }
-    let mut bar = ProgressBar::new("generating");
-    let summary = synth::generate(&opts, &mut |f| bar.set(f));
-    bar.finish();
-    let text = render::generate_summary(&summary?);
-    print_stdout(&text)
-}
-
-/// A file name made from data (a plate from someone else's database may hold `/` or
-/// `..`): only letters, digits, `-`, `_` and `.` are kept, and it never starts with a dot.
-fn safe_file_name(name: &str) -> String {
-    let kept: String = name
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    kept.trim_start_matches('.').replace("..", "_")
-}
-
-/// Writes `bytes` to a temporary file beside `path` and renames it into place, so that
-/// a full disk or a kill never leaves a truncated file where a good one was. A link at
-/// `path` is written through, as `generate` does; the temporary file is created new
-/// (never one planted under its name) and removed on failure, and the temporary files
-/// that killed runs left beside it are removed. A target that is not a regular file
-/// (a device such as `/dev/null`, a FIFO, a socket, or a link to one such as
-/// `/dev/stdout`) is written in place: it is never renamed over.
-fn write_replacing(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Ok(m) = std::fs::metadata(path)
-        && !m.is_file()
-        && !m.is_dir()
-    {
-        // Our own standard output (`-o /dev/stdout`) is written through the descriptor
-        // we hold: reopening a pipe that another user made is not allowed.
-        let mut f = match own_stdout_if(&m) {
-            Some(stdout) => stdout,
-            None => std::fs::OpenOptions::new().write(true).open(path)?,
-        };
-        return f.write_all(bytes).and_then(|()| f.flush());
-    }
-    let path = match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)?,
-        _ => path.to_path_buf(),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))?;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let prefix = format!(".{}.tmp-", name.to_string_lossy());
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    crate::scratch::remove_abandoned(dir, &prefix);
-    let tmp = path.with_file_name(format!("{prefix}{}-{nanos}", std::process::id()));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .and_then(|mut f| {
-            f.write_all(bytes)?;
-            f.sync_all()
-        });
-    match written.and_then(|()| crate::scratch::replace(&tmp, &path)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
-}
-
-/// Standard output as a file, when it is the file `target` describes.
-fn own_stdout_if(target: &std::fs::Metadata) -> Option<std::fs::File> {
-    use std::os::fd::AsFd;
-    use std::os::unix::fs::MetadataExt;
-    let stdout = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned().ok()?);
-    let m = stdout.metadata().ok()?;
-    (m.dev() == target.dev() && m.ino() == target.ino()).then_some(stdout)
-}
-
-/// Writes to stdout, treating a closed pipe as success (`fleetctl … | head`).
-fn print_stdout(text: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(Error::io(std::path::Path::new("<stdout>"), e))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// A progress bar on stderr when it is a terminal; silent otherwise.
-struct ProgressBar {
-    label: &'static str,
-    enabled: bool,
-    shown: i32,
-}
-
-impl ProgressBar {
-    fn new(label: &'static str) -> Self {
-        ProgressBar {
-            label,
-            enabled: std::io::stderr().is_terminal(),
-            shown: -1,
-        }
-    }
-
-    fn set(&mut self, fraction: f64) {
-        let percent = (fraction.clamp(0.0, 1.0) * 100.0) as i32;
-        if !self.enabled || percent == self.shown {
-            return;
-        }
-        self.shown = percent;
-        let filled = (percent / 4) as usize;
-        eprint!(
-            "\r{} [{}{}] {percent:3}%",
-            self.label,
-            "#".repeat(filled),
-            " ".repeat(25 - filled)
-        );
-    }
-
-    fn finish(&mut self) {
-        if self.enabled && self.shown >= 0 {
-            eprint!("\r{}\r", " ".repeat(self.label.len() + 34));
-        }
-    }
 }
 
 /// Turns a clap parse failure into our `invalid_argument`: a message of our own from

@@ -1,0 +1,85 @@
+//! `fleetctl analyze`: detection run again, with the thresholds its flags give (one
+//! flag per settable threshold of `analyze::THRESHOLDS`).
+
+use super::*;
+use crate::error::Result;
+use crate::render;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub(super) struct AnalyzeArgs {
+    #[command(flatten)]
+    thresholds: ThresholdFlags,
+}
+
+/// The `analyze` flags: one per threshold of `analyze::THRESHOLDS` that has a flag,
+/// with its help, unit and default from there; each value given, as stored.
+#[derive(Clone, Default)]
+pub(super) struct ThresholdFlags(Vec<(&'static crate::analyze::ThresholdSpec, f64)>);
+
+impl std::fmt::Debug for ThresholdFlags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.0.iter().map(|(spec, value)| (spec.key, value)))
+            .finish()
+    }
+}
+
+impl clap::FromArgMatches for ThresholdFlags {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> std::result::Result<Self, clap::Error> {
+        let given = crate::analyze::THRESHOLDS
+            .iter()
+            .filter_map(|spec| {
+                let flag = spec.flag.as_ref()?;
+                let value = matches.get_one::<f64>(flag.name)?;
+                Some((spec, value * flag.stored_per_unit))
+            })
+            .collect();
+        Ok(ThresholdFlags(given))
+    }
+
+    fn update_from_arg_matches(
+        &mut self,
+        matches: &clap::ArgMatches,
+    ) -> std::result::Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for ThresholdFlags {
+    fn augment_args(mut cmd: clap::Command) -> clap::Command {
+        let defaults = crate::analyze::Thresholds::default();
+        for spec in &crate::analyze::THRESHOLDS {
+            let Some(flag) = &spec.flag else { continue };
+            let (lo, hi) = flag.range;
+            let default = (spec.get)(&defaults) / flag.stored_per_unit;
+            cmd = cmd.arg(
+                clap::Arg::new(flag.name)
+                    .long(flag.name)
+                    .value_name(flag.value_name)
+                    .value_parser(clap::value_parser!(f64))
+                    .help(format!("{} (default {default}; {lo}–{hi})", spec.meaning)),
+            );
+        }
+        cmd
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+pub(super) fn analyze(path: PathBuf, args: AnalyzeArgs) -> Result<()> {
+    let adjust = |t: &mut crate::analyze::Thresholds| {
+        for (spec, value) in &args.thresholds.0 {
+            (spec.set)(t, *value);
+        }
+    };
+    let mut bar = ProgressBar::new("analysing");
+    let summary = crate::pipeline::reanalyze(&path, &adjust, &mut |f| bar.set(f));
+    bar.finish();
+    let summary = summary?;
+    print_stdout(&render::analyze_summary(&path, &summary))
+}

@@ -1,0 +1,96 @@
+//! `fleetctl serve`: the MCP server over stdio, or over HTTP with `--http`.
+
+use crate::error::{Error, Result};
+use crate::report;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub(super) struct ServeArgs {
+    /// Also log every message in and out (on stderr).
+    #[arg(long, short)]
+    verbose: bool,
+
+    /// Raster tiles for the route_map and fleet_map tools: a {z}/{x}/{y}.png folder or an
+    /// MBTiles file.
+    #[arg(long, value_name = "DIR|FILE.mbtiles")]
+    tiles: Option<PathBuf>,
+
+    /// Serve Streamable HTTP on this address instead of stdio (e.g. 127.0.0.1:8765).
+    /// Needs a bearer token from FLEETCTL_TOKEN or --token-file.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<String>,
+
+    /// The bearer token's file (its first line); default: the FLEETCTL_TOKEN variable.
+    #[arg(long, value_name = "PATH", requires = "http")]
+    token_file: Option<PathBuf>,
+
+    /// Allow a non-loopback address. Put TLS in front of it (a reverse proxy).
+    #[arg(long, requires = "http")]
+    allow_remote: bool,
+
+    /// A browser origin allowed besides loopback ones, e.g. https://dispatch.example (repeatable).
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    allow_origin: Vec<String>,
+
+    /// A Host name the server answers to besides loopback names and its own address,
+    /// e.g. fleet.example behind a reverse proxy (repeatable). Others get 403, so a
+    /// web page whose DNS name was rebound to this machine cannot reach the server.
+    #[arg(long, value_name = "NAME[:PORT]", requires = "http")]
+    allow_host: Vec<String>,
+
+    /// Worker threads, each with its own read-only database connection (1–64).
+    #[arg(long, default_value_t = 4, value_name = "N", requires = "http",
+          value_parser = clap::value_parser!(u16).range(1..=64))]
+    workers: u16,
+
+    /// Requests that may wait for a worker; beyond them the server answers 503
+    /// (1–4096).
+    #[arg(long, default_value_t = 64, value_name = "N", requires = "http",
+          value_parser = clap::value_parser!(u16).range(1..=4096))]
+    queue: u16,
+
+    /// Seconds a client may take to send one request (headers and body) before it
+    /// gets 408; SIGTERM waits at most this long (+1 s) for requests in hand (1–3600).
+    #[arg(long, default_value_t = 10, value_name = "S", requires = "http",
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    request_timeout_s: u64,
+}
+
+pub(super) fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
+    crate::logging::init(args.verbose);
+    let Some(addr) = args.http else {
+        let tiles = args
+            .tiles
+            .as_deref()
+            .map(report::route_map::TileSource::open)
+            .transpose()?;
+        return crate::mcp::serve_stdio(&db, tiles)
+            .map_err(|e| Error::io(std::path::Path::new("<stdio>"), e));
+    };
+    let addr: std::net::SocketAddr = addr.parse().map_err(|_| {
+        Error::invalid(format!("--http {addr:?} is not an address"))
+            .with_hint("use IP:PORT, e.g. 127.0.0.1:8765")
+    })?;
+    if !addr.ip().is_loopback() && !args.allow_remote {
+        return Err(Error::invalid(format!("--http {addr} is not a loopback address"))
+            .with_hint("add --allow-remote to listen beyond this machine, and put TLS in front of it (a reverse proxy)"));
+    }
+    if !addr.ip().is_loopback() {
+        crate::logging::info(
+            "http: listening beyond loopback: traffic is plain HTTP; terminate TLS in a reverse proxy in front",
+        );
+    }
+    let opts = crate::mcp::http::HttpOptions {
+        addr,
+        token: crate::mcp::http::read_token(args.token_file.as_deref())?,
+        allowed_origins: args.allow_origin,
+        allowed_hosts: args.allow_host,
+        workers: usize::from(args.workers),
+        queue: usize::from(args.queue),
+        max_connections: 128,
+        tiles: args.tiles,
+        request_timeout: std::time::Duration::from_secs(args.request_timeout_s),
+    };
+    crate::mcp::http::serve(&db, opts)
+}
