@@ -5,9 +5,13 @@
 
 #![warn(missing_docs)]
 
+mod basemap;
 pub mod chart;
 pub mod fleet;
+mod frame;
+mod furniture;
 pub mod map;
+mod style;
 
 // The domain's modules, under the paths the code here names them by.
 use fleetctl_core::{error, geo, pipeline, report, synth};
