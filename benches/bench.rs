@@ -1203,20 +1203,10 @@ fn bench_import_memory(dir: &Path) {
 
 /// `ts` as `YYYY-MM-DDTHH:MM:SSZ`.
 fn iso_utc(ts: i64) -> String {
-    let days = ts.div_euclid(86_400);
+    let date = fleetctl::clock::Date::from_days_since_epoch(ts.div_euclid(86_400));
     let secs = ts.rem_euclid(86_400);
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
     format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        "{date}T{:02}:{:02}:{:02}Z",
         secs / 3600,
         secs / 60 % 60,
         secs % 60

@@ -266,7 +266,8 @@ fn a_database_of_the_previous_schema_is_brought_up_to_date_by_analyze() {
     rusqlite::Connection::open(&v5)
         .unwrap()
         .execute_batch(
-            "ALTER TABLE daily DROP COLUMN events; \
+            "DROP INDEX daily_date_counts; CREATE INDEX daily_date ON daily (date); \
+             ALTER TABLE daily DROP COLUMN events; \
              UPDATE meta SET value = '5' WHERE key = 'schema_version';",
         )
         .unwrap();
@@ -279,6 +280,18 @@ fn a_database_of_the_previous_schema_is_brought_up_to_date_by_analyze() {
     ]))
     .fails(4);
     run(fleetctl(&["--db", v5.to_str().unwrap(), "analyze"])).ok();
+    let daily_indexes: Vec<String> = open(&v5)
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'daily' AND sql IS NOT NULL")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(
+        daily_indexes,
+        ["daily_date_counts"],
+        "the former index replaced"
+    );
     assert_eq!(
         crate::harness::query_json(&v5, &["trip", "CAR", "--date", "2020-12-18"]),
         before
@@ -287,7 +300,8 @@ fn a_database_of_the_previous_schema_is_brought_up_to_date_by_analyze() {
     rusqlite::Connection::open(&db)
         .unwrap()
         .execute_batch(
-            "ALTER TABLE trips DROP COLUMN odometer_km; \
+            "DROP INDEX daily_date_counts; CREATE INDEX daily_date ON daily (date); \
+             ALTER TABLE trips DROP COLUMN odometer_km; \
              ALTER TABLE daily DROP COLUMN odometer_rejected; \
              ALTER TABLE daily DROP COLUMN events; \
              UPDATE meta SET value = '4' WHERE key = 'schema_version';",

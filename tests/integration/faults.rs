@@ -431,23 +431,7 @@ fn a_failed_read_of_the_thresholds_never_resets_a_fleets_own_settings() {
 fn a_picture_goes_into_a_fifo_or_dev_stdout_and_never_replaces_them() {
     use std::os::unix::fs::FileTypeExt;
     let dir = TempDir::new("picture-targets");
-    let db = fixture_db().to_str().unwrap();
-    let map = |out: &str| {
-        fleetctl(&[
-            "--db",
-            db,
-            "map",
-            "P-467KCQ",
-            "--date",
-            "2026-11-24",
-            "--width",
-            "320",
-            "--height",
-            "320",
-            "-o",
-            out,
-        ])
-    };
+    let map = |out: &str| small_map(fixture_db(), out);
     // A FIFO: written into (its reader gets the PNG), still a FIFO afterwards.
     let fifo = mkfifo(&dir.join("map.png"));
     let reader = {
@@ -504,20 +488,7 @@ fn as_an_ordinary_user_a_picture_goes_into_a_fifo_or_dev_stdout() {
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
     let as_root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
     let map = |out: &str| {
-        let inner = fleetctl(&[
-            "--db",
-            db.to_str().unwrap(),
-            "map",
-            "P-467KCQ",
-            "--date",
-            "2026-11-24",
-            "--width",
-            "320",
-            "--height",
-            "320",
-            "-o",
-            out,
-        ]);
+        let inner = small_map(&db, out);
         if !as_root {
             return inner;
         }
@@ -603,6 +574,24 @@ fn export_force_replaces_only_what_fleetctl_wrote() {
     export(&dataset, &["--format", "parquet", "--partition-by", "date"]).ok();
     export(&dataset, &["--format", "parquet", "--partition-by", "date"]).ok();
     assert!(dataset.join("_fleetctl_dataset").is_file());
+}
+
+/// `fleetctl map` of one vehicle's day, small, to `out`.
+fn small_map(db: &Path, out: &str) -> std::process::Command {
+    fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "map",
+        "P-467KCQ",
+        "--date",
+        "2026-11-24",
+        "--width",
+        "320",
+        "--height",
+        "320",
+        "-o",
+        out,
+    ])
 }
 
 /// Makes a FIFO at `path` (with the system's `mkfifo`) and returns its path.

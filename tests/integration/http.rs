@@ -17,51 +17,75 @@ struct Http {
     log: std::sync::mpsc::Receiver<String>,
 }
 
+/// Starts `serve --http` on a free loopback port with `extra` flags: the process,
+/// its stderr (read up to the line saying where it listens) and its base URL.
+fn spawn_server(
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStderr>,
+    String,
+) {
+    let mut args = vec![
+        "--db",
+        fixture_db().to_str().unwrap(),
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+    ];
+    args.extend_from_slice(extra);
+    let mut child = fleetctl(&args)
+        .env("FLEETCTL_TOKEN", TOKEN)
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let base = loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "the server exited before listening"
+        );
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    (child, stderr, base)
+}
+
+/// The server's log, line by line, as it writes it (its lines are written by a
+/// thread of their own, after the answers they describe may have gone out).
+fn log_lines(
+    stderr: std::io::BufReader<std::process::ChildStderr>,
+) -> std::sync::mpsc::Receiver<String> {
+    let (lines, log) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    log
+}
+
 impl Http {
     fn start_with(extra: &[&str]) -> Http {
         Http::start_env(extra, &[])
     }
 
     fn start_env(extra: &[&str], env: &[(&str, &str)]) -> Http {
-        let mut args = vec![
-            "--db",
-            fixture_db().to_str().unwrap(),
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-        ];
-        args.extend_from_slice(extra);
-        let mut child = fleetctl(&args)
-            .env("FLEETCTL_TOKEN", TOKEN)
-            .envs(env.iter().copied())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        let base = loop {
-            line.clear();
-            assert!(
-                stderr.read_line(&mut line).unwrap() > 0,
-                "the server exited before listening"
-            );
-            if let Some(rest) = line.split("listening on ").nth(1) {
-                break rest.split_whitespace().next().unwrap().to_string();
-            }
-        };
-        // The log, line by line, as the server writes it (its lines are written by a
-        // thread of their own, after the answers they describe may have gone out).
-        let (lines, log) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stderr.lines().map_while(Result::ok) {
-                if lines.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Http { child, base, log }
+        let (child, stderr, base) = spawn_server(extra, env);
+        Http {
+            child,
+            base,
+            log: log_lines(stderr),
+        }
     }
 
     /// The server's log from here up to the first line holding `needle`; 60 s is a
@@ -935,31 +959,7 @@ fn health_and_openapi_keep_a_connection_that_shows_its_token() {
 /// queue, then are dropped and counted, and the count is logged once stderr moves.
 #[test]
 fn a_stalled_stderr_never_stops_the_server() {
-    let mut child = fleetctl(&[
-        "--db",
-        fixture_db().to_str().unwrap(),
-        "serve",
-        "--http",
-        "127.0.0.1:0",
-    ])
-    .env("FLEETCTL_TOKEN", TOKEN)
-    .stdin(std::process::Stdio::null())
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let base = loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "no listening line"
-        );
-        if let Some(rest) = line.split("listening on ").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
+    let (mut child, stderr, base) = spawn_server(&[], &[]);
     // Each request logs its path, up to 4 KiB: a 64 KiB pipe is full after a few
     // dozen, the writer's queue after about a thousand more.
     let long_path = format!("/{}", "x".repeat(3000));
@@ -980,12 +980,7 @@ fn a_stalled_stderr_never_stops_the_server() {
         r#"{"status":"ok"}"#
     );
     // stderr moves again: what was kept comes out, and the count of the dropped.
-    let (lines_tx, lines_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = lines_tx.send(line);
-        }
-    });
+    let lines_rx = log_lines(stderr);
     agent.get(format!("{base}/healthz")).call().unwrap();
     loop {
         // 60 s is a deadline for a hung server only.

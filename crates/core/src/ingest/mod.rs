@@ -758,30 +758,9 @@ fn units_or_refuse(files: &[FileTally]) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::settle::could_be_jump;
+    use super::settle::{could_be_jump, staged};
     use super::*;
     use crate::geo::{LatLon, haversine_m};
-    use crate::model::Fix;
-
-    fn staged(line: u64, ts: i64, lat: f64, lon: f64, speed: Option<f64>) -> Staged {
-        Staged {
-            fix: Fix {
-                vehicle_id: 1,
-                ts,
-                lat,
-                lon,
-                speed_kmh: speed.unwrap_or(0.0),
-                speed_derived: speed.is_none(),
-                heading_deg: None,
-                ignition: None,
-                odometer_km: None,
-            },
-            ts_ms: 0,
-            file_index: 0,
-            line,
-            repeated_later_by_s: 0,
-        }
-    }
 
     fn settle(mut rows: Vec<Staged>) -> Settled {
         rows.sort_by_key(|s| (s.fix.ts, s.ts_ms, s.line));

@@ -353,29 +353,31 @@ fn derive_speeds(kept: &mut [Staged]) {
     }
 }
 
+/// A staged row of vehicle 1 for tests: a speed of `None` is one to derive.
+#[cfg(test)]
+pub(crate) fn staged(line: u64, ts: i64, lat: f64, lon: f64, speed: Option<f64>) -> Staged {
+    Staged {
+        fix: Fix {
+            vehicle_id: 1,
+            ts,
+            lat,
+            lon,
+            speed_kmh: speed.unwrap_or(0.0),
+            speed_derived: speed.is_none(),
+            heading_deg: None,
+            ignition: None,
+            odometer_km: None,
+        },
+        ts_ms: 0,
+        file_index: 0,
+        line,
+        repeated_later_by_s: 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn row(line: u64, ts: i64, lat: f64, speed: Option<f64>) -> Staged {
-        Staged {
-            fix: Fix {
-                vehicle_id: 1,
-                ts,
-                lat,
-                lon: -90.5,
-                speed_kmh: speed.unwrap_or(0.0),
-                speed_derived: speed.is_none(),
-                heading_deg: None,
-                ignition: None,
-                odometer_km: None,
-            },
-            ts_ms: 0,
-            file_index: 0,
-            line,
-            repeated_later_by_s: 0,
-        }
-    }
 
     /// Rows with every case the settling decides: duplicates (exact and in other
     /// places), jumps, missing speeds, several rows at one instant.
@@ -384,7 +386,7 @@ mod tests {
         let mut line = 0;
         let mut add = |ts: i64, lat: f64, speed: Option<f64>| {
             line += 1;
-            rows.push(row(line, ts, lat, speed));
+            rows.push(staged(line, ts, lat, -90.5, speed));
         };
         for i in 0..200i64 {
             let lat = 14.6 + i as f64 * 0.0002;

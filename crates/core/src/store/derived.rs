@@ -9,7 +9,7 @@ use rusqlite::{Connection, params};
 
 /// Derived indexes of older schemas that newer ones replaced (an analyze or import
 /// builds the new ones and drops these).
-const FORMER_DERIVED_INDEXES: &[&str] = &["visits_geofence"];
+const FORMER_DERIVED_INDEXES: &[&str] = &["visits_geofence", "daily_date"];
 
 /// The derived tables' indexes as the schema declares them: (name, statement).
 fn derived_indexes() -> Vec<(&'static str, &'static str)> {
@@ -271,7 +271,7 @@ mod derived_index_tests {
                 "visits_vehicle",
                 "visits_geofence_time",
                 "visits_geofence_vehicle",
-                "daily_date"
+                "daily_date_counts"
             ]
         );
     }
