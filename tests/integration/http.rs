@@ -578,6 +578,18 @@ fn the_openapi_twin_answers_what_the_mcp_tool_answers() {
         assert_eq!(status, 200, "{}: {rest}", spec.tool);
         let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": spec.tool, "arguments": args}});
         let (_, mcp) = h.post("/mcp", &call, &[]);
+        let mut rest = rest;
+        // A drawing tool's REST answer carries the picture the MCP client gets as an
+        // image block: the same bytes.
+        let picture = rest.as_object_mut().unwrap().remove("png_base64");
+        let image = mcp["result"]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "image")
+            .map(|c| c["data"].clone());
+        assert_eq!(picture, image, "{}", spec.tool);
+        assert_eq!(picture.is_some(), spec.draws, "{}", spec.tool);
         assert_eq!(rest, mcp["result"]["structuredContent"], "{}", spec.tool);
     }
     let (status, r) = h.post(

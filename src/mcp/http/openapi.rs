@@ -11,6 +11,17 @@ pub fn openapi() -> Value {
         "required": ["code", "message"]}}, "required": ["error"]});
     let mut paths = serde_json::Map::new();
     for spec in report::registry() {
+        // A drawing tool's answer carries its picture, as base64 PNG.
+        let mut answer = (spec.output_schema)();
+        if spec.draws
+            && let Some(properties) = answer.get_mut("properties").and_then(Value::as_object_mut)
+        {
+            properties.insert(
+                "png_base64".into(),
+                json!({"type": "string", "contentEncoding": "base64", "contentMediaType": "image/png",
+                       "description": "The picture, a PNG image, base64-encoded."}),
+            );
+        }
         let error_ref = json!({"description": "The request was refused; the body says why and what would be accepted.",
                                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}});
         paths.insert(
@@ -21,7 +32,7 @@ pub fn openapi() -> Value {
                 "description": spec.description,
                 "requestBody": {"required": true, "content": {"application/json": {"schema": report::input_schema(spec)}}},
                 "responses": {
-                    "200": {"description": spec.title, "content": {"application/json": {"schema": (spec.output_schema)()}}},
+                    "200": {"description": spec.title, "content": {"application/json": {"schema": answer}}},
                     "400": error_ref.clone(), "401": error_ref.clone(), "403": error_ref.clone(),
                     "404": error_ref.clone(), "408": error_ref.clone(), "409": error_ref.clone(),
                     "413": error_ref.clone(), "429": error_ref.clone(), "500": error_ref.clone(),

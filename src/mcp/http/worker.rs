@@ -188,13 +188,15 @@ pub fn run_job(server: &mut Server, job: Job) -> Reply {
                     format!("no tool named {name}"),
                 )),
                 Ok(Some(Ok(answer))) => {
-                    match crate::mcp::tools::over_limit(
-                        &name,
-                        &answer.value,
-                        session::MAX_ANSWER_BYTES,
-                    ) {
+                    // A drawing tool's picture is part of its answer here too (an
+                    // MCP client gets it as an image block).
+                    let mut value = answer.value;
+                    if let Some(png) = &answer.png {
+                        value["png_base64"] = crate::mcp::tools::base64(png).into();
+                    }
+                    match crate::mcp::tools::over_limit(&name, &value, session::MAX_ANSWER_BYTES) {
                         Some(e) => Reply::error(&e),
-                        None => Reply::json(200, answer.value),
+                        None => Reply::json(200, value),
                     }
                 }
                 Ok(Some(Err(e))) | Err(e) => Reply::error(&e),
