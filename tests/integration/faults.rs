@@ -429,40 +429,12 @@ fn a_failed_read_of_the_thresholds_never_resets_a_fleets_own_settings() {
 
 #[test]
 fn a_picture_goes_into_a_fifo_or_dev_stdout_and_never_replaces_them() {
-    use std::os::unix::fs::FileTypeExt;
     let dir = TempDir::new("picture-targets");
     let map = |out: &str| small_map(fixture_db(), out);
     // A FIFO: written into (its reader gets the PNG), still a FIFO afterwards.
     let fifo = mkfifo(&dir.join("map.png"));
-    let reader = {
-        let fifo = fifo.clone();
-        std::thread::spawn(move || std::fs::read(fifo).unwrap())
-    };
-    let r = run(map(fifo.to_str().unwrap()));
-    if r.code != 0 {
-        // Let the reader go before failing (it waits for a writer).
-        let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
-        panic!("map into a FIFO failed: {}", r.stderr);
-    }
-    // Checked before waiting on the reader: a FIFO renamed over would leave it
-    // waiting for ever.
-    assert!(
-        std::fs::symlink_metadata(&fifo)
-            .unwrap()
-            .file_type()
-            .is_fifo(),
-        "the FIFO was replaced"
-    );
-    let bytes = reader.join().unwrap();
-    assert!(bytes.starts_with(b"\x89PNG"), "{} bytes", bytes.len());
-    // /dev/stdout into a pipe (a link to the pipe, not a file).
-    let out = map("/dev/stdout").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.stdout.starts_with(b"\x89PNG"));
+    picture_through_fifo(&fifo, &map);
+    picture_to_dev_stdout(&map);
     // What a killed run left beside its target is removed by the next one; a live
     // run's own is not touched (its process exists).
     let left = dir.join(".day.png.tmp-2147483646-1");
@@ -506,23 +478,8 @@ fn as_an_ordinary_user_a_picture_goes_into_a_fifo_or_dev_stdout() {
     };
     let fifo = mkfifo(&dir.join("map.png"));
     std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o666)).unwrap();
-    let reader = {
-        let fifo = fifo.clone();
-        std::thread::spawn(move || std::fs::read(fifo).unwrap())
-    };
-    let r = run(map(fifo.to_str().unwrap()));
-    if r.code != 0 {
-        let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
-        panic!("map into a FIFO as an ordinary user failed: {}", r.stderr);
-    }
-    assert!(reader.join().unwrap().starts_with(b"\x89PNG"));
-    let out = map("/dev/stdout").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.stdout.starts_with(b"\x89PNG"));
+    picture_through_fifo(&fifo, &map);
+    picture_to_dev_stdout(&map);
 }
 
 #[test]
@@ -574,6 +531,44 @@ fn export_force_replaces_only_what_fleetctl_wrote() {
     export(&dataset, &["--format", "parquet", "--partition-by", "date"]).ok();
     export(&dataset, &["--format", "parquet", "--partition-by", "date"]).ok();
     assert!(dataset.join("_fleetctl_dataset").is_file());
+}
+
+/// Runs `map` with a FIFO as its `-o`: its reader gets the PNG, and it is still a
+/// FIFO afterwards.
+fn picture_through_fifo(fifo: &Path, map: &dyn Fn(&str) -> std::process::Command) {
+    use std::os::unix::fs::FileTypeExt;
+    let reader = {
+        let fifo = fifo.to_path_buf();
+        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+    };
+    let r = run(map(fifo.to_str().unwrap()));
+    if r.code != 0 {
+        // Let the reader go before failing (it waits for a writer).
+        let _ = std::fs::OpenOptions::new().write(true).open(fifo);
+        panic!("map into a FIFO failed: {}", r.stderr);
+    }
+    // Checked before waiting on the reader: a FIFO renamed over would leave it
+    // waiting for ever.
+    assert!(
+        std::fs::symlink_metadata(fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo(),
+        "the FIFO was replaced"
+    );
+    let bytes = reader.join().unwrap();
+    assert!(bytes.starts_with(b"\x89PNG"), "{} bytes", bytes.len());
+}
+
+/// Runs `map` with `-o /dev/stdout` into a pipe (a link to the pipe, not a file).
+fn picture_to_dev_stdout(map: &dyn Fn(&str) -> std::process::Command) {
+    let out = map("/dev/stdout").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.starts_with(b"\x89PNG"));
 }
 
 /// `fleetctl map` of one vehicle's day, small, to `out`.
