@@ -1347,3 +1347,49 @@ fn an_import_rejects_jumps_by_the_fleets_own_teleport_threshold() {
     let r = import(&db, &[second.to_str().unwrap()]).ok();
     assert!(r.stdout.contains("impossible_jump"), "{}", r.stdout);
 }
+
+/// Traccar's positions API answers in time order across devices: read as a stream,
+/// the second device's first position breaks vehicle order, the reader stops there,
+/// and the import reads the array again through the sort. The outcome is that of
+/// the same positions grouped by device.
+#[test]
+fn a_traccar_json_of_interleaved_devices_lands_as_if_grouped() {
+    let dir = TempDir::new("traccar-interleaved");
+    let position = |device: i64, k: i64| {
+        json!({"deviceId": device, "fixTime": format!("2026-11-24T08:{:02}:{:02}.000+00:00", k / 4, k % 4 * 15),
+               "latitude": 14.60 + device as f64 * 0.01 + k as f64 * 0.0004, "longitude": -90.50, "speed": 12.0})
+    };
+    let interleaved: Vec<Value> = (0..40)
+        .flat_map(|k| [position(1, k), position(2, k)])
+        .collect();
+    let grouped: Vec<Value> = [1, 2]
+        .iter()
+        .flat_map(|&d| (0..40).map(move |k| position(d, k)))
+        .collect();
+    let mut totals = Vec::new();
+    for (name, positions) in [("interleaved", interleaved), ("grouped", grouped)] {
+        let file = dir.join(&format!("{name}.json"));
+        std::fs::write(&file, Value::Array(positions).to_string()).unwrap();
+        let db = dir.join(&format!("{name}.db"));
+        import(
+            &db,
+            &[
+                "--time-zone",
+                "UTC",
+                "--format",
+                "traccar-json",
+                file.to_str().unwrap(),
+            ],
+        )
+        .ok();
+        let count: i64 = open(&db)
+            .query_row("SELECT COUNT(*) FROM positions", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(count, 80, "{name}: every position imported once");
+        totals.push(query_json(
+            &db,
+            &["mileage", "--from", "2026-11-24", "--to", "2026-11-24"],
+        ));
+    }
+    assert_eq!(totals[0], totals[1]);
+}

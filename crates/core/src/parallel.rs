@@ -9,6 +9,13 @@ use std::sync::{Arc, Mutex, mpsc};
 /// Hands one job to the workers.
 pub type Submit<'s, J> = dyn FnMut(J) -> Result<()> + 's;
 
+/// Whether to go on: `take` may say `Break` to end the work early (what was fed is
+/// finished and dropped, nothing more is fed); `submit` then says `Break` too.
+pub type Flow = std::ops::ControlFlow<()>;
+
+/// Hands one job to the workers, or says the work has ended.
+pub type SubmitFlow<'s, J> = dyn FnMut(J) -> Result<Flow> + 's;
+
 /// Runs `work` over the jobs `feed` submits, on up to eight worker threads (one per
 /// core), and gives each result to `take` in submission order. At most four jobs per
 /// worker are in flight (waiting, running, or done and waiting for an earlier one to
@@ -36,6 +43,23 @@ pub fn map_in_order_on<J: Send, R: Send>(
     feed: &mut dyn FnMut(&mut Submit<J>) -> Result<()>,
     take: &mut dyn FnMut(R) -> Result<()>,
 ) -> Result<()> {
+    map_in_order_until(
+        workers,
+        work,
+        &mut |submit| feed(&mut |job| submit(job).map(drop)),
+        &mut |r| take(r).map(|()| Flow::Continue(())),
+    )
+}
+
+/// [`map_in_order_on`] for work a result may end early: when `take` answers
+/// `Break`, no more results are taken and every later `submit` answers `Break`
+/// (the feeder stops there), and the call returns `Ok`.
+pub fn map_in_order_until<J: Send, R: Send>(
+    workers: usize,
+    work: &(dyn Fn(J) -> R + Sync),
+    feed: &mut dyn FnMut(&mut SubmitFlow<J>) -> Result<()>,
+    take: &mut dyn FnMut(R) -> Result<Flow>,
+) -> Result<()> {
     let workers = workers.max(1);
     std::thread::scope(|scope| {
         let (job_tx, job_rx) = mpsc::sync_channel::<(usize, J)>(workers * 2);
@@ -60,10 +84,19 @@ pub fn map_in_order_on<J: Send, R: Send>(
         let mut waiting = std::collections::BTreeMap::new();
         // Results taken so far: jobs in flight are those submitted and not yet taken.
         let next = std::cell::Cell::new(0usize);
+        let ended = std::cell::Cell::new(false);
         let mut arrived = |seq: usize, r: R| -> Result<()> {
+            if ended.get() {
+                return Ok(());
+            }
             waiting.insert(seq, r);
-            while let Some(r) = waiting.remove(&next.get()) {
-                take(r)?;
+            while !ended.get()
+                && let Some(r) = waiting.remove(&next.get())
+            {
+                if take(r)?.is_break() {
+                    ended.set(true);
+                    waiting.clear();
+                }
                 next.set(next.get() + 1);
             }
             Ok(())
@@ -72,11 +105,17 @@ pub fn map_in_order_on<J: Send, R: Send>(
         let max_in_flight = workers * 4;
         let stopped = || Error::internal("a worker thread stopped");
         let fed = feed(&mut |job| {
+            if ended.get() {
+                return Ok(Flow::Break(()));
+            }
             // A slow job holds back the results after it: wait for it rather than let
             // them pile up.
-            while submitted - next.get() >= max_in_flight {
+            while submitted - next.get() >= max_in_flight && !ended.get() {
                 let (seq, r) = done_rx.recv().map_err(|_| stopped())?;
                 arrived(seq, r)?;
+            }
+            if ended.get() {
+                return Ok(Flow::Break(()));
             }
             let mut job = (submitted, job);
             // While the line is full, this thread takes results rather than wait idle.
@@ -92,7 +131,11 @@ pub fn map_in_order_on<J: Send, R: Send>(
             while let Ok((seq, r)) = done_rx.try_recv() {
                 arrived(seq, r)?;
             }
-            Ok(())
+            Ok(if ended.get() {
+                Flow::Break(())
+            } else {
+                Flow::Continue(())
+            })
         });
         drop(job_tx);
         fed?;

@@ -63,7 +63,9 @@ pub(crate) fn read(src: &mut Source, size: u64) -> Result<()> {
                         }
                         row.plate = src.opts.plate.clone().or_else(|| track_name.clone());
                         if empty {
-                            src.row(&row, &units)?;
+                            if src.row(&row, &units)?.is_break() {
+                                return Ok(());
+                            }
                         } else {
                             point = Some(row);
                         }
@@ -96,7 +98,9 @@ pub(crate) fn read(src: &mut Source, size: u64) -> Result<()> {
                 match (e.local_name().as_ref(), capture.take()) {
                     ("trkpt", _) => {
                         if let Some(row) = point.take() {
-                            src.row(&row, &units)?;
+                            if src.row(&row, &units)?.is_break() {
+                                return Ok(());
+                            }
                             if record.is_multiple_of(16_384) {
                                 let at = xml.buffer_position() as f64;
                                 (src.progress)(at / size.max(1) as f64);

@@ -5,7 +5,7 @@
 
 use crate::{ColumnMap, Field, Source, raw_row};
 use fleetctl_core::error::{Error, Result};
-use fleetctl_core::ingest::{FileUnits, RawRow};
+use fleetctl_core::ingest::{FileUnits, Flow, RawRow};
 use serde_json::{Map, Value};
 
 fn load(src: &Source) -> Result<Value> {
@@ -103,7 +103,7 @@ pub(crate) fn read_traccar(src: &mut Source) -> Result<()> {
     let mut record = 0u64;
     let mut failed = None;
     let mut last_map = None;
-    let mut each = |item: Value| -> Result<()> {
+    let mut each = |item: Value| -> Result<Flow> {
         record += 1;
         if record.is_multiple_of(4096) {
             (src.progress)(read.get() as f64 / size as f64);
@@ -118,16 +118,20 @@ pub(crate) fn read_traccar(src: &mut Source) -> Result<()> {
         src.row(&row, &units)
     };
     let mut de = serde_json::Deserializer::from_reader(reader);
+    let mut stopped = false;
     let streamed = serde::de::DeserializeSeed::deserialize(
         Elements {
             each: &mut each,
             failed: &mut failed,
+            stopped: &mut stopped,
         },
         &mut de,
     )
     .and_then(|()| de.end());
     match (failed, streamed) {
         (Some(e), _) => Err(e),
+        // The import asked for no more rows (see `Ingest::row`).
+        (None, _) if stopped => Ok(()),
         (None, Ok(())) => Ok(()),
         (None, Err(e)) if e.is_data() && e.to_string().contains("expected a JSON array") => {
             Err(src.bad("not a JSON array of positions"))
@@ -151,10 +155,12 @@ impl<R: std::io::Read> std::io::Read for Counted<R> {
 }
 
 /// A JSON array taken one element at a time: each is handed to `each` as soon as it
-/// is read. An error there stops the reading and is kept in `failed`.
+/// is read. An error there stops the reading and is kept in `failed`; a `Break`
+/// stops it and sets `stopped`.
 struct Elements<'a> {
-    each: &'a mut dyn FnMut(Value) -> Result<()>,
+    each: &'a mut dyn FnMut(Value) -> Result<Flow>,
     failed: &'a mut Option<Error>,
+    stopped: &'a mut bool,
 }
 
 impl<'de> serde::de::DeserializeSeed<'de> for Elements<'_> {
@@ -177,9 +183,16 @@ impl<'de> serde::de::Visitor<'de> for Elements<'_> {
         mut seq: A,
     ) -> std::result::Result<(), A::Error> {
         while let Some(item) = seq.next_element::<Value>()? {
-            if let Err(e) = (self.each)(item) {
-                *self.failed = Some(e);
-                return Err(serde::de::Error::custom("stopped"));
+            match (self.each)(item) {
+                Ok(Flow::Continue(())) => {}
+                Ok(Flow::Break(())) => {
+                    *self.stopped = true;
+                    return Err(serde::de::Error::custom("stopped"));
+                }
+                Err(e) => {
+                    *self.failed = Some(e);
+                    return Err(serde::de::Error::custom("stopped"));
+                }
             }
         }
         Ok(())
@@ -214,7 +227,9 @@ pub(crate) fn read_geojson(src: &mut Source) -> Result<()> {
                 let (mut row, map) = object_row(src, record, props)?;
                 set_position(&mut row, coords);
                 let units = src.units(map.as_ref());
-                src.row(&row, &units)?;
+                if src.row(&row, &units)?.is_break() {
+                    return Ok(());
+                }
             }
             "LineString" | "MultiLineString" => {
                 let lines: Vec<&Value> = if kind == "LineString" {
@@ -245,7 +260,9 @@ pub(crate) fn read_geojson(src: &mut Source) -> Result<()> {
                             ..RawRow::default()
                         };
                         set_position(&mut row, point);
-                        src.row(&row, &units)?;
+                        if src.row(&row, &units)?.is_break() {
+                            return Ok(());
+                        }
                     }
                 }
             }

@@ -257,7 +257,8 @@ impl Source<'_, '_, '_, '_> {
         units
     }
 
-    fn row(&mut self, row: &RawRow, units: &FileUnits) -> Result<()> {
+    /// Hands a row to the import; `Break`: stop reading (see `Ingest::row`).
+    fn row(&mut self, row: &RawRow, units: &FileUnits) -> Result<fleetctl_core::ingest::Flow> {
         self.ingest.row(self.file, row, units)
     }
 

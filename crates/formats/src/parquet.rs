@@ -64,15 +64,23 @@ pub(crate) fn read(src: &mut Source) -> Result<()> {
     };
     let (ingest, progress) = (&mut *src.ingest, &mut *src.progress);
     let mut done = 0usize;
-    fleetctl_core::parallel::map_in_order(
+    fleetctl_core::parallel::map_in_order_until(
+        fleetctl_core::parallel::cores(),
         &read_group,
-        &mut |submit| groups.iter().try_for_each(|g| submit(*g)),
+        &mut |submit| {
+            for g in &groups {
+                if submit(*g)?.is_break() {
+                    break;
+                }
+            }
+            Ok(())
+        },
         &mut |rows| {
             let batch = rows?;
             done += batch.len();
-            ingest.accept_batch(file_index, 0, batch)?;
+            let flow = ingest.accept_batch(file_index, 0, batch)?;
             progress(done as f64 / total as f64);
-            Ok(())
+            Ok(flow)
         },
     )
 }

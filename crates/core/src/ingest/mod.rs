@@ -21,6 +21,7 @@ pub mod sort;
 pub mod time;
 pub mod units;
 
+pub use crate::parallel::Flow;
 pub use rejects::{NoRejectsFile, Reject, RejectReason, RejectSink};
 pub use rows::{CheckedBatch, Checker, RawRow, Rejected, TypedCells};
 pub use units::{FileUnits, OdometerUnit, SpeedUnit};
@@ -156,10 +157,6 @@ struct Books<'r> {
     teleport_kmh: f64,
 }
 
-/// The message of the error that stops a streamed reading at the first row out of
-/// vehicle and time order (the import then reads again through the sort).
-const OUT_OF_ORDER: &str = "rows out of vehicle and time order";
-
 impl<'c, 'r> Ingest<'c, 'r> {
     /// The fleet's zone (naive local times in files are read in it).
     pub fn zone(&self) -> &FleetZone {
@@ -185,16 +182,29 @@ impl<'c, 'r> Ingest<'c, 'r> {
         self.books.files[file].units.read_in = Some((read_in.speed, read_in.odometer));
     }
 
-    /// Checks one row alone and stages it, or rejects it.
-    pub fn row(&mut self, file: usize, row: &RawRow, units: &FileUnits) -> Result<()> {
+    /// Checks one row alone and stages it, or rejects it. `Break`: the rows broke
+    /// vehicle and time order while streamed; the reader stops here, and the import
+    /// reads the files again through the sort.
+    pub fn row(&mut self, file: usize, row: &RawRow, units: &FileUnits) -> Result<Flow> {
         self.books.files[file].rows_read += 1;
         match self.checker.check(row, units, file) {
             Ok((plate, staged)) => {
                 let vehicle = self.vehicle(plate).map_err(|e| e.message);
                 self.stage_as(file, row.line, vehicle, staged)
             }
-            Err((reason, detail)) => self.books.reject(file, row.line, reason, detail),
+            Err((reason, detail)) => self.reject(file, row.line, reason, detail),
         }
+    }
+
+    fn reject(
+        &mut self,
+        file: usize,
+        line: u64,
+        reason: RejectReason,
+        detail: String,
+    ) -> Result<Flow> {
+        self.books.reject(file, line, reason, detail)?;
+        Ok(Flow::Continue(()))
     }
 
     /// The checks a row passes alone, to run on other threads (see [`Checker`]).
@@ -204,8 +214,13 @@ impl<'c, 'r> Ingest<'c, 'r> {
 
     /// Takes the rows of a [`CheckedBatch`] (in file order), each line counted from
     /// `line_base`: finds or adds each plate's vehicle once and stages its rows, or
-    /// counts and reports each rejection.
-    pub fn accept_batch(&mut self, file: usize, line_base: u64, batch: CheckedBatch) -> Result<()> {
+    /// counts and reports each rejection. `Break` as from [`Ingest::row`].
+    pub fn accept_batch(
+        &mut self,
+        file: usize,
+        line_base: u64,
+        batch: CheckedBatch,
+    ) -> Result<Flow> {
         // Looked up at a plate's first accepted row, so that only plates with rows
         // to stage add vehicles.
         let mut vehicles: Vec<Option<std::result::Result<i64, String>>> =
@@ -226,9 +241,11 @@ impl<'c, 'r> Ingest<'c, 'r> {
                         .map_err(|e| e.message)
                 })
                 .clone();
-            self.stage_as(file, line, vehicle, staged)?;
+            if self.stage_as(file, line, vehicle, staged)?.is_break() {
+                return Ok(Flow::Break(()));
+            }
         }
-        Ok(())
+        Ok(Flow::Continue(()))
     }
 
     /// Stages a checked row of the vehicle found for its plate, or rejects it with
@@ -239,22 +256,20 @@ impl<'c, 'r> Ingest<'c, 'r> {
         line: u64,
         vehicle: std::result::Result<i64, String>,
         mut staged: Staged,
-    ) -> Result<()> {
+    ) -> Result<Flow> {
         match vehicle {
             Ok(id) => {
                 staged.fix.vehicle_id = id;
                 staged.line = line;
                 self.stage(staged)
             }
-            Err(message) => self
-                .books
-                .reject(file, line, RejectReason::BadPlate, message),
+            Err(message) => self.reject(file, line, RejectReason::BadPlate, message),
         }
     }
 
-    fn stage(&mut self, row: Staged) -> Result<()> {
+    fn stage(&mut self, row: Staged) -> Result<Flow> {
         let (group, carry, done, broken) = match &mut self.order {
-            Order::Sort(sorter) => return sorter.push(row),
+            Order::Sort(sorter) => return sorter.push(row).map(|()| Flow::Continue(())),
             Order::Stream {
                 group,
                 carry,
@@ -262,6 +277,9 @@ impl<'c, 'r> Ingest<'c, 'r> {
                 broken,
             } => (group, carry, done, broken),
         };
+        if *broken {
+            return Ok(Flow::Break(()));
+        }
         let vehicle = row.fix.vehicle_id;
         // A vehicle's rows are settled when they end, or a window of them at a time.
         let (ended, last) = match group.rows.last() {
@@ -283,17 +301,14 @@ impl<'c, 'r> Ingest<'c, 'r> {
             }
         };
         if *broken {
-            return Err(Error::internal(OUT_OF_ORDER));
+            return Ok(Flow::Break(()));
         }
         group.push(row);
-        match ended {
-            Some(rows) => {
-                let before = std::mem::take(&mut **carry);
-                **carry = settle_now(&self.importer, &mut self.books, rows, before, last)?;
-                Ok(())
-            }
-            None => Ok(()),
+        if let Some(rows) = ended {
+            let before = std::mem::take(&mut **carry);
+            **carry = settle_now(&self.importer, &mut self.books, rows, before, last)?;
         }
+        Ok(Flow::Continue(()))
     }
 
     /// True when the rows broke vehicle and time order while being streamed: the
@@ -303,10 +318,9 @@ impl<'c, 'r> Ingest<'c, 'r> {
     }
 
     /// Counts a row the reader could not split into cells, and rejects it.
-    pub fn malformed(&mut self, file: usize, line: u64, detail: String) -> Result<()> {
+    pub fn malformed(&mut self, file: usize, line: u64, detail: String) -> Result<Flow> {
         self.books.files[file].rows_read += 1;
-        self.books
-            .reject(file, line, RejectReason::MalformedRow, detail)
+        self.reject(file, line, RejectReason::MalformedRow, detail)
     }
 }
 
