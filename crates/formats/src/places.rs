@@ -272,16 +272,33 @@ pub fn read_geofences(path: &Path) -> Result<Loaded<GeofenceDef>> {
 mod tests {
     use super::*;
 
-    fn write(name: &str, text: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("fleetctl-places-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(name);
-        std::fs::write(&path, text).unwrap();
-        path
+    /// A test's own folder of files, removed when the test ends.
+    struct Folder(std::path::PathBuf);
+
+    impl Folder {
+        fn new(test: &str) -> Folder {
+            let dir =
+                std::env::temp_dir().join(format!("fleetctl-places-{}-{test}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            Folder(dir)
+        }
+
+        fn write(&self, name: &str, text: &str) -> std::path::PathBuf {
+            let path = self.0.join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        }
+    }
+
+    impl Drop for Folder {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
     }
 
     #[test]
     fn geonames_lines_become_places_and_bad_lines_are_named() {
+        let folder = Folder::new("geonames");
         // The GeoNames layout: id, name, asciiname, alternatenames, lat, lon, class,
         // code, country, cc2, admin1-4, population, elevation, dem, zone, date.
         let text = "\
@@ -289,18 +306,19 @@ mod tests {
 2643743\tLondon\tLondon\t\t51.50853\t-0.12574\tP\tPPLC\tGB\t\tENG\t\t\t\t8961989\t\t25\tEurope/London\t2019-09-18
 999\tBroken\tBroken\t\tnorth\t-0.1\tP\tPPL\tGB
 ";
-        let loaded = read_places(&write("cities.txt", text)).unwrap();
+        let loaded = read_places(&folder.write("cities.txt", text)).unwrap();
         assert_eq!(loaded.items.len(), 2);
         assert_eq!(loaded.items[1].name, "London");
         assert_eq!(loaded.items[1].kind, "city");
         assert!((loaded.items[0].lat - 14.64072).abs() < 1e-9);
         assert_eq!(loaded.skipped.len(), 1);
         assert_eq!(loaded.skipped[0].0, 3);
-        assert!(read_places(&write("junk.txt", "hello\nworld\n")).is_err());
+        assert!(read_places(&folder.write("junk.txt", "hello\nworld\n")).is_err());
     }
 
     #[test]
     fn geofences_from_polygons_multipolygons_and_circles() {
+        let folder = Folder::new("geofences");
         let text = r#"{"type": "FeatureCollection", "features": [
           {"type": "Feature", "properties": {"name": "Yard", "kind": "depot"},
            "geometry": {"type": "Polygon", "coordinates": [[[0,51],[0.01,51],[0.01,51.01],[0,51]]]}},
@@ -316,7 +334,7 @@ mod tests {
           {"type": "Feature", "properties": {"name": "Open ring"},
            "geometry": {"type": "Polygon", "coordinates": [[[0,51],[0.01,51],[0.01,51.01]]]}}
         ]}"#;
-        let loaded = read_geofences(&write("fences.geojson", text)).unwrap();
+        let loaded = read_geofences(&folder.write("fences.geojson", text)).unwrap();
         let names: Vec<&str> = loaded.items.iter().map(|g| g.name.as_str()).collect();
         assert_eq!(names, ["Yard", "Schools (1/2)", "Schools (2/2)", "Client"]);
         assert_eq!(loaded.items[0].kind, "depot");
