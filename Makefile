@@ -5,10 +5,15 @@ AHORA  ?= 2026-11-25T15:30
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS := jsonrpc_line tool_arguments wkt polyline tile
 
-.PHONY: build run test bench lint fmt clean interop-python interop-inspector interop-duckdb fuzz
+.PHONY: build install run test bench lint fmt clean interop-python interop-inspector interop-duckdb fuzz
 
 build:
 	$(CARGO) build --release
+
+# Installs the release binary as ~/.cargo/bin/fleetctl (on the PATH of a rustup
+# install), where `make clean` does not reach it.
+install:
+	$(CARGO) install --path . --locked
 
 # Builds, generates the demo database at the default location if it is missing,
 # prints a fleet overview (who is stopped now, the week's kilometres) and draws

@@ -207,8 +207,59 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Map(args) => draw(db, args.0),
         Command::Chart(args) => draw(db, args.0),
         Command::Serve(args) => serve(db, args),
-        Command::McpConfig => print_stdout(&render::mcp_config(&mcp_paths(&db)?)),
+        Command::McpConfig => mcp_config(&db),
     }
+}
+
+/// `fleetctl mcp-config`: the JSON on stdout, the notes and warnings on stderr.
+fn mcp_config(db: &std::path::Path) -> Result<()> {
+    let (exe, db) = mcp_paths(db)?;
+    let mut warnings = Vec::new();
+    if !db.exists() {
+        warnings.push(format!(
+            "{} does not exist yet: create it (`fleetctl --db {} generate`, or `import`) before the client starts the server",
+            db.display(),
+            db.display()
+        ));
+    }
+    let exe = match installed_instead_of(&exe) {
+        Some(installed) => {
+            warnings.push(format!(
+                "{} is a build output (`make clean` removes it); the configuration points to the installed {} instead",
+                exe.display(),
+                installed.display()
+            ));
+            installed
+        }
+        None => {
+            if in_build_folder(&exe) {
+                warnings.push(format!(
+                    "{} is a build output (`make clean` removes it); `make install` puts fleetctl where it stays",
+                    exe.display()
+                ));
+            }
+            exe
+        }
+    };
+    let (json, notes) = render::mcp_config(&(exe, db), &warnings);
+    eprint!("{notes}");
+    print_stdout(&json)
+}
+
+/// True for a binary inside a cargo `target` folder.
+fn in_build_folder(exe: &std::path::Path) -> bool {
+    exe.components().any(|c| c.as_os_str() == "target")
+}
+
+/// An installed `fleetctl` on the PATH, when this one is a build output.
+fn installed_instead_of(exe: &std::path::Path) -> Option<PathBuf> {
+    if !in_build_folder(exe) {
+        return None;
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("fleetctl"))
+        .find(|candidate| candidate.is_file() && !in_build_folder(candidate))
 }
 
 /// Absolute paths of this binary and the database, for client configuration.

@@ -626,9 +626,8 @@ fn every_tool_answers_exactly_what_the_cli_prints() {
 #[test]
 fn mcp_config_prints_absolute_paths() {
     let r = run(fleetctl(&["--db", "relative/fleet.db", "mcp-config"])).ok();
-    let json_start = r.stdout.find('{').unwrap();
-    let json_end = r.stdout.rfind('}').unwrap();
-    let config: Value = serde_json::from_str(&r.stdout[json_start..=json_end]).unwrap();
+    // stdout is the JSON alone (it can be redirected into a file); notes on stderr.
+    let config: Value = serde_json::from_str(&r.stdout).unwrap();
     let server = &config["mcpServers"]["fleetctl"];
     assert!(std::path::Path::new(server["command"].as_str().unwrap()).is_absolute());
     let db = server["args"][1].as_str().unwrap();
@@ -637,7 +636,24 @@ fn mcp_config_prints_absolute_paths() {
         "{db}"
     );
     assert_eq!(server["args"][2], "serve");
-    assert!(r.stdout.contains("claude mcp add fleetctl -- "));
+    assert!(
+        r.stderr.contains("claude mcp add fleetctl -- "),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("relative/fleet.db does not exist yet"),
+        "{}",
+        r.stderr
+    );
+    // An existing database gets no such warning.
+    let r = run(fleetctl(&[
+        "--db",
+        fixture_db().to_str().unwrap(),
+        "mcp-config",
+    ]))
+    .ok();
+    assert!(!r.stderr.contains("does not exist"), "{}", r.stderr);
 }
 
 #[test]

@@ -295,7 +295,13 @@ pub fn csv(report: &Value, rows_field: &str) -> String {
 
 /// The MCP client configuration for this machine: the Claude Desktop JSON and the
 /// Claude Code command, with absolute paths.
-pub fn mcp_config((exe, db): &(std::path::PathBuf, std::path::PathBuf)) -> String {
+/// `fleetctl mcp-config`: the client configuration (pure JSON, for stdout, so that
+/// it can be redirected into a file) and the notes that go with it (for stderr):
+/// where to merge it, the Claude Code command, and `warnings` first.
+pub fn mcp_config(
+    (exe, db): &(std::path::PathBuf, std::path::PathBuf),
+    warnings: &[String],
+) -> (String, String) {
     let config = serde_json::json!({
         "mcpServers": {
             "fleetctl": {
@@ -304,18 +310,22 @@ pub fn mcp_config((exe, db): &(std::path::PathBuf, std::path::PathBuf)) -> Strin
             }
         }
     });
-    let pretty = serde_json::to_string_pretty(&config).unwrap_or_default();
-    format!(
-        "# Claude Desktop: merge into claude_desktop_config.json\n\
-         #   macOS:   ~/Library/Application Support/Claude/claude_desktop_config.json\n\
-         #   Windows: %APPDATA%\\Claude\\claude_desktop_config.json\n\
-         #   Linux:   ~/.config/Claude/claude_desktop_config.json\n\
-         {pretty}\n\n\
-         # Claude Code:\n\
-         claude mcp add fleetctl -- {} --db {} serve\n",
+    let json = format!(
+        "{}\n",
+        serde_json::to_string_pretty(&config).unwrap_or_default()
+    );
+    let mut notes: String = warnings.iter().map(|w| format!("warning: {w}\n")).collect();
+    notes += &format!(
+        "Claude Desktop: merge the JSON above into claude_desktop_config.json\n\
+         \x20 macOS:   ~/Library/Application Support/Claude/claude_desktop_config.json\n\
+         \x20 Windows: %APPDATA%\\Claude\\claude_desktop_config.json\n\
+         \x20 Linux:   ~/.config/Claude/claude_desktop_config.json\n\
+         Claude Code:\n\
+         \x20 claude mcp add fleetctl -- {} --db {} serve\n",
         shell_quote(&exe.display().to_string()),
         shell_quote(&db.display().to_string())
-    )
+    );
+    (json, notes)
 }
 
 fn shell_quote(s: &str) -> String {
