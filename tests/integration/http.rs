@@ -27,6 +27,20 @@ fn spawn_server(
     std::io::BufReader<std::process::ChildStderr>,
     String,
 ) {
+    let (child, stderr, base, _) = spawn_server_saying(extra, env);
+    (child, stderr, base)
+}
+
+/// [`spawn_server`], with what the server said before it listened.
+fn spawn_server_saying(
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStderr>,
+    String,
+    String,
+) {
     let mut args = vec![
         "--db",
         fixture_db().to_str().unwrap(),
@@ -44,18 +58,19 @@ fn spawn_server(
         .spawn()
         .unwrap();
     let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
+    let (mut line, mut said) = (String::new(), String::new());
     let base = loop {
         line.clear();
         assert!(
             stderr.read_line(&mut line).unwrap() > 0,
-            "the server exited before listening"
+            "the server exited before listening: {said}"
         );
         if let Some(rest) = line.split("listening on ").nth(1) {
             break rest.split_whitespace().next().unwrap().to_string();
         }
+        said.push_str(&line);
     };
-    (child, stderr, base)
+    (child, stderr, base, said)
 }
 
 /// The server's log, line by line, as it writes it (its lines are written by a
@@ -674,10 +689,43 @@ fn the_server_refuses_to_start_unsafely() {
     );
     let r = crate::harness::run(fleetctl(&["--db", db, "serve", "--http", "127.0.0.1:0"])).fails(2);
     assert!(
-        r.stderr.contains("FLEETCTL_TOKEN") && r.stderr.contains("--token-file"),
+        r.stderr.contains("no bearer token was given")
+            && r.stderr.contains("FLEETCTL_TOKEN")
+            && r.stderr.contains("--token-file"),
         "{}",
         r.stderr
     );
+    // A short token is said to be short, with its length.
+    let mut cmd = fleetctl(&["--db", db, "serve", "--http", "127.0.0.1:0"]);
+    cmd.env("FLEETCTL_TOKEN", "abcde");
+    let r = crate::harness::run(cmd).fails(2);
+    assert!(
+        r.stderr.contains("5 characters long") && r.stderr.contains("at least 16"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_token_file_others_can_read_is_warned_about() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = crate::harness::TempDir::new("token-mode");
+    let file = dir.join("token");
+    std::fs::write(&file, format!("{TOKEN}\n")).unwrap();
+    let start = |mode: u32| {
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+        let (mut child, _, _, said) =
+            spawn_server_saying(&["--token-file", file.to_str().unwrap()], &[]);
+        let _ = child.kill();
+        let _ = child.wait();
+        said
+    };
+    let said = start(0o644);
+    assert!(
+        said.contains("can be read by other users") && said.contains("chmod 600"),
+        "{said}"
+    );
+    assert!(!start(0o600).contains("can be read by other users"));
 }
 
 #[test]

@@ -316,7 +316,7 @@ pub fn mcp_config(
     );
     let mut notes: String = warnings.iter().map(|w| format!("warning: {w}\n")).collect();
     notes += &format!(
-        "Claude Desktop: merge the JSON above into claude_desktop_config.json\n\
+        "Claude Desktop: merge the JSON printed on stdout into claude_desktop_config.json\n\
          \x20 macOS:   ~/Library/Application Support/Claude/claude_desktop_config.json\n\
          \x20 Windows: %APPDATA%\\Claude\\claude_desktop_config.json\n\
          \x20 Linux:   ~/.config/Claude/claude_desktop_config.json\n\

@@ -31,10 +31,44 @@ pub fn read_token(token_file: Option<&Path>) -> Result<String> {
                 .with_hint("use printable characters only, e.g. `openssl rand -hex 32 > token`"),
         );
     }
-    if token.len() < 16 {
-        return Err(Error::invalid("no bearer token of at least 16 characters was given").with_hint(
-            "set FLEETCTL_TOKEN or pass --token-file PATH (first line), e.g. `openssl rand -hex 32 > token`; tokens are never taken from the command line",
-        ));
+    let hint = "set FLEETCTL_TOKEN or pass --token-file PATH (first line), e.g. `(umask 077; openssl rand -hex 32 > token)`; tokens are never taken from the command line";
+    if token.is_empty() {
+        let message = match token_file {
+            Some(path) => format!(
+                "--token-file {} is empty: no bearer token was given",
+                path.display()
+            ),
+            None => "no bearer token was given".to_string(),
+        };
+        return Err(Error::invalid(message).with_hint(hint));
+    }
+    if token.chars().count() < MIN_TOKEN_CHARS {
+        return Err(Error::invalid(format!(
+            "the bearer token is {} characters long; it must have at least {MIN_TOKEN_CHARS}",
+            token.chars().count()
+        ))
+        .with_hint(hint));
+    }
+    if let Some(path) = token_file {
+        warn_if_readable_by_others(path);
     }
     Ok(token)
+}
+
+/// The shortest token accepted, characters.
+const MIN_TOKEN_CHARS: usize = 16;
+
+/// Says so on stderr when others than the owner may read the token file.
+fn warn_if_readable_by_others(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(meta) = std::fs::metadata(path)
+        && meta.permissions().mode() & 0o044 != 0
+    {
+        crate::logging::info(&format!(
+            "warning: --token-file {} can be read by other users (mode {:o}); `chmod 600 {}` keeps the token yours",
+            path.display(),
+            meta.permissions().mode() & 0o777,
+            path.display()
+        ));
+    }
 }
