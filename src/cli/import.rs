@@ -205,5 +205,40 @@ pub fn run(db: PathBuf, args: ImportArgs) -> Result<()> {
     if let Some(file) = rejects_file.as_mut() {
         file.flush()?;
     }
-    super::print_stdout(&crate::render::import_summary(&summary?))
+    let summary = summary?;
+    super::print_stdout(&crate::render::import_summary(&summary))?;
+    nothing_imported(&summary.files)
+}
+
+/// An error when rows were read but none imported (into an existing database; a new
+/// one is not created at all): the summary above says why, the hint what to do.
+fn nothing_imported(files: &[ingest::FileTally]) -> Result<()> {
+    let read: u64 = files.iter().map(|f| f.rows_read).sum();
+    let imported: u64 = files.iter().map(|f| f.imported).sum();
+    if read == 0 || imported > 0 {
+        return Ok(());
+    }
+    // A file imported again adds nothing, and that is no error.
+    let known: u64 = files
+        .iter()
+        .flat_map(|f| f.rejected.iter())
+        .filter(|(r, _)| {
+            matches!(
+                r,
+                ingest::RejectReason::AlreadyStored | ingest::RejectReason::ExactDuplicate
+            )
+        })
+        .map(|(_, n)| n)
+        .sum();
+    if known == read {
+        return Ok(());
+    }
+    Err(Error::new(
+        crate::error::ErrorCode::NoData,
+        format!(
+            "none of the {read} rows read was imported: {}",
+            ingest::rejected_by_reason(files)
+        ),
+    )
+    .with_hint(ingest::nothing_imported_hint(files)))
 }

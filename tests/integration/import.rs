@@ -1393,3 +1393,83 @@ fn a_traccar_json_of_interleaved_devices_lands_as_if_grouped() {
     }
     assert_eq!(totals[0], totals[1]);
 }
+
+/// Mistakes a newcomer makes get the hint that fixes them: a file that is no
+/// telemetry, a folder, a misspelt zone, and a GPX track whose name is no plate (every
+/// row refused, so the import fails rather than exit 0 having imported nothing).
+#[test]
+fn mistakes_get_the_hint_that_fixes_them() {
+    let dir = TempDir::new("import-mistakes");
+    let db = dir.join("fleet.db");
+    let readme = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+    let r = import(&db, &["--time-zone", "UTC", readme]).fails(2);
+    assert!(
+        r.stderr.contains("does not look like positions"),
+        "{}",
+        r.stderr
+    );
+    let r = import(&db, &["--time-zone", "UTC", dir.path().to_str().unwrap()]).fails(2);
+    assert!(
+        r.stderr.contains("is a folder") && r.stderr.contains("/*.csv"),
+        "{}",
+        r.stderr
+    );
+    let gpx = format!("{REAL}/car-visnjan-etrex20x.gpx");
+    let r = import(
+        &db,
+        &["--time-zone", "Europe/Ljublana", "--plate", "CAR", &gpx],
+    )
+    .fails(2);
+    assert!(
+        r.stderr.contains("did you mean Europe/Ljubljana?"),
+        "{}",
+        r.stderr
+    );
+    // A track named beyond a plate's 64 characters.
+    let long_name = "x".repeat(70);
+    let text = std::fs::read_to_string(&gpx).unwrap();
+    let renamed = dir.join("long.gpx");
+    let named = "<name>2020-12-18 07:24:29</name>";
+    assert!(text.contains(named));
+    std::fs::write(
+        &renamed,
+        text.replace(named, &format!("<name>{long_name}</name>")),
+    )
+    .unwrap();
+    let r = import(
+        &db,
+        &["--time-zone", "Europe/Zagreb", renamed.to_str().unwrap()],
+    )
+    .fails(3);
+    assert!(
+        r.stdout.contains("bad_plate") || r.stderr.contains("bad_plate"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(r.stderr.contains("--plate"), "{}", r.stderr);
+    // Into an existing database, likewise (it used to exit 0 having imported nothing).
+    let existing = dir.join("existing.db");
+    import(
+        &existing,
+        &["--time-zone", "Europe/Zagreb", "--plate", "CAR", &gpx],
+    )
+    .ok();
+    let r = import(&existing, &[renamed.to_str().unwrap()]).fails(3);
+    assert!(
+        r.stderr.contains("bad_plate") && r.stderr.contains("--plate"),
+        "{}",
+        r.stderr
+    );
+    // Imported again with its plate, then once more: the second adds nothing, and
+    // that is no error.
+    let plated = [
+        "--time-zone",
+        "Europe/Zagreb",
+        "--plate",
+        "CAR",
+        renamed.to_str().unwrap(),
+    ];
+    import(&db, &plated).ok();
+    import(&db, &plated).ok();
+}

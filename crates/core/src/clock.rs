@@ -160,14 +160,52 @@ impl Default for FleetZone {
     }
 }
 
+/// The known IANA zone whose name is closest to `name` (at most a few letters off,
+/// ignoring case), for a "did you mean".
+fn closest_zone(name: &str) -> Option<String> {
+    let wanted = name.to_ascii_lowercase();
+    let most = (wanted.len() / 4).clamp(1, 3);
+    jiff::tz::db()
+        .available()
+        .map(|zone| {
+            let zone = zone.to_string();
+            (edit_distance(&wanted, &zone.to_ascii_lowercase()), zone)
+        })
+        .filter(|(d, _)| *d <= most)
+        .min()
+        .map(|(_, zone)| zone)
+}
+
+/// Levenshtein distance, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 impl FleetZone {
     /// The zone of an IANA name (`Europe/London`, `America/Guatemala`, `UTC`).
     pub fn named(name: &str) -> Result<FleetZone> {
         let rules = jiff::tz::db().get(name).map_err(|_| {
-            Error::invalid(format!("{name:?} is not a time zone this fleetctl knows")).with_hint(
-                "use an IANA time-zone name such as America/Guatemala, Europe/London, \
-                     America/New_York or UTC (tzdb version compiled in)",
-            )
+            let hint = match closest_zone(name) {
+                Some(zone) => format!("did you mean {zone}?"),
+                None => "use an IANA time-zone name such as America/Guatemala, Europe/London, \
+                         America/New_York or UTC"
+                    .to_string(),
+            };
+            Error::invalid(format!("{name:?} is not a time zone this fleetctl knows"))
+                .with_hint(hint)
         })?;
         Ok(FleetZone {
             name: name.to_string(),

@@ -193,6 +193,14 @@ pub fn read_file(
     progress: &mut dyn FnMut(f64),
 ) -> Result<Format> {
     let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if meta.is_dir() {
+        return Err(
+            Error::invalid(format!("{} is a folder", path.display())).with_hint(format!(
+                "give the files in it, e.g. `fleetctl import {}/*.csv`",
+                path.display()
+            )),
+        );
+    }
     if !meta.is_file() {
         return Err(Error::new(
             ErrorCode::Io,
@@ -270,6 +278,19 @@ impl Source<'_, '_, '_, '_> {
     /// The error for a header without time or coordinates.
     fn missing_columns(&self, map: &ColumnMap, header: &[String]) -> Option<Error> {
         let missing = map.missing_required();
+        if map.index.is_empty() {
+            // Not one column it knows: most likely not telemetry at all.
+            let first = header.join(",");
+            let first: String = first.chars().take(60).collect();
+            return Some(
+                self.bad(format!(
+                    "does not look like positions: its first line ({first:?}) names no time, latitude, longitude or plate column"
+                ))
+                .with_hint(
+                    "import takes positions as CSV, Traccar CSV or JSON, GPX, GeoJSON or Parquet; if this is one, name its columns with --map time=COLUMN --map lat=COLUMN --map lon=COLUMN",
+                ),
+            );
+        }
         (!missing.is_empty()).then(|| {
             let names: Vec<&str> = missing.iter().map(|f| f.as_str()).collect();
             self.bad(format!("no column for {}", names.join(", ")))

@@ -606,6 +606,48 @@ impl<'c, 'r> Ingest<'c, 'r> {
     }
 }
 
+/// The rows the files' tallies rejected, by reason: `bad_plate 104, …`.
+pub fn rejected_by_reason(files: &[FileTally]) -> String {
+    let mut reasons: BTreeMap<RejectReason, u64> = BTreeMap::new();
+    for f in files {
+        for (reason, n) in &f.rejected {
+            *reasons.entry(*reason).or_insert(0) += n;
+        }
+    }
+    let mut listed: Vec<(RejectReason, u64)> = reasons.into_iter().collect();
+    listed.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+    let text: Vec<String> = listed
+        .iter()
+        .map(|(r, n)| format!("{} {n}", r.as_str()))
+        .collect();
+    if text.is_empty() {
+        "no rows".to_string()
+    } else {
+        text.join(", ")
+    }
+}
+
+/// What to do when no row of the files was imported, for their most common reason.
+pub fn nothing_imported_hint(files: &[FileTally]) -> String {
+    let most = files
+        .iter()
+        .flat_map(|f| f.rejected.iter())
+        .fold(BTreeMap::<RejectReason, u64>::new(), |mut m, (r, n)| {
+            *m.entry(*r).or_insert(0) += n;
+            m
+        })
+        .into_iter()
+        .max_by_key(|(_, n)| *n)
+        .map(|(r, _)| r);
+    match most {
+        Some(RejectReason::BadPlate | RejectReason::MissingPlate) => {
+            "give the vehicle's plate with --plate PLATE (a GPX track's name is not one)"
+                .to_string()
+        }
+        _ => "write the rejected rows with --rejects FILE to see each one and why".to_string(),
+    }
+}
+
 /// Imports into the database of `opts`: `read` feeds the files' rows to the
 /// [`Ingest`] it is given (and may be called twice: see below); `rejects` receives
 /// every rejected row; `progress` the fraction of the settling done. One
@@ -715,9 +757,12 @@ pub fn import(
             if out.2.is_empty() {
                 return Err(Error::new(
                     ErrorCode::NoData,
-                    "no row could be imported, so no database was created",
+                    format!(
+                        "no row could be imported, so no database was created: {}",
+                        rejected_by_reason(&out.1)
+                    ),
                 )
-                .with_hint("see the reasons above; --rejects FILE lists each row"));
+                .with_hint(nothing_imported_hint(&out.1)));
             }
             Ok(out)
         })?

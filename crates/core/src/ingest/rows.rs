@@ -163,8 +163,19 @@ impl Checker {
             .filter(|p| !p.is_empty())
             .or(units.plate.as_deref())
             .ok_or((R::MissingPlate, String::new()))?;
-        if plate.chars().count() > 64 || plate.chars().any(char::is_control) {
-            return Err((R::BadPlate, format!("plate {plate:?}")));
+        if plate.chars().count() > 64 {
+            return Err((
+                R::BadPlate,
+                format!(
+                    "plate {plate:?} is over 64 characters (a track's name?): give the vehicle's plate with --plate"
+                ),
+            ));
+        }
+        if plate.chars().any(char::is_control) {
+            return Err((
+                R::BadPlate,
+                format!("plate {plate:?} holds control characters"),
+            ));
         }
         let time_text = row.time.as_deref().unwrap_or("");
         let at = match row.typed.time_epoch {
