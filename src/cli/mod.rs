@@ -297,9 +297,41 @@ fn run_query(path: PathBuf, q: query::QueryArgs) -> Result<()> {
     let text = match format {
         query::Format::Json => format!("{value}\n"),
         query::Format::Csv => render::csv(&value, spec.rows),
-        query::Format::Table => render::table(&value),
+        query::Format::Table => {
+            let mut text = render::table(&value);
+            if let Some(cursor) = next_cursor(&value) {
+                let args: Vec<String> = std::env::args().skip(1).collect();
+                text += &format!("next page: {}\n", next_page_command(&args, cursor));
+            }
+            text
+        }
     };
     print_stdout(&text)
+}
+
+/// The `next_cursor` of a paged answer, when more rows follow.
+fn next_cursor(value: &serde_json::Value) -> Option<&str> {
+    value
+        .as_object()?
+        .values()
+        .find_map(|v| v.get("next_cursor").and_then(|c| c.as_str()))
+}
+
+/// The command that fetches the next page: this one's arguments, with `--cursor`
+/// set to `cursor` (an earlier one replaced), quoted for a shell.
+fn next_page_command(args: &[String], cursor: &str) -> String {
+    let mut words = vec!["fleetctl".to_string()];
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        if arg == "--cursor" {
+            rest.next();
+        } else if !arg.starts_with("--cursor=") {
+            words.push(render::shell_quote(arg));
+        }
+    }
+    words.push("--cursor".into());
+    words.push(cursor.to_string());
+    words.join(" ")
 }
 
 /// Turns a clap parse failure into our `invalid_argument`: a message of our own from
@@ -381,6 +413,31 @@ pub fn usage_error(e: &clap::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_paged_table_says_the_command_for_the_next_page() {
+        let args: Vec<String> = [
+            "query",
+            "stops",
+            "--geofence",
+            "Bodega Mixco",
+            "--cursor",
+            "1.2.3.400",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            next_page_command(&args, "5.6.7.400"),
+            "fleetctl query stops --geofence 'Bodega Mixco' --cursor 5.6.7.400"
+        );
+        let value = serde_json::json!({"from": "2026-11-19", "stops": {"total": 400, "next_cursor": "5.6.7.400", "items": []}});
+        assert_eq!(next_cursor(&value), Some("5.6.7.400"));
+        assert_eq!(
+            next_cursor(&serde_json::json!({"stops": {"next_cursor": null}})),
+            None
+        );
+    }
     use clap::Parser;
 
     fn refusal(args: &[&str]) -> Error {

@@ -328,7 +328,8 @@ pub fn mcp_config(
     (json, notes)
 }
 
-fn shell_quote(s: &str) -> String {
+/// `s` as one word for a POSIX shell (quoted only when it needs to be).
+pub fn shell_quote(s: &str) -> String {
     if s.chars()
         .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
     {
