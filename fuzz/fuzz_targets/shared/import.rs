@@ -2,6 +2,12 @@
 //! `formats::read_file` in a forced format, inside an import into a database made
 //! once per run; the import is then rolled back, so no input changes what the next
 //! one meets and a crash replays alone.
+//!
+//! fleetctl turns a panic inside polars on a malformed Parquet file into an error (one
+//! was found here: a column chunk shorter than its row group). libFuzzer's panic hook
+//! would abort even on that caught panic, so Rust's default hook is put back, as in
+//! `tile.rs`: a panic that escapes the reader still reaches libfuzzer-sys, which
+//! aborts on it (a crash).
 
 use fleetctl::error::{Error, ErrorCode};
 use fleetctl::formats::{self, Format, ReadOptions};
@@ -26,6 +32,7 @@ struct Scratch {
 
 thread_local! {
     static SCRATCH: Scratch = {
+        drop(std::panic::take_hook());
         // One polars thread: the machine is shared, and libFuzzer runs one input at a time.
         // SAFETY: set before polars starts its pool, while this is the only thread.
         unsafe { std::env::set_var("POLARS_MAX_THREADS", "1") };
