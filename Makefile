@@ -3,7 +3,7 @@ CARGO  ?= cargo
 BIN    := $(or $(CARGO_TARGET_DIR),target)/release/fleetctl
 AHORA  ?= 2026-11-25T15:30
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS := jsonrpc_line tool_arguments wkt polyline tile
+FUZZ_TARGETS := jsonrpc_line tool_arguments wkt polyline tile csv traccar_csv traccar_json gpx geojson geonames parquet
 
 .PHONY: build install run test bench lint fmt clean interop-python interop-inspector interop-duckdb fuzz
 

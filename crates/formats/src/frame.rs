@@ -5,7 +5,7 @@ use crate::{ColumnMap, Field};
 use fleetctl_core::ingest::{RawRow, TypedCells};
 use polars::prelude::{
     BooleanChunked, Column, DataFrame, DataType, Float64Chunked, PolarsResult, StringChunked,
-    TimeUnit,
+    TimeUnit, polars_bail,
 };
 use std::fmt::Write;
 
@@ -67,6 +67,15 @@ pub(crate) fn for_each_row(
     raw: &mut RawRow,
     mut each: impl FnMut(&RawRow),
 ) -> PolarsResult<()> {
+    // polars checks that a Parquet row group's columns have its number of rows only in
+    // debug builds (found by fuzzing: a column chunk holding fewer values than its row
+    // group has rows); a shorter column is a malformed file, not rows to index past.
+    if let Some(short) = df.columns().iter().find(|c| c.len() != df.height()) {
+        polars_bail!(
+            ShapeMismatch: "column {:?} holds {} values for {} rows",
+            short.name(), short.len(), df.height()
+        );
+    }
     let column = |i: usize| header.get(i).and_then(|name| df.column(name).ok());
     let mut cells = Vec::with_capacity(Field::ALL.len());
     for field in Field::ALL {
