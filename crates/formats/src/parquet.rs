@@ -136,7 +136,9 @@ mod tests {
             crate::read_file(&path, &read_opts, ingest, &mut |_| {}).map(drop)
         };
         let e = ingest::import(&opts, &mut read, &mut NoRejectsFile, &mut |_| {}).unwrap_err();
+        let left = dir.join("fleet.db").exists();
+        let _ = std::fs::remove_dir_all(&dir);
         assert!(e.message.contains("a malformed file"), "{e}");
-        assert!(!dir.join("fleet.db").exists(), "no database is left behind");
+        assert!(!left, "no database is left behind");
     }
 }
