@@ -28,10 +28,16 @@ fuzz_target!(|data: &[u8]| {
                 (-90.0..=90.0).contains(&p.lat) && (-180.0..=180.0).contains(&p.lon),
                 "a place out of range was kept: {p:?}"
             );
-            assert!(!p.name.trim().is_empty(), "a place without a name was kept: {p:?}");
+            assert!(
+                !p.name.trim().is_empty(),
+                "a place without a name was kept: {p:?}"
+            );
         }
         for (n, why) in &loaded.skipped {
-            assert!(*n >= 1 && !why.is_empty(), "an entry left out as ({n}, {why:?})");
+            assert!(
+                *n >= 1 && !why.is_empty(),
+                "an entry left out as ({n}, {why:?})"
+            );
         }
     });
 });

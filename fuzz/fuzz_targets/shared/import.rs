@@ -82,7 +82,10 @@ pub fn read_as(format: Format, data: &[u8]) {
             wall_now: WALL_NOW,
             strict_units: false,
         };
-        let read_opts = ReadOptions { format: Some(format), ..ReadOptions::default() };
+        let read_opts = ReadOptions {
+            format: Some(format),
+            ..ReadOptions::default()
+        };
         let mut read = |ingest: &mut ingest::Ingest| {
             let read_as = formats::read_file(&scratch.input, &read_opts, ingest, &mut |_| {})?;
             assert_eq!(read_as, format, "read in another format than forced");
@@ -90,7 +93,10 @@ pub fn read_as(format: Format, data: &[u8]) {
         };
         match ingest::import(&opts, &mut read, &mut CheckedRejects, &mut |_| {}) {
             Ok(summary) => panic!("an import meant to roll back was kept: {summary:?}"),
-            Err(e) => assert!(!e.message.trim().is_empty(), "a refusal without a message: {e:?}"),
+            Err(e) => assert!(
+                !e.message.trim().is_empty(),
+                "a refusal without a message: {e:?}"
+            ),
         }
     });
 }
