@@ -18,21 +18,9 @@ struct Http {
 }
 
 /// Starts `serve --http` on a free loopback port with `extra` flags: the process,
-/// its stderr (read up to the line saying where it listens) and its base URL.
+/// its stderr (read up to the line saying where it listens), its base URL, and what
+/// it said before it listened.
 fn spawn_server(
-    extra: &[&str],
-    env: &[(&str, &str)],
-) -> (
-    std::process::Child,
-    std::io::BufReader<std::process::ChildStderr>,
-    String,
-) {
-    let (child, stderr, base, _) = spawn_server_saying(extra, env);
-    (child, stderr, base)
-}
-
-/// [`spawn_server`], with what the server said before it listened.
-fn spawn_server_saying(
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> (
@@ -95,7 +83,7 @@ impl Http {
     }
 
     fn start_env(extra: &[&str], env: &[(&str, &str)]) -> Http {
-        let (child, stderr, base) = spawn_server(extra, env);
+        let (child, stderr, base, _) = spawn_server(extra, env);
         Http {
             child,
             base,
@@ -714,8 +702,7 @@ fn a_token_file_others_can_read_is_warned_about() {
     std::fs::write(&file, format!("{TOKEN}\n")).unwrap();
     let start = |mode: u32| {
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
-        let (mut child, _, _, said) =
-            spawn_server_saying(&["--token-file", file.to_str().unwrap()], &[]);
+        let (mut child, _, _, said) = spawn_server(&["--token-file", file.to_str().unwrap()], &[]);
         let _ = child.kill();
         let _ = child.wait();
         said
@@ -1019,7 +1006,7 @@ fn health_and_openapi_keep_a_connection_that_shows_its_token() {
 /// queue, then are dropped and counted, and the count is logged once stderr moves.
 #[test]
 fn a_stalled_stderr_never_stops_the_server() {
-    let (mut child, stderr, base) = spawn_server(&[], &[]);
+    let (mut child, stderr, base, _) = spawn_server(&[], &[]);
     // Each request logs its path, up to 4 KiB: a 64 KiB pipe is full after a few
     // dozen, the writer's queue after about a thousand more.
     let long_path = format!("/{}", "x".repeat(3000));
