@@ -10,7 +10,7 @@ use fleetctl::synth::{self, GenerateOptions};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 const AHORA: &str = "2026-11-25T15:30";
 
@@ -30,6 +30,13 @@ fn main() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     if std::env::var("FLEETCTL_BENCH_ONLY").as_deref() == Ok("import-memory") {
         bench_import_memory(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
+    if std::env::var("FLEETCTL_BENCH_ONLY").as_deref() == Ok("http-non-readers") {
+        let db = dir.join("default.db");
+        generate_in_child(&db, 15, 7, false);
+        bench_http_non_readers(&db);
         let _ = std::fs::remove_dir_all(&dir);
         return;
     }
@@ -108,6 +115,7 @@ fn main() {
     println!();
     println!("serve --http (the release binary over loopback, keep-alive connections)");
     bench_http(&dir.join("default-0.db"));
+    bench_http_non_readers(&dir.join("default-0.db"));
 
     println!();
     println!("serve under hostile input (peak resident memory of the server process)");
@@ -1014,6 +1022,89 @@ fn bench_http(db: &Path) {
     println!(
         "  vehicle_position, {connections} connections × {per_connection}: {rps:>7.0} requests/s  p50 {p50:.2} ms  p99 {p99:.2} ms  (target ≥ 10000/s, p99 ≤ 5 ms: {verdict})"
     );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// 128 token holders (two client addresses, each at its cap of 64 connections) who
+/// pipeline requests for a week of trips (~100 KB answers) and never read: the
+/// server's peak memory, and how long another token holder waits to be answered.
+fn bench_http_non_readers(db: &Path) {
+    use std::io::{Read, Write};
+    let token = "bench-token-0123456789abcdef";
+    let (mut child, addr) = start_http_server(db, token);
+    let server: std::net::SocketAddr = addr.parse().expect("address");
+    let ask = |close: &str| {
+        format!(
+            "POST /api/v1/tools/trips HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\n{close}Content-Length: 2\r\n\r\n{{}}"
+        )
+    };
+    let pipeline = ask("").repeat(200);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .expect("runtime");
+    let started = Instant::now();
+    let never_reading: Vec<std::net::TcpStream> = (0..128)
+        .filter_map(|i| {
+            let local: std::net::SocketAddr = format!("127.0.0.{}:0", 1 + i / 64).parse().ok()?;
+            let stream = runtime
+                .block_on(async {
+                    let socket = tokio::net::TcpSocket::new_v4()?;
+                    socket.bind(local)?;
+                    socket.connect(server).await
+                })
+                .ok()?
+                .into_std()
+                .ok()?;
+            stream.set_nonblocking(false).ok()?;
+            stream
+                .set_write_timeout(Some(Duration::from_secs(5)))
+                .ok()?;
+            let mut stream = stream;
+            let _ = stream.write_all(pipeline.as_bytes());
+            Some(stream)
+        })
+        .collect();
+    // Another token holder, from a third address, retrying on 503 as told.
+    let request = ask("Connection: close\r\n");
+    let mut turned_away = 0;
+    let waited_s = loop {
+        let answered = runtime.block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4().ok()?;
+            socket.bind("127.0.0.3:0".parse().ok()?).ok()?;
+            socket.connect(server).await.ok()?.into_std().ok()
+        });
+        if let Some(mut s) = answered {
+            let _ = s.set_nonblocking(false);
+            let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
+            let _ = s.write_all(request.as_bytes());
+            let mut answer = Vec::new();
+            let _ = s.read_to_end(&mut answer);
+            if answer.starts_with(b"HTTP/1.1 200") {
+                break started.elapsed().as_secs_f64();
+            }
+        }
+        turned_away += 1;
+        if started.elapsed() > Duration::from_secs(120) {
+            break f64::NAN;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Let the server work through what it was sent before reading its peak.
+    std::thread::sleep(Duration::from_secs(5));
+    let peak = peak_rss_of(child.id());
+    let verdict = if peak <= 64.0 && waited_s <= 2.0 {
+        "met"
+    } else {
+        "MISSED"
+    };
+    println!(
+        "  {} token holders pipelining and never reading: server peak {peak:.1} MiB; another token holder answered after {waited_s:.2} s ({turned_away} × 503 first)  (target ≤ 64 MB, no lock-out: {verdict})",
+        never_reading.len()
+    );
+    drop(never_reading);
     let _ = child.kill();
     let _ = child.wait();
 }

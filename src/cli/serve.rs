@@ -55,6 +55,13 @@ pub(super) struct ServeArgs {
     #[arg(long, default_value_t = 10, value_name = "S", requires = "http",
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     request_timeout_s: u64,
+
+    /// Connections held at once (one address may hold at most 64). When full, a new
+    /// connection takes the place of the oldest one that has shown no token, else of
+    /// the one that has longest not read its answers, else it gets 503 (1–4096).
+    #[arg(long, default_value_t = 128, value_name = "N", requires = "http",
+          value_parser = clap::value_parser!(u16).range(1..=4096))]
+    max_connections: u16,
 }
 
 pub(super) fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
@@ -88,7 +95,7 @@ pub(super) fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
         allowed_hosts: args.allow_host,
         workers: usize::from(args.workers),
         queue: usize::from(args.queue),
-        max_connections: 128,
+        max_connections: usize::from(args.max_connections),
         tiles: args.tiles,
         request_timeout: std::time::Duration::from_secs(args.request_timeout_s),
     };

@@ -1053,3 +1053,51 @@ fn a_stalled_stderr_never_stops_the_server() {
 fn logging_queue_lines() -> usize {
     fleetctl::logging::QUEUE_LINES
 }
+
+/// Token holders who pipeline requests and never read the answers cannot lock out
+/// another token holder: a full server closes the connection that has longest not
+/// read its answers to make room (before, the newcomer got 503 until the stalled
+/// writes timed out, 22–31 s with clients that reconnect).
+#[test]
+fn regression_token_holders_who_never_read_cannot_lock_others_out() {
+    let h = Http::start_with(&["--max-connections", "2"]);
+    let addr = h.base.trim_start_matches("http://").to_string();
+    // Far more answer bytes than the sockets' buffers hold, so each write stalls.
+    let pipeline = format!(
+        "GET /openapi.json HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {TOKEN}\r\n\r\n"
+    )
+    .repeat(2000);
+    let never_reading: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut s = TcpStream::connect(&addr).unwrap();
+            s.set_write_timeout(Some(Duration::from_secs(60))).unwrap();
+            let _ = s.write_all(pipeline.as_bytes());
+            s
+        })
+        .collect();
+    // The newcomer is turned away (503, retry) until a writer has stalled, then let in.
+    let ping = r#"{"jsonrpc": "2.0", "id": 7, "method": "ping"}"#;
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{ping}",
+        ping.len()
+    );
+    let started = Instant::now();
+    let answer = loop {
+        let mut s = TcpStream::connect(&addr).unwrap();
+        let _ = s.write_all(request.as_bytes());
+        let answer = until_answer_or_close(&mut s);
+        let turned_away = answer.is_empty() || answer.starts_with("HTTP/1.1 503");
+        if !turned_away || started.elapsed() > Duration::from_secs(120) {
+            break answer;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        answer.starts_with("HTTP/1.1 200") && answer.contains(r#""id":7"#),
+        "{answer}"
+    );
+    let log = h.log_until("had not read its answers");
+    assert!(log.contains("to make room for a new one"), "{log}");
+    drop(never_reading);
+}

@@ -3,7 +3,9 @@
 //! for the write limit, fails the connection. So a client that pipelines requests and
 //! never reads the answers, or opens a connection and says nothing, cannot hold a
 //! slot. It also notes when the current request's first byte arrived, so that the
-//! whole request — headers and body — fits in one `--request-timeout-s`.
+//! whole request — headers and body — fits in one `--request-timeout-s`, and since
+//! when a write has been waiting, so that a full server can close the connection
+//! that has longest not read its answers.
 
 use std::io;
 use std::pin::Pin;
@@ -21,6 +23,7 @@ use tokio::time::{Sleep, sleep};
 pub struct RequestClock {
     first_byte: Mutex<Option<Instant>>,
     in_hand: AtomicUsize,
+    write_waiting_since: Mutex<Option<Instant>>,
 }
 
 impl RequestClock {
@@ -49,6 +52,27 @@ impl RequestClock {
 
     fn idle(&self) -> bool {
         self.in_hand.load(Ordering::Relaxed) == 0
+    }
+
+    /// Since when the answer being written has waited for the client to read, if it
+    /// is waiting.
+    pub fn write_waiting_since(&self) -> Option<Instant> {
+        *self
+            .write_waiting_since
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn note_write(&self, waiting: bool) {
+        let mut since = self
+            .write_waiting_since
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if !waiting {
+            *since = None;
+        } else if since.is_none() {
+            *since = Some(Instant::now());
+        }
     }
 }
 
@@ -105,6 +129,28 @@ fn stalled(
     ))
 }
 
+impl<S> Deadlined<S> {
+    /// A write or flush's outcome: progress resets the stall timer; waiting starts it
+    /// (and marks the connection as not reading) and fails once it runs out.
+    fn writing<T>(
+        &mut self,
+        polled: Poll<io::Result<T>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<T>> {
+        match polled {
+            Poll::Ready(r) => {
+                self.write_wait = None;
+                self.clock.note_write(false);
+                Poll::Ready(r)
+            }
+            Poll::Pending => {
+                self.clock.note_write(true);
+                stalled(&mut self.write_wait, self.write, cx, "writing").map(Err)
+            }
+        }
+    }
+}
+
 impl<S: AsyncRead + Unpin> AsyncRead for Deadlined<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
@@ -137,24 +183,14 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Deadlined<S> {
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = &mut *self;
-        match Pin::new(&mut this.inner).poll_write(cx, data) {
-            Poll::Ready(r) => {
-                this.write_wait = None;
-                Poll::Ready(r)
-            }
-            Poll::Pending => stalled(&mut this.write_wait, this.write, cx, "writing").map(Err),
-        }
+        let polled = Pin::new(&mut this.inner).poll_write(cx, data);
+        this.writing(polled, cx)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = &mut *self;
-        match Pin::new(&mut this.inner).poll_flush(cx) {
-            Poll::Ready(r) => {
-                this.write_wait = None;
-                Poll::Ready(r)
-            }
-            Poll::Pending => stalled(&mut this.write_wait, this.write, cx, "writing").map(Err),
-        }
+        let polled = Pin::new(&mut this.inner).poll_flush(cx);
+        this.writing(polled, cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

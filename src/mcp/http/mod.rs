@@ -16,6 +16,7 @@
 //! that has not yet shown a token. SIGTERM stops accepting, lets requests in hand
 //! finish, and exits within `--request-timeout-s` + 1 s whatever the clients do.
 
+mod answer;
 mod io;
 pub mod openapi;
 pub mod policy;
@@ -48,6 +49,11 @@ use worker::{Job, Reply};
 pub const MAX_BODY_BYTES: usize = jsonrpc::MAX_MESSAGE_BYTES;
 /// Request bodies held at once, bytes: being read, waiting for a worker, or run.
 const MAX_BODIES_IN_HAND_BYTES: usize = 8 * 1024 * 1024;
+/// Answer bodies held at once, bytes: from a worker's reply until hyper has handed
+/// all but its last buffer to the socket. A client that does not read holds its
+/// answer; past this budget the server answers 503 and closes the connection that
+/// has longest not read.
+const MAX_ANSWERS_IN_HAND_BYTES: usize = 16 * 1024 * 1024;
 /// How long a connection may wait for its next request's first byte.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a response write may stall (a client that does not read).
@@ -97,6 +103,8 @@ struct Shared {
     request_timeout: Duration,
     stopping: AtomicBool,
     body_budget_kib: Arc<tokio::sync::Semaphore>,
+    answer_budget_kib: Arc<tokio::sync::Semaphore>,
+    registry: Arc<Mutex<Registry>>,
 }
 
 /// One connection, as its handler sees it.
@@ -179,6 +187,10 @@ pub fn serve(db_path: &Path, opts: HttpOptions) -> Result<()> {
         request_timeout: opts.request_timeout,
         stopping: AtomicBool::new(false),
         body_budget_kib: Arc::new(tokio::sync::Semaphore::new(MAX_BODIES_IN_HAND_BYTES / 1024)),
+        answer_budget_kib: Arc::new(tokio::sync::Semaphore::new(
+            MAX_ANSWERS_IN_HAND_BYTES / 1024,
+        )),
+        registry: Arc::new(Mutex::new(Registry::default())),
     });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
@@ -203,7 +215,7 @@ async fn accept_loop(
         "http: listening on http://{local} (MCP at /mcp, OpenAPI at /openapi.json; protocol {} and the handshake revisions)",
         session::MODERN_VERSION
     ));
-    let registry = Arc::new(Mutex::new(Registry::default()));
+    let registry = shared.registry.clone();
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
     let stop = stop_signal();
@@ -242,6 +254,7 @@ async fn accept_loop(
             clock: clock.clone(),
             authenticated: authenticated.clone(),
         });
+        let slot_clock = clock.clone();
         let io = hyper_util::rt::TokioIo::new(Deadlined::new(
             stream,
             IDLE_TIMEOUT.max(opts.request_timeout),
@@ -270,6 +283,7 @@ async fn accept_loop(
             ip,
             opened: Instant::now(),
             authenticated,
+            clock: slot_clock,
             abort,
         };
         registry

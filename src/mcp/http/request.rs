@@ -2,11 +2,12 @@
 //! the token, the route, the body within the shared budget, then a worker. Each step
 //! either lets the request go on or is its answer.
 
+use super::answer::AnswerBody;
 use super::policy::{self, FailureLog};
 use super::worker::{Job, Reply};
 use super::{Conn, MAX_BODY_BYTES, Shared, Task};
 use crate::error::{Error, ErrorCode};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 use std::collections::HashMap;
@@ -17,12 +18,12 @@ use std::sync::mpsc::TrySendError;
 use std::time::Instant;
 
 /// An HTTP answer.
-pub(super) type Answer = Response<Full<Bytes>>;
+pub(super) type Answer = Response<AnswerBody>;
 
 /// Builds a response; `close` asks hyper to end the connection after it.
 pub(super) fn respond(
     status: u16,
-    body: Option<Vec<u8>>,
+    body: Option<AnswerBody>,
     headers: &[(&str, String)],
     close: bool,
 ) -> Answer {
@@ -37,12 +38,17 @@ pub(super) fn respond(
     if close {
         r = r.header("Connection", "close");
     }
-    r.body(Full::new(Bytes::from(body.unwrap_or_default())))
+    r.body(body.unwrap_or_else(|| AnswerBody::unbudgeted(Bytes::new())))
         .unwrap_or_else(|_| {
-            let mut broken = Response::new(Full::new(Bytes::new()));
+            let mut broken = Response::new(AnswerBody::unbudgeted(Bytes::new()));
             *broken.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
             broken
         })
+}
+
+/// A small body that needs no share of the answer budget.
+fn small(json: Vec<u8>) -> Option<AnswerBody> {
+    Some(AnswerBody::unbudgeted(Bytes::from(json)))
 }
 
 pub(super) fn error_answer(
@@ -57,7 +63,7 @@ pub(super) fn error_answer(
 fn refuse(e: &Error, headers: &[(&str, String)], close: bool) -> Answer {
     respond(
         e.code.http_status(),
-        Some(e.to_json().to_string().into_bytes()),
+        small(e.to_json().to_string().into_bytes()),
         headers,
         close,
     )
@@ -206,11 +212,16 @@ fn open_answer(
     match (method.as_str(), path) {
         ("GET", "/healthz") => Some(respond(
             200,
-            Some(br#"{"status":"ok"}"#.to_vec()),
+            small(br#"{"status":"ok"}"#.to_vec()),
             &[],
             anonymous,
         )),
-        ("GET", "/openapi.json") => Some(respond(200, Some(openapi.to_vec()), &[], anonymous)),
+        ("GET", "/openapi.json") => Some(respond(
+            200,
+            Some(AnswerBody::unbudgeted(openapi.clone())),
+            &[],
+            anonymous,
+        )),
         ("OPTIONS", _) => Some(match cors {
             policy::Cors::Allowed(headers) => respond(204, None, headers, anonymous),
             policy::Cors::Refused(o) => forbidden_origin(o),
@@ -379,12 +390,38 @@ async fn dispatch(
         }
     };
     let stopping = shared.stopping.load(Ordering::Relaxed);
-    Ok(respond(
-        reply.status,
-        reply.body.map(|b| b.to_string().into_bytes()),
-        cors,
-        stopping,
-    ))
+    let body = match reply.body {
+        None => None,
+        Some(body) => Some(budgeted(body, shared, cors)?),
+    };
+    Ok(respond(reply.status, body, cors, stopping))
+}
+
+/// A worker's answer with its share of the answer budget: when answers waiting for
+/// clients that do not read fill the budget, this one is dropped for a 503 and the
+/// connection that has longest not read is closed, so that the retry finds room.
+fn budgeted(
+    body: Bytes,
+    shared: &Shared,
+    cors: &[(&str, String)],
+) -> std::result::Result<AnswerBody, Refused> {
+    let kib = u32::try_from(body.len().div_ceil(1024).max(1)).unwrap_or(u32::MAX);
+    if let Ok(share) = shared.answer_budget_kib.clone().try_acquire_many_owned(kib) {
+        return Ok(AnswerBody::budgeted(body, share));
+    }
+    shared
+        .registry
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .close_longest_unread("as answers waiting to be read fill the server's budget");
+    let mut headers = cors.to_vec();
+    headers.push(("Retry-After", "1".into()));
+    Err(Box::new(error_answer(
+        ErrorCode::Busy,
+        "answers waiting for clients that do not read them fill the server; retry shortly",
+        &headers,
+        false,
+    )))
 }
 
 #[cfg(test)]

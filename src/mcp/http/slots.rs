@@ -1,7 +1,7 @@
 //! Connection slots: how many connections the server holds, from whom, and which one
 //! gives way when it is full; and one connection's life.
 
-use super::io::Deadlined;
+use super::io::{Deadlined, RequestClock};
 use super::request::handle;
 use super::{Conn, MAX_CONNECTIONS_PER_ADDRESS, Shared};
 use crate::error::{Error, ErrorCode};
@@ -14,6 +14,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// How long an answer must have waited for its client before the connection counts
+/// as not reading.
+const UNREAD_GRACE: Duration = Duration::from_secs(1);
+
 /// The open connections, for the per-address cap and for making room.
 #[derive(Default)]
 pub(super) struct Registry {
@@ -25,34 +29,65 @@ pub(super) struct Slot {
     pub(super) ip: IpAddr,
     pub(super) opened: Instant,
     pub(super) authenticated: Arc<AtomicBool>,
+    pub(super) clock: Arc<RequestClock>,
     pub(super) abort: tokio::task::AbortHandle,
 }
 
 impl Registry {
     /// Makes room for a connection from `ip`: `false` when the server is full of
-    /// connections that have all shown the token. Otherwise the oldest connection
-    /// that has not (of this address when the address is at its cap) is closed.
+    /// connections that have all shown the token and read their answers. Otherwise
+    /// the oldest connection that has shown no token is closed, else the one that
+    /// has longest not read its answers (of this address when the address is at its
+    /// cap): a token holder who pipelines and never reads cannot lock others out.
     pub(super) fn make_room(&mut self, ip: IpAddr, max_total: usize) -> bool {
         let from_ip = self.open.values().filter(|s| s.ip == ip).count();
         let same_ip_only = from_ip >= MAX_CONNECTIONS_PER_ADDRESS;
         if !same_ip_only && self.open.len() < max_total {
             return true;
         }
-        let victim = self
+        let within = |s: &Slot| !same_ip_only || s.ip == ip;
+        let anonymous = self
             .open
             .iter()
-            .filter(|(_, s)| {
-                !s.authenticated.load(Ordering::Relaxed) && (!same_ip_only || s.ip == ip)
-            })
+            .filter(|(_, s)| within(s) && !s.authenticated.load(Ordering::Relaxed))
             .min_by_key(|(_, s)| s.opened)
             .map(|(id, _)| *id);
-        match victim.and_then(|id| self.open.remove(&id)) {
-            Some(slot) => {
-                slot.abort.abort();
-                true
-            }
-            None => false,
+        let victim = anonymous.or_else(|| self.longest_unread(within));
+        victim.is_some_and(|id| self.close(id, "to make room for a new one"))
+    }
+
+    /// Closes the connection that has longest not read its answers, if one has not;
+    /// `false` when every connection reads.
+    pub(super) fn close_longest_unread(&mut self, why: &str) -> bool {
+        let victim = self.longest_unread(|_| true);
+        victim.is_some_and(|id| self.close(id, why))
+    }
+
+    /// The connection among `within` whose answer has waited longest for its client,
+    /// at least `UNREAD_GRACE` (a client reading a large answer waits a moment too).
+    fn longest_unread(&self, within: impl Fn(&Slot) -> bool) -> Option<u64> {
+        self.open
+            .iter()
+            .filter(|(_, s)| within(s))
+            .filter_map(|(id, s)| Some((*id, s.clock.write_waiting_since()?)))
+            .filter(|(_, since)| since.elapsed() >= UNREAD_GRACE)
+            .min_by_key(|(_, since)| *since)
+            .map(|(id, _)| id)
+    }
+
+    fn close(&mut self, id: u64, why: &str) -> bool {
+        let Some(slot) = self.open.remove(&id) else {
+            return false;
+        };
+        slot.abort.abort();
+        if let Some(since) = slot.clock.write_waiting_since() {
+            logging::info(&format!(
+                "http: {}: closed a connection that had not read its answers for {:.1} s, {why}",
+                slot.ip,
+                since.elapsed().as_secs_f64()
+            ));
         }
+        true
     }
 }
 

@@ -28,19 +28,20 @@ pub enum Job {
     },
 }
 
-/// A worker's answer: a status and a JSON body (`None`: empty, as for 202).
+/// A worker's answer: a status and a JSON body (`None`: empty, as for 202), serialized
+/// here on the worker's thread rather than on the event loop.
 pub struct Reply {
     /// The HTTP status.
     pub status: u16,
-    /// The body.
-    pub body: Option<Value>,
+    /// The body, serialized JSON.
+    pub body: Option<hyper::body::Bytes>,
 }
 
 impl Reply {
     fn json(status: u16, body: Value) -> Reply {
         Reply {
             status,
-            body: Some(body),
+            body: Some(body.to_string().into()),
         }
     }
 
