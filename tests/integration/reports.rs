@@ -687,10 +687,11 @@ fn names_with_numbers_never_pick_another_zone() {
 }
 
 #[test]
-fn the_readme_error_table_is_the_code_s() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let rows: Vec<(String, i32, u16)> = readme
+fn the_docs_error_table_is_the_code_s() {
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/errors.md"))
+            .unwrap();
+    let rows: Vec<(String, i32, u16)> = docs
         .lines()
         .filter(|l| l.starts_with("| `"))
         .filter_map(|l| {
@@ -707,7 +708,10 @@ fn the_readme_error_table_is_the_code_s() {
         .iter()
         .map(|c| (c.as_str().to_string(), c.exit_code(), c.http_status()))
         .collect();
-    assert_eq!(rows, expected, "README's error table against ErrorCode");
+    assert_eq!(
+        rows, expected,
+        "docs/errors.md's error table against ErrorCode"
+    );
 }
 
 #[test]
