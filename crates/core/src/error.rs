@@ -45,7 +45,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    /// Every code, in the order of the README's table.
+    /// Every code, in the order of the table in docs/errors.md.
     pub const ALL: [ErrorCode; 16] = [
         ErrorCode::InvalidArgument,
         ErrorCode::NotFound,
@@ -234,7 +234,7 @@ impl Error {
 mod tests {
     use super::*;
 
-    /// The contract, row by row: code, exit status, HTTP status (the README's table
+    /// The contract, row by row: code, exit status, HTTP status (docs/errors.md's table
     /// is checked against the code by an integration test).
     #[test]
     fn every_code_has_its_documented_exit_and_http_status() {

@@ -32,7 +32,7 @@ pub enum Dataset {
 }
 
 impl Dataset {
-    /// Every dataset, in the order the README documents them.
+    /// Every dataset, in the order docs/export.md documents them.
     pub const ALL: [Dataset; 5] = [
         Dataset::Positions,
         Dataset::Trips,

@@ -53,7 +53,7 @@ impl Field {
     }
 
     /// The column names that mean this field, best first (normalised: lower case,
-    /// no spaces, `_` or `-`). README's "Columns" table lists the same.
+    /// no spaces, `_` or `-`). docs/import.md's "Columns" table lists the same.
     pub fn known_names(self) -> &'static [&'static str] {
         match self {
             Field::Plate => &[

@@ -32,8 +32,8 @@ impl Writer {
         // a new database's rows take their vehicle ids from its own vehicles table,
         // written by the same program. 16 KiB pages (set before the first table)
         // append faster than SQLite's default 4 KiB and read as fast; 64 KiB pages
-        // append faster still but slow the range reports down. The README's "Where an
-        // import's time goes" gives the measurements behind both.
+        // append faster still but slow the range reports down. "Where an import's time
+        // goes" in docs/benchmarks.md gives the measurements behind both.
         w.conn
             .execute_batch(
                 &format!("PRAGMA page_size = 16384; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536; PRAGMA foreign_keys = OFF; PRAGMA application_id = {APPLICATION_ID};"),
