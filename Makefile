@@ -5,7 +5,7 @@ AHORA  ?= 2026-11-25T15:30
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS := jsonrpc_line tool_arguments wkt polyline tile csv traccar_csv traccar_json gpx geojson geonames parquet
 
-.PHONY: build install run test bench lint fmt clean interop-python interop-inspector interop-duckdb fuzz
+.PHONY: build install run test bench lint fmt clean mcpb interop-mcpb interop-python interop-inspector interop-duckdb fuzz
 
 build:
 	$(CARGO) build --release
@@ -16,8 +16,10 @@ install:
 	$(CARGO) install --path . --locked
 
 # Builds, generates the demo database at the default location if it is missing,
-# prints a fleet overview (who is stopped now, the week's kilometres) and draws
-# yesterday's route of the week's busiest vehicle to fleet-map.png.
+# prints a fleet overview (who is stopped now, the week's kilometres) and draws the
+# best of the week: the whole fleet at the data clock (fleet-map.png), and the most
+# eventful vehicle-day (speeding and signal losses count double, long stops once):
+# its route (eventful-day-map.png) and its speed (eventful-day-speed.png).
 run: build
 	$(BIN) generate --ahora $(AHORA) --if-missing
 	@echo
@@ -25,10 +27,35 @@ run: build
 	@echo
 	$(BIN) query mileage --format table
 	@echo
-	$(BIN) map $$($(BIN) query mileage --format csv | sed -n 2p | cut -d, -f2) --date yesterday -o fleet-map.png
+	$(BIN) map --fleet -o fleet-map.png
+	@set -- $$(for kind in speeding signal_loss long_stop; do $(BIN) query events --kind $$kind --format csv; done \
+	  | awk -F, '$$2 == "speeding" || $$2 == "signal_loss" || $$2 == "long_stop" \
+	      { day = $$1 " " substr($$3, 1, 10); score[day] += ($$2 == "long_stop") ? 1 : 2 } \
+	      END { for (day in score) print score[day], day }' \
+	  | sort -k1,1rn -k2,3 | head -n 1); \
+	test -n "$$2" || { echo "no eventful day in the database"; exit 0; }; \
+	echo "the week's most eventful vehicle-day: $$2 on $$3"; \
+	$(BIN) map $$2 --date $$3 -o eventful-day-map.png && $(BIN) chart $$2 --date $$3 -o eventful-day-speed.png
 
+# An MCP Bundle for Claude Desktop on this platform: open fleetctl.mcpb with it (it asks
+# for the database, offering the default one).
+mcpb: build
+	$(BIN) mcp-config --bundle fleetctl.mcpb
+
+# The official MCPB CLI (from npm, needs the network once) validates the bundle's
+# manifest, launches the bundled server to check that its tools match the manifest's,
+# and packs the unpacked bundle again.
+interop-mcpb: mcpb
+	rm -rf target/mcpb && mkdir -p target/mcpb
+	cd target/mcpb && unzip -q ../../fleetctl.mcpb
+	npx -y @anthropic-ai/mcpb validate target/mcpb/manifest.json
+	npx -y @anthropic-ai/mcpb validate --dirname target/mcpb
+	npx -y @anthropic-ai/mcpb pack target/mcpb target/fleetctl-repacked.mcpb
+
+# Without incremental compilation data: a fresh clone's test build is written once,
+# and the data would cost a few hundred MB of target/ and time to write.
 test:
-	$(CARGO) test
+	CARGO_INCREMENTAL=0 $(CARGO) test
 
 bench:
 	$(CARGO) bench --bench bench

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::{render, report, store};
 
 mod analyze;
+mod bundle;
 mod draw;
 pub mod export;
 mod generate;
@@ -136,7 +137,8 @@ enum Command {
     /// With --fleet (MCP tool fleet_map): every vehicle where it was at the data clock,
     /// or --at a local time (YYYY-MM-DDTHH:MM, or HH:MM today), as a dot labelled with
     /// its plate and coloured by state: moving, idle (stopped, engine on), parked
-    /// (stopped, engine off or not reported), offline (no fix for over 10 minutes).
+    /// (stopped, engine off or not reported), offline (not parked, no fix for over
+    /// 10 minutes).
     /// With --tiles, local raster tiles go underneath. --format json prints the
     /// tool's answer instead of the path.
     ///
@@ -184,8 +186,24 @@ enum Command {
     Serve(ServeArgs),
 
     /// Print the MCP client configuration for this machine (Claude Desktop JSON and
-    /// the Claude Code command), with absolute paths to this binary and the database.
-    McpConfig,
+    /// the Claude Code command), with absolute paths to this binary and the database;
+    /// or, with --bundle, write an MCP Bundle that Claude Desktop installs in one click.
+    ///
+    /// Examples:
+    ///   fleetctl mcp-config > fleetctl-mcp.json
+    ///   fleetctl mcp-config --bundle fleetctl.mcpb   # then open it with Claude Desktop
+    #[command(verbatim_doc_comment)]
+    McpConfig(McpConfigArgs),
+}
+
+/// `fleetctl mcp-config`'s flags.
+#[derive(Debug, clap::Args)]
+pub struct McpConfigArgs {
+    /// Write an MCP Bundle (.mcpb) here instead: this binary and a manifest of every
+    /// tool; Claude Desktop installs it when opened, asking for the database (this
+    /// one offered).
+    #[arg(long, value_name = "FILE.mcpb")]
+    bundle: Option<PathBuf>,
 }
 
 /// Parses `argv` and runs the command, writing its output to stdout.
@@ -207,12 +225,13 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Map(args) => draw(db, args.0),
         Command::Chart(args) => draw(db, args.0),
         Command::Serve(args) => serve(db, args),
-        Command::McpConfig => mcp_config(&db),
+        Command::McpConfig(args) => mcp_config(&db, args),
     }
 }
 
-/// `fleetctl mcp-config`: the JSON on stdout, the notes and warnings on stderr.
-fn mcp_config(db: &std::path::Path) -> Result<()> {
+/// `fleetctl mcp-config`: the JSON on stdout, the notes and warnings on stderr; or the
+/// bundle, and where it went.
+fn mcp_config(db: &std::path::Path, args: McpConfigArgs) -> Result<()> {
     let (exe, db) = mcp_paths(db)?;
     let mut warnings = Vec::new();
     if !db.exists() {
@@ -221,6 +240,17 @@ fn mcp_config(db: &std::path::Path) -> Result<()> {
             db.display(),
             db.display()
         ));
+    }
+    if let Some(path) = args.bundle {
+        bundle::write(&path, &exe, &db)?;
+        for w in &warnings {
+            eprintln!("warning: {w}");
+        }
+        eprintln!(
+            "Claude Desktop: open {} (double-click, or Settings → Extensions → Install Extension) and confirm the database",
+            path.display()
+        );
+        return print_stdout(&format!("{}\n", path.display()));
     }
     let exe = match installed_instead_of(&exe) {
         Some(installed) => {
@@ -298,7 +328,11 @@ fn run_query(path: PathBuf, q: query::QueryArgs) -> Result<()> {
         query::Format::Json => format!("{value}\n"),
         query::Format::Csv => render::csv(&value, spec.rows),
         query::Format::Table => {
-            let mut text = render::table(&value);
+            let options = render::TableOptions {
+                wide: q.wide,
+                ..Default::default()
+            };
+            let mut text = render::table(&value, spec.columns, options);
             if let Some(cursor) = next_cursor(&value) {
                 let args: Vec<String> = std::env::args().skip(1).collect();
                 text += &format!("next page: {}\n", next_page_command(&args, cursor));

@@ -26,6 +26,8 @@ pub struct QueryArgs {
     pub args: Args,
     /// `--format`, if given.
     pub format: Option<Format>,
+    /// `--wide`: a table with every field, in full.
+    pub wide: bool,
 }
 
 fn flag_name(param: &str) -> String {
@@ -113,6 +115,13 @@ impl clap::Args for QueryArgs {
                     .value_parser(["table", "json", "csv"])
                     .help("Output: table (default on a terminal), json (default otherwise; the MCP answer), csv"),
             )
+            .arg(
+                Arg::new("wide")
+                    .long("wide")
+                    .global(true)
+                    .action(clap::ArgAction::SetTrue)
+                    .help("Tables: every field, in full (times, coordinates, every column), however wide. By default a table fits 100 columns (or $COLUMNS) with the columns a person reads"),
+            )
             .subcommands(report::registry().iter().filter(|s| !s.draws).map(report_command))
     }
 
@@ -134,6 +143,7 @@ impl FromArgMatches for QueryArgs {
             tool: spec.tool,
             args: args_from(spec, sub),
             format: format_from(sub).or_else(|| format_from(m)),
+            wide: sub.get_flag("wide") || m.get_flag("wide"),
         })
     }
 

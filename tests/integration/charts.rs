@@ -371,12 +371,14 @@ fn the_fleet_map_at_an_earlier_time_shows_where_the_fleet_was_then() {
     // HH:MM means that time on the data clock's day.
     let (same, _) = draw(&["map", "--fleet", "--at", "10:00"], &dir.join("hhmm.png"));
     assert_eq!(same, morning);
-    // In the night every vehicle is offline at its last position.
+    // In the night every vehicle is parked where its shift ended, engine off: parked
+    // overnight, not offline, however old its last fix.
     let (night, _) = draw(
         &["map", "--fleet", "--at", "2026-11-24T03:00"],
         &dir.join("night.png"),
     );
-    assert_eq!(night["counts"]["offline"], night["drawn"]);
+    assert_eq!(night["counts"]["parked"], night["drawn"], "{night}");
+    assert_eq!(night["counts"]["offline"], 0, "{night}");
 }
 
 #[test]

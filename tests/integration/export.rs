@@ -77,6 +77,7 @@ fn parquet_holds_every_fix_with_utc_timestamps_and_units_in_column_names() {
         [
             "plate",
             "date",
+            "time_local",
             "time_utc",
             "lat",
             "lon",
@@ -249,6 +250,11 @@ fn trips_and_daily_files_hold_the_reports_rows_with_utc_times() {
     for row in &exported {
         assert!(row["start_utc"].ends_with('Z'), "{row:?}");
         let start: jiff::Timestamp = row["start_utc"].parse().unwrap();
+        // The same instant as people read it, local with its offset, as the report
+        // (and the events inside the row) give it.
+        let local: jiff::Timestamp = row["start_local"].parse().unwrap();
+        assert_eq!(local, start, "{row:?}");
+        assert!(row["start_local"].ends_with("-06:00"), "{row:?}");
         let r = by_start
             .get(&key(&row["plate"], start.as_millisecond()))
             .unwrap_or_else(|| panic!("no reported trip for {row:?}"));
@@ -450,6 +456,13 @@ fn a_workbook_has_a_typed_sheet_per_dataset_with_a_frozen_header() {
     );
     let stops = part("xl/worksheets/sheet2.xml");
     assert!(stops.contains("t=\"b\""), "ongoing is a boolean cell");
+    // The local date is a date cell (a number with a date format), not text; the
+    // times are date-times, so the CSV's `…_local` text columns are left out.
+    let strings = part("xl/sharedStrings.xml");
+    assert!(!strings.contains(">2026-11-24<"), "a date written as text");
+    assert!(!strings.contains("_local"), "{strings}");
+    let styles = part("xl/styles.xml");
+    assert!(styles.contains("yyyy-mm-dd\""), "no date format: {styles}");
 }
 
 #[test]

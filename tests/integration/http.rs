@@ -1054,6 +1054,26 @@ fn logging_queue_lines() -> usize {
     fleetctl::logging::QUEUE_LINES
 }
 
+/// Reads exactly one answer (its head and `Content-Length` bytes of body) and no more.
+fn one_answer(s: &mut TcpStream) -> String {
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut got = Vec::new();
+    let mut byte = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") && s.read(&mut byte).unwrap_or(0) == 1 {
+        got.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&got).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    s.read_exact(&mut body).unwrap();
+    got.extend_from_slice(&body);
+    String::from_utf8_lossy(&got).into_owned()
+}
+
 /// Token holders who pipeline requests and never read the answers cannot lock out
 /// another token holder: a full server closes the connection that has longest not
 /// read its answers to make room (before, the newcomer got 503 until the stalled
@@ -1070,6 +1090,13 @@ fn regression_token_holders_who_never_read_cannot_lock_others_out() {
     let never_reading: Vec<TcpStream> = (0..2)
         .map(|_| {
             let mut s = TcpStream::connect(&addr).unwrap();
+            // One answer read, so the connection has shown its token for sure; then
+            // never another.
+            let health = format!(
+                "GET /healthz HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {TOKEN}\r\n\r\n"
+            );
+            s.write_all(health.as_bytes()).unwrap();
+            assert!(one_answer(&mut s).starts_with("HTTP/1.1 200"));
             s.set_write_timeout(Some(Duration::from_secs(60))).unwrap();
             let _ = s.write_all(pipeline.as_bytes());
             s

@@ -510,20 +510,54 @@ fn reports_open_the_database_read_only() {
 #[test]
 fn table_and_csv_formats_print_for_people() {
     let db = fixture_db();
-    let r = run(fleetctl(&[
-        "--db",
-        db.to_str().unwrap(),
-        "query",
-        "stopped",
-        "--format",
-        "table",
-    ]))
-    .ok();
+    let table = |words: &[&str]| {
+        let mut args = vec!["--db", db.to_str().unwrap(), "query"];
+        args.extend_from_slice(words);
+        args.extend_from_slice(&["--format", "table"]);
+        let mut command = fleetctl(&args);
+        command.env_remove("COLUMNS");
+        run(command).ok().stdout
+    };
+    // Every table fits 100 columns, whatever the report.
+    for words in [
+        &["stopped"][..],
+        &["trips"],
+        &["daily"],
+        &["alerts"],
+        &["events"],
+        &["stops"],
+        &["trip", "P-701JFG", "--date", "2026-11-24"],
+    ] {
+        let text = table(words);
+        // (The next page's command stays whole, to be pasted.)
+        for line in text.lines().filter(|l| !l.starts_with("next page: ")) {
+            assert!(line.chars().count() <= 100, "{words:?}: {line}");
+        }
+    }
+    // Local times as HH:MM with the day once in the heading; the columns a person
+    // reads, and `--wide` for the rest.
+    let stopped = table(&["stopped"]);
+    assert!(stopped.contains("vehicles ("), "{stopped}");
+    assert!(stopped.contains(" since "), "{stopped}");
+    assert!(stopped.contains("13:55"), "{stopped}");
+    assert!(!stopped.contains("T13:55"), "{stopped}");
     assert!(
-        r.stdout.contains("vehicles (") && r.stdout.contains("  plate "),
-        "{}",
-        r.stdout
+        stopped.ends_with("(--wide shows every column)\n"),
+        "{stopped}"
     );
+    let wide = table(&["stopped", "--wide"]);
+    assert!(wide.contains("2026-11-25T13:55:00-06:00"), "{wide}");
+    assert!(wide.contains(" lat "), "{wide}");
+    // A vehicle's stops in the day's order.
+    let day = query_json(db, &["trip", "P-701JFG", "--date", "2026-11-24"]);
+    let stops = day["stops"].get("items").unwrap_or(&day["stops"]);
+    let starts: Vec<&str> = stops
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["start"].as_str().unwrap())
+        .collect();
+    assert!(starts.len() > 2 && starts.is_sorted(), "{starts:?}");
     let r = run(fleetctl(&[
         "--db",
         db.to_str().unwrap(),

@@ -111,6 +111,9 @@ pub enum ColumnKind {
     Text,
     /// An instant: UTC milliseconds since the epoch.
     TimeUtc,
+    /// The same instant as people read it: local time with its UTC offset, RFC 3339
+    /// text (`2026-11-24T07:04:00-06:00`), beside its `…_utc` column.
+    TimeLocal,
 }
 
 impl ColumnKind {
@@ -122,6 +125,7 @@ impl ColumnKind {
             ColumnKind::Bool => "boolean",
             ColumnKind::Text => "text",
             ColumnKind::TimeUtc => "timestamp (UTC, ms)",
+            ColumnKind::TimeLocal => "text (local time with offset)",
         }
     }
 }
@@ -154,6 +158,11 @@ static POSITION_COLUMNS: std::sync::LazyLock<Vec<ColumnSpec>> = std::sync::LazyL
             Text,
             "Local date of the fix, YYYY-MM-DD, in the fleet's zone.",
         ),
+        spec(
+            "time_local",
+            TimeLocal,
+            "When the fix was taken, local time with its UTC offset (seconds).",
+        ),
         spec("time_utc", TimeUtc, "When the fix was taken."),
         spec("lat", Float, "Latitude, WGS84 degrees."),
         spec("lon", Float, "Longitude, WGS84 degrees."),
@@ -182,8 +191,9 @@ static POSITION_COLUMNS: std::sync::LazyLock<Vec<ColumnSpec>> = std::sync::LazyL
 });
 
 /// The columns of a report's row type: its fields in order, a time (`date-time`)
-/// as `NAME_utc`, lists and objects as JSON text; `with_date` adds the local date of
-/// the row's first time after the plate.
+/// as `NAME_local` (as people read it) then `NAME_utc` (for data engines), lists and
+/// objects as JSON text; `with_date` adds the local date of the row's first time
+/// after the plate.
 fn report_columns<T: schemars::JsonSchema>(with_date: bool) -> Vec<ColumnSpec> {
     let schema = schema::derived_input::<T>();
     let mut out = Vec::new();
@@ -204,7 +214,14 @@ fn report_columns<T: schemars::JsonSchema>(with_date: bool) -> Vec<ColumnSpec> {
             ColumnKind::Text
         };
         let name = match kind {
-            ColumnKind::TimeUtc => format!("{name}_utc"),
+            ColumnKind::TimeUtc => {
+                out.push(spec(
+                    &format!("{name}_local"),
+                    ColumnKind::TimeLocal,
+                    &format!("{doc} Local time with its UTC offset."),
+                ));
+                format!("{name}_utc")
+            }
             _ => name.clone(),
         };
         out.push(spec(&name, kind, doc));
@@ -242,7 +259,7 @@ impl Cells {
             ColumnKind::Int => Cells::Int(Vec::new()),
             ColumnKind::Float => Cells::Float(Vec::new()),
             ColumnKind::Bool => Cells::Bool(Vec::new()),
-            ColumnKind::Text => Cells::Text(Vec::new()),
+            ColumnKind::Text | ColumnKind::TimeLocal => Cells::Text(Vec::new()),
             ColumnKind::TimeUtc => Cells::TimeUtc(Vec::new()),
         }
     }
@@ -578,11 +595,14 @@ fn positions_in_parallel(
 ) -> Result<()> {
     type Job = Vec<(i64, String, Date, (i64, i64))>;
     let path = db.path.clone();
+    let zone = &db.zone;
     let work = |job: Job| -> Result<Vec<Chunk>> {
         let conn = crate::store::open_read_only(&path)?;
         let mut chunks = Vec::with_capacity(job.len());
         for (vehicle_id, plate, date, bounds) in job {
-            if let Some(chunk) = positions_day(&conn, vehicle_id, plate, date, bounds, tracks)? {
+            if let Some(chunk) =
+                positions_day(&conn, zone, vehicle_id, plate, date, bounds, tracks)?
+            {
                 chunks.push(chunk);
             }
         }
@@ -685,13 +705,14 @@ fn vehicle_day(
 
 fn positions_day(
     conn: &rusqlite::Connection,
+    zone: &FleetZone,
     vehicle_id: i64,
     plate: String,
     date: Date,
     (start, end): (i64, i64),
     with_tracks: bool,
 ) -> Result<Option<Chunk>> {
-    let mut time = Vec::new();
+    let (mut time, mut local) = (Vec::new(), Vec::new());
     let (mut lat, mut lon, mut speed, mut derived) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut heading, mut ignition, mut odometer) = (Vec::new(), Vec::new(), Vec::new());
@@ -699,6 +720,7 @@ fn positions_day(
     read::positions_between(conn, vehicle_id, start, end, &mut |f, ms| {
         let time_ms = f.ts * 1000 + ms;
         time.push(Some(time_ms));
+        local.push(Some(zone.rfc3339(f.ts)));
         lat.push(Some(f.lat));
         lon.push(Some(f.lon));
         speed.push(Some(f.speed_kmh));
@@ -719,6 +741,7 @@ fn positions_day(
         cells: vec![
             Cells::Runs(vec![(plate.clone(), n)]),
             Cells::Runs(vec![(date.to_string(), n)]),
+            Cells::Text(local),
             Cells::TimeUtc(time),
             Cells::Float(lat),
             Cells::Float(lon),
@@ -754,6 +777,7 @@ fn push_row(table: &mut Table, row: &impl Serialize, zone: &FleetZone) -> Result
     for (spec, cells) in table.specs.iter().zip(table.cells.iter_mut()) {
         let field = match spec.kind {
             ColumnKind::TimeUtc => spec.name.trim_end_matches("_utc"),
+            ColumnKind::TimeLocal => spec.name.trim_end_matches("_local"),
             _ => spec.name.as_str(),
         };
         let v = fields.get(field).unwrap_or(&Value::Null);

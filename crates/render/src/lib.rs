@@ -12,6 +12,10 @@ mod frame;
 mod furniture;
 pub mod map;
 mod style;
+mod table;
+
+use table::rows_of;
+pub use table::{TableOptions, table};
 
 // The domain's modules, under the paths the code here names them by.
 use fleetctl_core::{error, geo, pipeline, report, synth};
@@ -132,108 +136,6 @@ fn event_counts<K: std::fmt::Display>(events: &[(K, usize)]) -> String {
     }
     let counts: Vec<String> = events.iter().map(|(k, n)| format!("{k} {n}")).collect();
     counts.join(", ")
-}
-
-/// A scalar for a table cell.
-fn cell(v: &Value) -> String {
-    match v {
-        Value::Null => "-".into(),
-        Value::Bool(b) => if *b { "yes" } else { "no" }.into(),
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        Value::Object(m) => m
-            .iter()
-            .map(|(k, v)| format!("{k}={}", cell(v)))
-            .collect::<Vec<_>>()
-            .join(" "),
-        Value::Array(a) => a.iter().map(cell).collect::<Vec<_>>().join(", "),
-    }
-}
-
-/// The rows of a capped list (`{total, truncated, items}`) or a plain array of objects.
-fn rows_of(v: &Value) -> Option<(&Vec<Value>, usize)> {
-    match v {
-        Value::Object(m) if m.contains_key("items") && m.contains_key("total") => Some((
-            m["items"].as_array()?,
-            m["total"].as_u64().unwrap_or(0) as usize,
-        )),
-        Value::Array(a) if a.first().is_some_and(Value::is_object) => Some((a, a.len())),
-        _ => None,
-    }
-}
-
-fn write_table(out: &mut String, rows: &[Value]) {
-    let Some(first) = rows.first().and_then(Value::as_object) else {
-        return;
-    };
-    let columns: Vec<&String> = first.keys().collect();
-    let cells: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            columns
-                .iter()
-                .map(|c| cell(r.get(c.as_str()).unwrap_or(&Value::Null)))
-                .collect()
-        })
-        .collect();
-    let widths: Vec<usize> = columns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            cells
-                .iter()
-                .map(|r| r[i].chars().count())
-                .chain([c.chars().count()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |values: Vec<&str>| -> String {
-        let padded: Vec<String> = values
-            .iter()
-            .zip(&widths)
-            .map(|(v, w)| format!("{v:<w$}", w = *w))
-            .collect();
-        padded.join("  ").trim_end().to_string()
-    };
-    let _ = writeln!(
-        out,
-        "  {}",
-        line(columns.iter().map(|c| c.as_str()).collect())
-    );
-    for r in &cells {
-        let _ = writeln!(out, "  {}", line(r.iter().map(String::as_str).collect()));
-    }
-}
-
-/// A report as aligned text: its scalar fields first, then each list as a table.
-pub fn table(report: &Value) -> String {
-    let mut out = String::new();
-    let Some(obj) = report.as_object() else {
-        return format!("{report}\n");
-    };
-    let scalars: Vec<(&String, &Value)> =
-        obj.iter().filter(|(_, v)| rows_of(v).is_none()).collect();
-    let width = scalars.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-    for (k, v) in &scalars {
-        let _ = writeln!(out, "{k:<width$}  {}", cell(v));
-    }
-    for (k, v) in obj {
-        let Some((rows, total)) = rows_of(v) else {
-            continue;
-        };
-        let shown = if rows.len() < total {
-            format!(" (showing {} of {total})", rows.len())
-        } else {
-            format!(" ({total})")
-        };
-        let _ = writeln!(out, "\n{k}{shown}");
-        if rows.is_empty() {
-            let _ = writeln!(out, "  none");
-        }
-        write_table(&mut out, rows);
-    }
-    out
 }
 
 fn csv_field(text: &str) -> String {
@@ -556,28 +458,6 @@ mod tests {
         let text = analyze_summary(Path::new("fleet.db"), &summary);
         assert!(
             text.contains("  events     speeding 12, long_stop 10\n"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn tables_show_scalars_then_lists() {
-        let report = serde_json::json!({
-            "date": "2026-11-24",
-            "distance_km": 12.5,
-            "stops": {"total": 3, "truncated": true, "items": [
-                {"start": "08:00", "minutes": 12.0, "place": "in Bodega Mixco"},
-                {"start": "09:30", "minutes": 4.5, "place": "1.2 km NE of Zona 10"}
-            ]}
-        });
-        let text = table(&report);
-        assert!(
-            text.starts_with("date         2026-11-24\ndistance_km  12.5\n"),
-            "{text}"
-        );
-        assert!(text.contains("stops (showing 2 of 3)"));
-        assert!(
-            text.contains("  start  minutes  place\n  08:00  12.0     in Bodega Mixco\n"),
             "{text}"
         );
     }

@@ -281,6 +281,10 @@ stopped, minutes without fixes) with time and place. Filter with type and plate.
 week?' or 'which driver has the most alerts?'.",
     input: super::schema::derived_input::<AlertsRequest>,
     rows: "most_severe",
+    columns: &[(
+        "most_severe",
+        &["plate", "kind", "severity", "severity_unit", "at", "place"],
+    )],
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<AlertsReport>,
     draws: false,

@@ -171,6 +171,7 @@ list events one by one (every entry into a depot, every ignition off); use alert
 long stops and signal losses.",
     input: super::schema::derived_input::<EventsRequest>,
     rows: "events",
+    columns: &[("events", &["plate", "kind", "at", "until", "place"])],
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<EventsReport>,
     draws: false,

@@ -68,9 +68,10 @@ pub struct FleetVehicle {
     pub plate: String,
     /// Driver.
     pub driver: String,
-    /// `moving`, `idle` (stopped, engine on), `parked` (stopped, engine off or not
-    /// reported), `offline` (no fix for over 10 minutes by then), `inactive` (out of
-    /// service) or `no_data` (no fix yet by then).
+    /// `moving` (5 km/h or faster at its last fix), `idle` (slower, engine on),
+    /// `parked` (slower, engine off or not reported; however old its last fix),
+    /// `offline` (not parked, and no fix for over 10 minutes by then), `inactive` (out
+    /// of service) or `no_data` (no fix yet by then).
     pub state: PositionState,
     /// Latitude of that fix; null without a position.
     pub lat: Option<f64>,
@@ -95,7 +96,8 @@ pub struct StateCounts {
     pub idle: usize,
     /// Stopped, engine off or not reported.
     pub parked: usize,
-    /// No fix for over 10 minutes by then (drawn at the last position known).
+    /// Not parked at its last fix, over 10 minutes old by then (drawn at the last
+    /// position known).
     pub offline: usize,
     /// Out of service: never drawn.
     pub inactive: usize,
@@ -198,7 +200,7 @@ pub fn run(db: &Db, req: &FleetMapRequest) -> Result<Answer> {
         };
         // vehicle_position's rule, at this instant.
         let stop = read::stop_containing(db.conn(), v.id, fix.ts)?;
-        let (state, _) = super::vehicle_position::state_rule(fix, stop.is_some(), at_ts);
+        let (state, _) = super::vehicle_position::state_rule(fix, at_ts);
         // Where, as vehicle_position gives it: the fix, named after the stop when
         // standing still (the place every other report gives for the stop).
         let (lat, lon) = (fix.lat, fix.lon);
@@ -284,13 +286,14 @@ pub const SPEC: ReportSpec = ReportSpec {
     title: "Map of the whole fleet at an instant",
     description: "Draws every vehicle where it was at the data clock (or at `at`, a local time YYYY-MM-DDTHH:MM, or \
 HH:MM for today) as a PNG map: a dot per vehicle labelled with its plate and coloured by state — moving, idle \
-(stopped, engine on), parked (stopped, engine off or not reported), offline (no fix for over 10 minutes by then, \
-drawn at its last position) — over the offline basemap with depots and zones named, and a legend. Returns the \
+(stopped, engine on), parked (stopped, engine off or not reported), offline (not parked, and no fix for over 10 \
+minutes by then; drawn at its last position) — over the offline basemap with depots and zones named, and a legend. Returns the \
 counts by state and every vehicle (plate, state, lat, lon, last fix, place) with the image. Use it to see where \
 the fleet is or was at a moment; use vehicle_position for one vehicle, stopped_vehicles to list who is stopped, \
 nearest_vehicles to dispatch. An instant before any data is a no_data error naming the dates with data.",
     input: super::schema::derived_input::<FleetMapRequest>,
     rows: "vehicles",
+    columns: &[],
     run: |db, args| super::invoke_drawing(db, args, run),
     output_schema: super::schema::derived::<FleetMapReport>,
     draws: true,

@@ -149,6 +149,7 @@ minutes in all, most first. Visits over 200 come in pages: pass next_cursor as c
 'who went to Bodega Mixco this week and how long did they stay'; use geofence_visits for one vehicle on one day.",
     input: super::schema::derived_input::<GeofenceReportRequest>,
     rows: "visits",
+    columns: &[],
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<GeofenceReport>,
     draws: false,

@@ -114,6 +114,7 @@ matched forgivingly (case, accents, partial words); call list_geofences for the 
 today or yesterday.",
     input: super::schema::derived_input::<GeofenceVisitsRequest>,
     rows: "visits",
+    columns: &[],
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<GeofenceVisitsReport>,
     draws: false,

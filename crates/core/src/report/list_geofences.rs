@@ -90,6 +90,7 @@ and Centro Histórico — with kind, shape (polygon or circle with radius_m), ce
 it is. Call it to learn names for geofence_visits or nearest_vehicles.",
     input: super::schema::derived_input::<ListGeofencesRequest>,
     rows: "geofences",
+    columns: &[("geofences", &["name", "kind", "shape", "radius_m", "near"])],
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<ListGeofencesReport>,
     draws: false,

@@ -79,6 +79,7 @@ active (an inactive vehicle is out of service and has no positions), and the fir
 Also returns the data clock ('now') and the time zone. Call it first to learn valid plates and dates.",
     input: super::schema::derived_input::<ListVehiclesRequest>,
     rows: "vehicles",
+    columns: &[],
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<ListVehiclesReport>,
     draws: false,

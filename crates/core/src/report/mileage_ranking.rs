@@ -135,6 +135,18 @@ odometer was not believed), and the fleet total. A range's km are the sum of its
 most this week?' or fleet totals.",
     input: super::schema::derived_input::<MileageRankingRequest>,
     rows: "vehicles",
+    columns: &[(
+        "vehicles",
+        &[
+            "rank",
+            "plate",
+            "driver",
+            "distance_km",
+            "active_days",
+            "daily_average_km",
+            "distance_source",
+        ],
+    )],
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<MileageRankingReport>,
     draws: false,

@@ -94,7 +94,7 @@ pub fn run(db: &Db, req: &NearestVehiclesRequest) -> Result<NearestVehiclesRepor
             continue;
         };
         let at = LatLon::new(fix.lat, fix.lon);
-        let (state, _) = super::vehicle_position::state_of(db, &fix, stops.get(&v.id));
+        let (state, _) = super::vehicle_position::state_of(db, &fix);
         let row = NearestRow {
             rank: 0,
             plate: v.plate.clone(),
@@ -154,6 +154,19 @@ it chose (say it aloud); an ambiguous name returns the candidates. Give lat and 
 that has no name; never invent coordinates. Use it for dispatch: 'who is closest to Bodega Mixco?'.",
     input: super::schema::derived_input::<NearestVehiclesRequest>,
     rows: "vehicles",
+    columns: &[(
+        "vehicles",
+        &[
+            "rank",
+            "plate",
+            "driver",
+            "distance_km",
+            "direction",
+            "state",
+            "vehicle_place",
+            "minutes_since_fix",
+        ],
+    )],
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<NearestVehiclesReport>,
     draws: false,

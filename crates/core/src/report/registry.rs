@@ -74,6 +74,10 @@ pub struct ReportSpec {
     pub input: fn() -> Value,
     /// The field holding the report's main list (CSV output writes its rows).
     pub rows: &'static str,
+    /// The columns a person reads in a table (`fleetctl query` on a terminal), by list
+    /// field; a list not named here shows every field. `--wide`, JSON and CSV keep
+    /// every field.
+    pub columns: &'static [(&'static str, &'static [&'static str])],
     /// Runs the report on validated arguments.
     pub run: fn(&Db, &Args) -> Result<Answer>,
     /// The JSON Schema of its answer.

@@ -443,6 +443,7 @@ bounds) and the image. Use it when the user wants to see where a vehicle went; u
 A day without fixes is a no_data error that lists the days with data.",
     input: super::schema::derived_input::<RouteMapRequest>,
     rows: "",
+    columns: &[],
     run: |db, args| super::invoke_drawing(db, args, run),
     output_schema: super::schema::derived::<RouteMapReport>,
     draws: true,

@@ -379,6 +379,7 @@ speed profile; use alerts or events to list the speeding episodes, trip_summary 
 for where the vehicle went. A day without fixes is a no_data error that names the days with data.",
     input: super::schema::derived_input::<SpeedChartRequest>,
     rows: "",
+    columns: &[],
     run: |db, args| super::invoke_drawing(db, args, run),
     output_schema: super::schema::derived::<SpeedChartReport>,
     draws: true,

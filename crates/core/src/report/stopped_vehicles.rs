@@ -1,7 +1,7 @@
 //! `stopped_vehicles` (`fleetctl query stopped`): who is stopped now, since when,
 //! engine on or off, and where — longest first.
 
-use super::{Db, List, OFFLINE_AFTER_S, ReportSpec, round1};
+use super::{Db, List, ReportSpec, round1};
 use crate::error::Result;
 use crate::store::read;
 use serde::{Deserialize, Serialize};
@@ -38,7 +38,8 @@ pub struct StoppedVehicle {
     pub lat: f64,
     /// Longitude of the stop.
     pub lon: f64,
-    /// No fix for over 10 minutes: still stopped as far as we know.
+    /// No fix for over 10 minutes while the engine was on (a tracker that should be
+    /// reporting and is not); a vehicle parked with its engine off is never offline.
     pub offline: bool,
     /// Time of the last fix.
     pub last_fix_at: String,
@@ -82,7 +83,8 @@ pub fn run(db: &Db, req: &StoppedVehiclesRequest) -> Result<StoppedVehiclesRepor
             place: stop.place.clone(),
             lat: stop.lat,
             lon: stop.lon,
-            offline: db.now_ts - fix.ts > OFFLINE_AFTER_S,
+            offline: super::vehicle_position::state_of(db, &fix).0
+                == super::vehicle_position::LiveState::Offline,
             last_fix_at: db.time(fix.ts),
         });
     }
@@ -105,11 +107,23 @@ pub const SPEC: ReportSpec = ReportSpec {
     title: "Vehicles stopped now",
     description: "Vehicles whose current stop (staying within 200 m) has lasted at least min_minutes up to the \
 data clock: plate, driver, since (RFC 3339), minutes (to the data clock), observed_min (to the last fix, as \
-trip_summary and alerts count it), engine on/off, place, and an offline flag for vehicles with no fix for over \
-10 minutes (e.g. parked at the depot after the shift: their minutes assume they have not moved since). \
+trip_summary and alerts count it), engine on/off, place, and an offline flag for a tracker silent for over 10 minutes while its engine was on \
+(a vehicle parked with the engine off is not offline; minutes assume it has not moved since its last fix). \
 Longest first. Use it for 'who is stopped?' or 'which trucks have been idle for over an hour?'.",
     input: super::schema::derived_input::<StoppedVehiclesRequest>,
     rows: "vehicles",
+    columns: &[(
+        "vehicles",
+        &[
+            "plate",
+            "driver",
+            "since",
+            "minutes",
+            "engine_on",
+            "offline",
+            "place",
+        ],
+    )],
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<StoppedVehiclesReport>,
     draws: false,

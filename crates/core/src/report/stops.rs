@@ -177,6 +177,10 @@ come in pages: pass next_cursor as cursor; total is exact. Use it for 'every sto
 week'; use stopped_vehicles for who is stopped now.",
     input: super::schema::derived_input::<StopsRequest>,
     rows: "stops",
+    columns: &[(
+        "stops",
+        &["plate", "start", "end", "minutes", "engine", "place"],
+    )],
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<StopsReport>,
     draws: false,

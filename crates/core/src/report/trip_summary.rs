@@ -120,7 +120,7 @@ pub struct TripSummaryReport {
     pub stops_count: usize,
     /// Their total minutes.
     pub stops_total_min: f64,
-    /// The stops, longest first.
+    /// The stops, in the day's order.
     pub stops: List<StopRow>,
     /// Signal losses, in time order.
     pub signal_losses: List<SignalLossRow>,
@@ -164,7 +164,7 @@ pub fn run(db: &Db, req: &TripSummaryRequest) -> Result<TripSummaryReport> {
     let events = read::events_between(db.conn(), Some(v.id), &[], from, to)?;
 
     let stops_total_min = round1(stops.iter().map(|s| s.duration_s()).sum::<i64>() as f64 / 60.0);
-    stops.sort_by_key(|s| (std::cmp::Reverse(s.duration_s()), s.start_ts));
+    stops.sort_by_key(|s| s.start_ts);
     let stop_rows = stops
         .iter()
         .map(|s| StopRow {
@@ -249,12 +249,16 @@ pub const SPEC: ReportSpec = ReportSpec {
 readings never go down and agree with the GPS track, else GPS with jitter filtered; distance_source says which and \
 odometer_rejected why an odometer was not believed), departure and return times, minutes moving / idle / \
 parked, number of trips, max and average moving speed (km/h), every stop (start, end, minutes, place, engine on/off; \
-longest first), signal losses (minutes without fixes), and that day's speeding, long-stop, signal-loss and geofence \
+in the day's order), signal losses (minutes without fixes), and that day's speeding, long-stop, signal-loss and geofence \
 events. Use it for any question about how much a vehicle drove or what it did on a day; it is the source for numbers. \
 date accepts YYYY-MM-DD, today or yesterday (resolved on the data clock and echoed back). A day without data \
 returns has_data=false, not an error.",
     input: super::schema::derived_input::<TripSummaryRequest>,
     rows: "stops",
+    columns: &[
+        ("stops", &["start", "end", "minutes", "engine_on", "place"]),
+        ("events", &["kind", "at", "until", "place"]),
+    ],
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<TripSummaryReport>,
     draws: false,

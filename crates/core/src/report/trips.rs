@@ -183,6 +183,18 @@ cursor for the next; total is exact. Use it for 'last week's trips of P-123BCD' 
 day; use trip_summary for one vehicle's whole day (stops, signal losses) and mileage_ranking for km totals.",
     input: super::schema::derived_input::<TripsRequest>,
     rows: "trips",
+    columns: &[(
+        "trips",
+        &[
+            "plate",
+            "start",
+            "end",
+            "start_place",
+            "end_place",
+            "distance_km",
+            "max_speed_kmh",
+        ],
+    )],
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<TripsReport>,
     draws: false,

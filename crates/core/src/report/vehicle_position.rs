@@ -62,11 +62,11 @@ pub struct VehiclePositionReport {
     pub note: Option<String>,
 }
 
-/// A vehicle's state by the data clock (`offline` after 10 minutes without a fix),
-/// its state at the last fix, and the stop it is in, if any.
+/// A vehicle's state by the data clock (see `state_rule`), its state at the last
+/// fix, and the stop it is in, if any.
 pub fn state_at(db: &Db, fix: &Fix) -> Result<(LiveState, MotionState, Option<Stop>)> {
     let stop = read::ongoing_stop(db.conn(), fix.vehicle_id)?;
-    let (state, at_fix) = state_of(db, fix, stop.as_ref());
+    let (state, at_fix) = state_of(db, fix);
     Ok((state, at_fix, stop.filter(|s| s.end_ts == fix.ts)))
 }
 
@@ -92,7 +92,7 @@ pub enum LiveState {
     Idle,
     /// Stopped, engine off.
     Parked,
-    /// No fix for over 10 minutes.
+    /// Not parked at its last fix, which is over 10 minutes old.
     Offline,
 }
 
@@ -106,7 +106,7 @@ pub enum PositionState {
     Idle,
     /// Stopped, engine off.
     Parked,
-    /// No fix for over 10 minutes.
+    /// Not parked at its last fix, which is over 10 minutes old.
     Offline,
     /// Out of service: no positions.
     Inactive,
@@ -125,30 +125,32 @@ impl From<LiveState> for PositionState {
     }
 }
 
-/// The state by the data clock and at the last fix, given the vehicle's ongoing
-/// stop (if any).
-pub fn state_of(db: &Db, fix: &Fix, ongoing: Option<&Stop>) -> (LiveState, MotionState) {
-    state_rule(fix, ongoing.is_some_and(|s| s.end_ts == fix.ts), db.now_ts)
+/// The state by the data clock and at the last fix.
+pub fn state_of(db: &Db, fix: &Fix) -> (LiveState, MotionState) {
+    state_rule(fix, db.now_ts)
 }
 
-/// The one state rule (vehicle_position, nearest_vehicles and fleet_map use it): at
-/// a fix, a vehicle is stopped when a stop spans the fix (idle with the ignition on,
-/// else parked) and moving otherwise; at `at_ts`, it is offline when that fix is over
-/// 10 minutes old.
-pub fn state_rule(fix: &Fix, in_stop: bool, at_ts: i64) -> (LiveState, MotionState) {
-    let at_fix = match in_stop {
-        true if fix.ignition == Some(true) => MotionState::Idle,
-        true => MotionState::Parked,
-        false => MotionState::Moving,
-    };
-    let live = if at_ts - fix.ts > OFFLINE_AFTER_S {
-        LiveState::Offline
+/// The one state rule (vehicle_position, nearest_vehicles, stopped_vehicles and
+/// fleet_map use it). At a fix, a vehicle is moving at `MOVING_KMH` or faster, else
+/// stopped: idle with the ignition reported on, parked otherwise — so a state never
+/// contradicts its speed. At `at_ts`, a vehicle whose last fix is over 10 minutes
+/// old is offline — a tracker that should be reporting and is not — unless it was
+/// parked then: a vehicle left with its engine off keeps its state, and its age
+/// shows in `minutes_since_fix` (trackers sleep with the engine off).
+pub fn state_rule(fix: &Fix, at_ts: i64) -> (LiveState, MotionState) {
+    let at_fix = if fix.speed_kmh >= crate::analyze::events::MOVING_KMH {
+        MotionState::Moving
+    } else if fix.ignition == Some(true) {
+        MotionState::Idle
     } else {
-        match at_fix {
-            MotionState::Moving => LiveState::Moving,
-            MotionState::Idle => LiveState::Idle,
-            MotionState::Parked => LiveState::Parked,
-        }
+        MotionState::Parked
+    };
+    let silent = at_ts - fix.ts > OFFLINE_AFTER_S;
+    let live = match at_fix {
+        MotionState::Parked => LiveState::Parked,
+        _ if silent => LiveState::Offline,
+        MotionState::Moving => LiveState::Moving,
+        MotionState::Idle => LiveState::Idle,
     };
     (live, at_fix)
 }
@@ -231,6 +233,7 @@ for over 10 min), how long it has been stopped, odometer and driver. Use it for 
 matched ignoring case, spaces and dashes; call list_vehicles first if unsure of the plate.",
     input: super::schema::derived_input::<VehiclePositionRequest>,
     rows: "",
+    columns: &[],
     run: |db, args| super::invoke(db, args, run),
     output_schema: super::schema::derived::<VehiclePositionReport>,
     draws: false,

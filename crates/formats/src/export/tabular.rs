@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 /// Rows gathered before a batch is written (a Parquet row group).
 const BATCH_ROWS: usize = 1 << 18;
 
-/// How a file stores times: Parquet as timestamps, CSV as RFC 3339 UTC text.
+/// How a file stores the `…_utc` times: Parquet as timestamps, CSV as RFC 3339 UTC
+/// text. (Each has its `…_local` twin as text with the offset, as people read it.)
 #[derive(Clone, Copy, PartialEq)]
 enum Times {
     Timestamps,
@@ -72,7 +73,7 @@ fn schema_of(dataset: Dataset, times: Times, without: Option<&str>) -> Schema {
                     ColumnKind::Int => DataType::Int64,
                     ColumnKind::Float => DataType::Float64,
                     ColumnKind::Bool => DataType::Boolean,
-                    ColumnKind::Text => DataType::String,
+                    ColumnKind::Text | ColumnKind::TimeLocal => DataType::String,
                     ColumnKind::TimeUtc if times == Times::Text => DataType::String,
                     ColumnKind::TimeUtc => {
                         DataType::Datetime(TimeUnit::Milliseconds, Some(TimeZone::UTC))

@@ -1,6 +1,8 @@
 //! An Excel workbook for people (rust_xlsxwriter): one sheet per dataset, typed
-//! cells (numbers, booleans, dates), times shown in the fleet's own zone, a frozen
-//! and bold header row with a filter, and column widths set from the contents.
+//! cells (numbers, booleans, dates: the local `date` is an Excel date, every time an
+//! Excel date-time in the fleet's own zone, so the `…_local` text twins of the CSV
+//! are left out), a frozen and bold header row with a filter, and column widths set
+//! from the contents.
 
 use fleetctl_core::error::{Error, Result};
 use fleetctl_core::export::{self, Cells, ColumnKind, Dataset, Order, Scope};
@@ -27,16 +29,21 @@ pub(super) fn write(
     let mut book = Workbook::new();
     let header = Format::new().set_bold();
     let when = Format::new().set_num_format("yyyy-mm-dd hh:mm:ss");
+    let day = Format::new().set_num_format("yyyy-mm-dd");
     let mut counts = Vec::new();
     let mut done = 0usize;
     for &dataset in datasets {
         let specs = dataset.columns();
+        // The sheet's columns: every column but the local-time text twins, by index.
+        let kept: Vec<usize> = (0..specs.len())
+            .filter(|&i| specs[i].kind != ColumnKind::TimeLocal)
+            .collect();
         let sheet = book.add_worksheet();
         sheet.set_name(dataset.as_str()).map_err(&err)?;
         // Times are shown in the fleet's zone, and the header says so.
         let zone = db.zone.name.clone();
-        let mut widths: Vec<usize> = Vec::with_capacity(specs.len());
-        for (col, spec) in specs.iter().enumerate() {
+        let mut widths: Vec<usize> = Vec::with_capacity(kept.len());
+        for (col, spec) in kept.iter().map(|&i| &specs[i]).enumerate() {
             let title = match spec.kind {
                 ColumnKind::TimeUtc => format!("{} ({zone})", spec.name.trim_end_matches("_utc")),
                 _ => spec.name.clone(),
@@ -62,8 +69,10 @@ pub(super) fn write(
             }
             for i in 0..n {
                 let r = (row + 1 + i as u64) as u32;
-                for (col, cells) in chunk.table.cells.iter().enumerate() {
+                for (col, &source) in kept.iter().enumerate() {
+                    let cells = &chunk.table.cells[source];
                     let c = col as u16;
+                    let is_date = specs[source].name == "date";
                     let shown = match cells {
                         Cells::Int(v) => v[i].map(|x| {
                             sheet
@@ -74,6 +83,11 @@ pub(super) fn write(
                             v[i].map(|x| sheet.write_number(r, c, x).map(|_| format!("{x}").len()))
                         }
                         Cells::Bool(v) => v[i].map(|x| sheet.write_boolean(r, c, x).map(|_| 5)),
+                        Cells::Text(_) | Cells::Runs(_) if is_date => cells.text(i).map(|x| {
+                            ExcelDateTime::parse_from_str(x)
+                                .and_then(|d| sheet.write_datetime_with_format(r, c, d, &day))
+                                .map(|_| 10)
+                        }),
                         Cells::Text(_) | Cells::Runs(_) => cells.text(i).map(|x| {
                             sheet
                                 .write_string(r, c, x)
@@ -102,7 +116,7 @@ pub(super) fn write(
         sheet.set_freeze_panes(1, 0).map_err(&err)?;
         if row > 0 {
             sheet
-                .autofilter(0, 0, row as u32, (specs.len() - 1) as u16)
+                .autofilter(0, 0, row as u32, (kept.len() - 1) as u16)
                 .map_err(&err)?;
         }
         for (col, w) in widths.iter().enumerate() {
