@@ -45,9 +45,14 @@ pub const SPEEDING_EDGE_MAX_S: f64 = 7.5;
 /// fix at a 120-s cadence is an event of one fix and 15 s, not a 120-s episode. A
 /// neighbour across a signal loss stands for no time: a lone fast fix between gaps
 /// of hours (a sampled extract) is no episode.
+///
+/// `limits_kmh` holds each fix's limit; `limit_at` says where a fix's limit comes from
+/// (asked only for an episode's fixes, so that a vehicle's millions of fixes carry a
+/// number each, not a name).
 pub fn speeding(
     fixes: &[Fix],
-    limits: &[(f64, super::LimitSource)],
+    limits_kmh: &[f64],
+    limit_at: &dyn Fn(&Fix) -> (f64, super::LimitSource),
     th: &Thresholds,
     namer: &Namer,
 ) -> Vec<Event> {
@@ -58,7 +63,7 @@ pub fn speeding(
         let dt = fixes[b].ts - fixes[a].ts;
         if dt > max_gap_s { 0.0 } else { dt as f64 / 2.0 }
     };
-    let fast = |k: usize| fixes[k].speed_kmh > limits[k].0;
+    let fast = |k: usize| fixes[k].speed_kmh > limits_kmh[k];
     let mut out = Vec::new();
     let mut i = 0;
     while i < fixes.len() {
@@ -84,11 +89,10 @@ pub fn speeding(
                     as i64;
             let max = fixes[i..=j].iter().map(|f| f.speed_kmh).fold(0.0, f64::max);
             // The episode broke the lowest limit that applied during it.
-            let (limit, source) = limits[i..=j]
-                .iter()
-                .min_by(|a, b| a.0.total_cmp(&b.0))
-                .cloned()
+            let lowest = (i..=j)
+                .min_by(|&a, &b| limits_kmh[a].total_cmp(&limits_kmh[b]))
                 .expect("an episode has a fix");
+            let (limit, source) = limit_at(&fixes[lowest]);
             let (limit_source, limit_geofence) = match source {
                 super::LimitSource::Fleet => ("fleet", None),
                 super::LimitSource::Vehicle => ("vehicle", None),

@@ -362,8 +362,9 @@ pub fn analyze_vehicle(fixes: &[Fix], ctx: &Context) -> VehicleAnalysis {
     let stops = motion::stops(fixes, &ranges, &ctx.namer);
     let spans = motion::movement_spans(fixes, &ranges, th);
     let trips = motion::trips(fixes, &spans, th);
-    let limits: Vec<(f64, LimitSource)> = fixes.iter().map(|f| ctx.speed_limit(f)).collect();
-    let mut events = events::speeding(fixes, &limits, th, &ctx.namer);
+    let limits_kmh: Vec<f64> = fixes.iter().map(|f| ctx.speed_limit(f).0).collect();
+    let limit_at = |f: &Fix| ctx.speed_limit(f);
+    let mut events = events::speeding(fixes, &limits_kmh, &limit_at, th, &ctx.namer);
     events.extend(events::long_stops(&stops, th));
     events.extend(events::signal_losses(fixes, th, &ctx.namer));
     events.extend(events::ignition(fixes));
