@@ -105,15 +105,6 @@ fn read_options(args: &ImportArgs) -> Result<ReadOptions> {
     })
 }
 
-/// A CSV cell, quoted when it must be.
-fn csv_cell(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
-    }
-}
-
 /// `--rejects FILE`: one CSV line per rejected row (file, line, reason, detail).
 struct RejectsFile {
     path: PathBuf,
@@ -143,10 +134,10 @@ impl ingest::RejectSink for RejectsFile {
         writeln!(
             self.out,
             "{},{},{},{}",
-            csv_cell(r.file),
+            crate::render::csv_field(r.file),
             r.line,
             r.reason.as_str(),
-            csv_cell(&r.detail)
+            crate::render::csv_field(&r.detail)
         )
         .map_err(|e| Error::io(&self.path, e))
     }

@@ -138,7 +138,10 @@ fn event_counts<K: std::fmt::Display>(events: &[(K, usize)]) -> String {
     counts.join(", ")
 }
 
-fn csv_field(text: &str) -> String {
+/// A CSV cell (RFC 4180), quoted when it must be: the one quoting rule of the text CSV
+/// fleetctl writes a line at a time (`query --format csv`, `import --rejects`); the
+/// exports' CSV is polars'.
+pub fn csv_field(text: &str) -> String {
     if text.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {
