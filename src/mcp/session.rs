@@ -41,6 +41,10 @@ pub const UNSUPPORTED_VERSION: i64 = -32022;
 /// from it, and the legacy session, if a client opened one.
 pub struct Server {
     db: Result<Db, Error>,
+    /// The database file, to open again when it was unavailable.
+    path: std::path::PathBuf,
+    /// Tiles given while the database was unavailable, for when it is back.
+    tiles_waiting: Option<crate::report::route_map::TileSource>,
     instructions: String,
     legacy_version: Option<String>,
     stateless: bool,
@@ -85,7 +89,7 @@ long stops and signal losses. Every figure is computed from GPS positions; quote
         }
         Err(e) => format!(
             "The fleet database is not available ({}): every tool will answer db_unavailable until `fleetctl generate` \
-has been run and the server restarted. {usage}",
+or `fleetctl import` has made it (the next call after that finds it; no restart needed). {usage}",
             e.message
         ),
     }
@@ -102,6 +106,8 @@ impl Server {
         let instructions = instructions_for(&db);
         Server {
             db,
+            path: path.to_path_buf(),
+            tiles_waiting: None,
             instructions,
             legacy_version: None,
             stateless: false,
@@ -120,18 +126,52 @@ impl Server {
     /// Runs a tool outside JSON-RPC (the HTTP API): its answer or error, or `None`
     /// for an unknown tool.
     pub fn run_tool(
-        &self,
+        &mut self,
         name: &str,
         arguments: &Args,
     ) -> Option<crate::error::Result<crate::report::Answer>> {
+        self.refresh();
         tools::run(self.db.as_ref(), name, arguments)
     }
 
     /// Raster tiles for the route map tool.
     pub fn set_tiles(&mut self, tiles: Option<crate::report::route_map::TileSource>) {
-        if let Ok(db) = &mut self.db {
-            db.tiles = tiles;
+        match &mut self.db {
+            Ok(db) => db.tiles = tiles,
+            Err(_) => self.tiles_waiting = tiles,
         }
+    }
+
+    /// Every request sees the database as it is: the reference data (vehicles,
+    /// geofences, places, thresholds, zone, data clock) is loaded again when the file
+    /// changed since the last request (an import, an edit, `analyze`, `generate
+    /// --force`), and a database that was unavailable is opened when it appears.
+    fn refresh(&mut self) {
+        let failed = match &mut self.db {
+            Ok(db) => match db.refresh() {
+                Ok(false) => return,
+                Ok(true) => {
+                    logging::info("serve: the database changed; reloaded");
+                    self.instructions = instructions_for(&self.db);
+                    return;
+                }
+                Err(e) => {
+                    self.tiles_waiting = db.tiles.take();
+                    e
+                }
+            },
+            Err(_) => match Db::open(&self.path) {
+                Ok(mut db) => {
+                    db.tiles = self.tiles_waiting.take();
+                    logging::info("serve: the database is available");
+                    self.db = Ok(db);
+                    self.instructions = instructions_for(&self.db);
+                    return;
+                }
+                Err(e) => e,
+            },
+        };
+        self.db = Err(tools::unavailable(failed));
     }
 
     /// The instructions sent to clients.
@@ -202,6 +242,7 @@ impl Server {
         match message {
             Incoming::Request { id, method, params } => {
                 let started = Instant::now();
+                self.refresh();
                 let tool = params
                     .as_ref()
                     .and_then(|p| p.get("name"))

@@ -672,3 +672,55 @@ fn regression_a_client_cannot_forge_log_lines_or_send_terminal_escapes() {
     );
     assert!(log.contains("\\u{1b}[2J\\u{a}fleetctl"), "{log}");
 }
+
+/// A running server answers about the database as it is now: one generated after it
+/// started is opened at the next call (before, every tool said db_unavailable until a
+/// restart), and a vehicle imported while it serves is known at the next call.
+#[test]
+fn a_running_server_sees_what_was_generated_and_imported_after_it_started() {
+    let dir = TempDir::new("mcp-live");
+    let db = dir.join("fleet.db");
+    let mut s = McpSession::start(&db);
+    s.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
+    let r = s.call_tool("list_vehicles", json!({}));
+    assert_eq!(tool_error(&r)["error"]["code"], "db_unavailable", "{r}");
+    crate::harness::run(crate::harness::fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "generate",
+        "--ahora",
+        "2026-11-25T15:30",
+    ]))
+    .ok();
+    let r = s.call_tool("list_vehicles", json!({}));
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["structuredContent"]["vehicles"]["total"], 15, "{r}");
+    // A new tracker's morning, imported while the server runs.
+    let csv = dir.join("new.csv");
+    let rows: String = (0..40)
+        .map(|k| {
+            format!(
+                "P-999ZZZ,{},{},-90.55,30.0\n",
+                1_796_220_000 + k * 15,
+                14.60 + k as f64 * 0.0008
+            )
+        })
+        .collect();
+    std::fs::write(&csv, format!("plate,timestamp,lat,lon,speed_kmh\n{rows}")).unwrap();
+    crate::harness::run(crate::harness::fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "import",
+        csv.to_str().unwrap(),
+    ]))
+    .ok();
+    let r = s.call_tool("vehicle_position", json!({"plate": "P-999ZZZ"}));
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["structuredContent"]["plate"], "P-999ZZZ", "{r}");
+    assert!(
+        s.stderr().contains("the database changed; reloaded"),
+        "{}",
+        s.stderr()
+    );
+    still_serving(&mut s);
+}

@@ -1,5 +1,7 @@
 //! The open fleet database as reports see it: the data clock, the zone, vehicles,
-//! geofences, places and thresholds, loaded once.
+//! geofences, places and thresholds, loaded when opened and again whenever the file
+//! changed (`is_stale`), so a long-running server answers about the database as it
+//! is now.
 
 use super::*;
 use crate::analyze::Thresholds;
@@ -33,12 +35,49 @@ pub struct Db {
     pub thresholds: Thresholds,
     /// Raster tiles for maps, when the user gave some.
     pub tiles: Option<route_map::TileSource>,
+    /// What the loaded data was read from: SQLite's `data_version` on this
+    /// connection, and the file's identity (a `generate --force` puts a new file there).
+    loaded_from: (i64, Option<FileId>),
+}
+
+/// A file's identity: device and inode (Unix), else its modification time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileId(u64, u64);
+
+fn file_id(path: &Path) -> Option<FileId> {
+    let m = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some(FileId(m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let t = m
+            .modified()
+            .ok()?
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?;
+        Some(FileId(t.as_secs(), u64::from(t.subsec_nanos())))
+    }
+}
+
+fn data_version(conn: &Connection) -> Result<i64> {
+    conn.query_row("PRAGMA data_version", [], |r| r.get(0))
+        .map_err(|e| {
+            Error::new(
+                ErrorCode::DbUnavailable,
+                format!("reading data_version: {e}"),
+            )
+        })
 }
 
 impl Db {
     /// Opens the database read-only.
     pub fn open(path: &Path) -> Result<Db> {
+        let file = file_id(path);
         let conn = store::open_read_only(path)?;
+        let version = data_version(&conn)?;
         let zone = store::read_zone(&conn)?;
         // The data clock: meta.data_now, or (a database without one) the newest fix.
         let now_ts = match store::read_meta(&conn, "data_now")? {
@@ -68,7 +107,28 @@ impl Db {
             places,
             thresholds,
             tiles: None,
+            loaded_from: (version, file),
         })
+    }
+
+    /// True when the database changed since its data was loaded: another connection
+    /// committed (an import, an edit, `analyze`), or another file now has its name.
+    /// Costs one pragma and one `stat`.
+    pub fn is_stale(&self) -> bool {
+        let version = data_version(&self.conn).ok();
+        version != Some(self.loaded_from.0) || file_id(&self.path) != self.loaded_from.1
+    }
+
+    /// Loads the database again when it changed (`is_stale`), keeping the tiles;
+    /// `true` when it did. On an error nothing changes.
+    pub fn refresh(&mut self) -> Result<bool> {
+        if !self.is_stale() {
+            return Ok(false);
+        }
+        let mut fresh = Db::open(&self.path)?;
+        fresh.tiles = self.tiles.take();
+        *self = fresh;
+        Ok(true)
     }
 
     /// The first and last local dates with data over the whole fleet (`None` when no
