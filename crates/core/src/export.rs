@@ -658,7 +658,7 @@ fn vehicle_day(
             for (i, t) in trips.iter().enumerate() {
                 push_row(
                     &mut table,
-                    &report::trips::trip_row(db, t, &events),
+                    &report::trips::trip_row(db, t, &events)?,
                     &db.zone,
                 )?;
                 if with_tracks {
@@ -674,7 +674,7 @@ fn vehicle_day(
         Dataset::Stops => {
             let stops = read::stops_after(db.conn(), &range, [i64::MIN; 2], usize::MAX)?;
             for s in &stops {
-                push_row(&mut table, &report::stops::stop_row(db, s), &db.zone)?;
+                push_row(&mut table, &report::stops::stop_row(db, s)?, &db.zone)?;
             }
         }
         Dataset::Events => {
@@ -686,7 +686,7 @@ fn vehicle_day(
                 to_ts: end,
             };
             for (_, e) in &read::events_after(db.conn(), &query, [i64::MIN; 3], usize::MAX)? {
-                push_row(&mut table, &report::events::events_row(db, e), &db.zone)?;
+                push_row(&mut table, &report::events::events_row(db, e)?, &db.zone)?;
             }
         }
         Dataset::Daily => {

@@ -200,9 +200,9 @@ pub fn run(db: &Db, req: &AlertsRequest) -> Result<AlertsReport> {
     }
     let mut by_vehicle: Vec<VehicleCount> = per_vehicle
         .into_iter()
-        .filter_map(|(id, c)| {
-            let v = db.vehicle(id)?;
-            Some(VehicleCount {
+        .map(|(id, c)| {
+            let v = db.vehicle_of(id)?;
+            Ok(VehicleCount {
                 plate: v.plate.clone(),
                 driver: v.driver.clone(),
                 total: c.iter().sum(),
@@ -211,7 +211,7 @@ pub fn run(db: &Db, req: &AlertsRequest) -> Result<AlertsReport> {
                 signal_loss: c[2],
             })
         })
-        .collect();
+        .collect::<Result<_>>()?;
     by_vehicle.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.plate.cmp(&b.plate)));
 
     let mut most_severe = Vec::new();
@@ -227,9 +227,7 @@ pub fn run(db: &Db, req: &AlertsRequest) -> Result<AlertsReport> {
             let row = super::trip_summary::event_row(db, e);
             let (sev, unit) = severity(e);
             most_severe.push(AlertRow {
-                plate: db
-                    .vehicle(e.vehicle_id)
-                    .map_or_else(String::new, |v| v.plate.clone()),
+                plate: db.vehicle_of(e.vehicle_id)?.plate.clone(),
                 kind: row.kind,
                 severity: round1(sev),
                 severity_unit: unit,

@@ -172,8 +172,7 @@ pub fn day_rows(db: &Db, days: &[crate::model::DailyRollup]) -> Result<Vec<DayRo
         db.zone.local_date(ts).to_string()
     })?;
     let ignition = ignition_reported(db)?;
-    Ok(days
-        .iter()
+    days.iter()
         .map(|d| {
             let extra = extras
                 .get(&(d.vehicle_id, d.date.clone()))
@@ -181,7 +180,7 @@ pub fn day_rows(db: &Db, days: &[crate::model::DailyRollup]) -> Result<Vec<DayRo
                 .unwrap_or_default();
             day_row(db, d, ignition.contains(&d.vehicle_id), extra)
         })
-        .collect())
+        .collect()
 }
 
 /// One stored daily rollup as the report shows it, with its day's trips and events
@@ -192,17 +191,17 @@ fn day_row(
     d: &crate::model::DailyRollup,
     reports_ignition: bool,
     extra: read::DayExtras,
-) -> DayRow {
+) -> Result<DayRow> {
     let trip_idle_s = extra.trip_idle_s;
     // The rollup's moving time is all the time outside stops; slow time with the
     // engine on inside trips is idle, not driving.
     let driving_h = (d.moving_min * 60.0 - trip_idle_s as f64).max(0.0) / 3600.0;
     let idle_h = (d.idle_min * 60.0 + trip_idle_s as f64) / 3600.0;
-    let v = db.vehicle(d.vehicle_id);
-    DayRow {
+    let v = db.vehicle_of(d.vehicle_id)?;
+    Ok(DayRow {
         date: d.date.clone(),
-        plate: v.map_or_else(String::new, |v| v.plate.clone()),
-        driver: v.map_or_else(String::new, |v| v.driver.clone()),
+        plate: v.plate.clone(),
+        driver: v.driver.clone(),
         distance_km: round2(d.distance().km()),
         distance_source: super::DistanceSource::of(&d.distance()),
         odometer_rejected: super::odometer_rejected(&d.distance()),
@@ -219,7 +218,7 @@ fn day_row(
         speeding_min: round1(extra.speeding_s as f64 / 60.0),
         signal_losses: d.signal_losses,
         events: extra.events,
-    }
+    })
 }
 
 /// The registry entry.

@@ -190,6 +190,17 @@ impl Db {
     }
 
     /// The vehicle with this store id.
+    pub fn vehicle_of(&self, id: i64) -> Result<&Vehicle> {
+        self.vehicle(id).ok_or_else(|| {
+            Error::new(
+                ErrorCode::Busy,
+                format!("a row names vehicle {id}, which this answer's vehicles do not hold: the database changed while it was read"),
+            )
+            .with_hint("ask again")
+        })
+    }
+
+    /// The vehicle with this id, if the loaded data holds it.
     pub fn vehicle(&self, id: i64) -> Option<&Vehicle> {
         // The store lists vehicles by id.
         self.vehicles

@@ -139,23 +139,21 @@ pub fn run(db: &Db, req: &EventsRequest) -> Result<EventsReport> {
         kind: req.kind,
         plate: vehicle.map(|v| v.plate.clone()),
         geofence: geofence.map(|g| g.name.clone()),
-        events: page.map(|(_, e)| events_row(db, &e)),
+        events: page.try_map(|(_, e)| events_row(db, &e))?,
     })
 }
 
 /// One stored event as the report shows it (also what `fleetctl export events` writes).
-pub fn events_row(db: &Db, e: &crate::model::Event) -> EventsRow {
+pub fn events_row(db: &Db, e: &crate::model::Event) -> Result<EventsRow> {
     let row = super::trip_summary::event_row(db, e);
-    EventsRow {
-        plate: db
-            .vehicle(e.vehicle_id)
-            .map_or_else(String::new, |v| v.plate.clone()),
+    Ok(EventsRow {
+        plate: db.vehicle_of(e.vehicle_id)?.plate.clone(),
         kind: row.kind,
         at: row.at,
         until: row.until,
         place: row.place,
         detail: row.detail,
-    }
+    })
 }
 
 /// The registry entry.

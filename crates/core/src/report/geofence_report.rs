@@ -91,7 +91,7 @@ pub fn run(db: &Db, req: &GeofenceReportRequest) -> Result<GeofenceReport> {
         let out = v.exit_ts.unwrap_or(end).min(end);
         (out - v.enter_ts.max(range.0)).max(0) as f64 / 60.0
     };
-    let plate = |id: i64| db.vehicle(id).map_or_else(String::new, |v| v.plate.clone());
+    let plate = |id: i64| db.vehicle_of(id).map(|v| v.plate.clone());
     let query = read::VisitQuery {
         geofence_id: geofence.id,
         vehicle_id: vehicle.map(|v| v.id),
@@ -103,12 +103,14 @@ pub fn run(db: &Db, req: &GeofenceReportRequest) -> Result<GeofenceReport> {
     let total = sums.iter().map(|&(_, visits, _)| visits).sum();
     let mut by_vehicle: Vec<GeofenceVehicleRow> = sums
         .into_iter()
-        .map(|(id, visits, seconds)| GeofenceVehicleRow {
-            plate: plate(id),
-            visits,
-            dwell_min: round1(seconds as f64 / 60.0),
+        .map(|(id, visits, seconds)| {
+            Ok(GeofenceVehicleRow {
+                plate: plate(id)?,
+                visits,
+                dwell_min: round1(seconds as f64 / 60.0),
+            })
         })
-        .collect();
+        .collect::<Result<_>>()?;
     by_vehicle.sort_by(|a, b| {
         b.dwell_min
             .total_cmp(&a.dwell_min)
@@ -127,13 +129,15 @@ pub fn run(db: &Db, req: &GeofenceReportRequest) -> Result<GeofenceReport> {
         data_now: db.time(db.now_ts),
         plate: vehicle.map(|v| v.plate.clone()),
         by_vehicle: List::capped(by_vehicle),
-        visits: page.map(|v| GeofenceVisitRow {
-            plate: plate(v.vehicle_id),
-            entered_at: db.time(v.enter_ts),
-            exited_at: v.exit_ts.map(|t| db.time(t)),
-            dwell_min: round1(dwell_min(&v)),
-            inside_now: v.exit_ts.is_none(),
-        }),
+        visits: page.try_map(|v| {
+            Ok(GeofenceVisitRow {
+                plate: plate(v.vehicle_id)?,
+                entered_at: db.time(v.enter_ts),
+                exited_at: v.exit_ts.map(|t| db.time(t)),
+                dwell_min: round1(dwell_min(&v)),
+                inside_now: v.exit_ts.is_none(),
+            })
+        })?,
     })
 }
 

@@ -90,9 +90,7 @@ pub fn run(db: &Db, req: &NearestVehiclesRequest) -> Result<NearestVehiclesRepor
     let mut rows: Vec<(NearestRow, crate::model::Fix)> = Vec::new();
     let stops = read::ongoing_stops(db.conn())?;
     for fix in read::last_fixes(db.conn())? {
-        let Some(v) = db.vehicle(fix.vehicle_id) else {
-            continue;
-        };
+        let v = db.vehicle_of(fix.vehicle_id)?;
         let at = LatLon::new(fix.lat, fix.lon);
         let (state, _) = super::vehicle_position::state_of(db, &fix);
         let row = NearestRow {

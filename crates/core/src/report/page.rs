@@ -79,6 +79,23 @@ impl<T> Page<T> {
             items: self.items.into_iter().map(f).collect(),
         }
     }
+
+    /// `map` with a conversion that may fail: the first error.
+    pub fn try_map<U>(
+        self,
+        f: impl FnMut(T) -> crate::error::Result<U>,
+    ) -> crate::error::Result<Page<U>> {
+        Ok(Page {
+            total: self.total,
+            truncated: self.truncated,
+            next_cursor: self.next_cursor,
+            items: self
+                .items
+                .into_iter()
+                .map(f)
+                .collect::<crate::error::Result<_>>()?,
+        })
+    }
 }
 
 /// Where a page starts: just after the row whose sort key is `after` (the last row

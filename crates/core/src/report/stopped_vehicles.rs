@@ -63,9 +63,7 @@ pub fn run(db: &Db, req: &StoppedVehiclesRequest) -> Result<StoppedVehiclesRepor
     // Two small reads for the whole fleet: the newest fixes and the ongoing stops.
     let stops = read::ongoing_stops(db.conn())?;
     for fix in read::last_fixes(db.conn())? {
-        let Some(v) = db.vehicle(fix.vehicle_id) else {
-            continue;
-        };
+        let v = db.vehicle_of(fix.vehicle_id)?;
         let Some(stop) = stops.get(&v.id).filter(|s| s.end_ts == fix.ts) else {
             continue;
         };

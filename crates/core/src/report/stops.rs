@@ -142,16 +142,14 @@ pub fn run(db: &Db, req: &StopsRequest) -> Result<StopsReport> {
         plate: vehicle.map(|v| v.plate.clone()),
         min_minutes,
         geofence: geofence.map(|g| g.name.clone()),
-        stops: page.map(|s| stop_row(db, &s)),
+        stops: page.try_map(|s| stop_row(db, &s))?,
     })
 }
 
 /// One stored stop as the report shows it (also what `fleetctl export stops` writes).
-pub fn stop_row(db: &Db, s: &crate::model::Stop) -> StopsRow {
-    StopsRow {
-        plate: db
-            .vehicle(s.vehicle_id)
-            .map_or_else(String::new, |v| v.plate.clone()),
+pub fn stop_row(db: &Db, s: &crate::model::Stop) -> Result<StopsRow> {
+    Ok(StopsRow {
+        plate: db.vehicle_of(s.vehicle_id)?.plate.clone(),
         place: s.place.clone(),
         start: db.time(s.start_ts),
         end: db.time(s.end_ts),
@@ -161,7 +159,7 @@ pub fn stop_row(db: &Db, s: &crate::model::Stop) -> StopsRow {
         ongoing: s.ongoing,
         lat: s.lat,
         lon: s.lon,
-    }
+    })
 }
 
 /// The registry entry.

@@ -126,14 +126,18 @@ pub fn run(db: &Db, req: &TripsRequest) -> Result<TripsReport> {
         data_now: db.time(db.now_ts),
         plate: vehicle.map(|v| v.plate.clone()),
         page_distance_km: round2(trips.items.iter().map(|t| t.distance_km).sum()),
-        trips: trips.map(|t| trip_row(db, &t, &events)),
+        trips: trips.try_map(|t| trip_row(db, &t, &events))?,
     })
 }
 
 /// One stored trip as the report shows it (also what `fleetctl export trips`
 /// writes), with the events among `events` (in start order) that are its vehicle's
 /// and began during it.
-pub fn trip_row(db: &Db, t: &crate::model::Trip, events: &[crate::model::Event]) -> TripRow {
+pub fn trip_row(
+    db: &Db,
+    t: &crate::model::Trip,
+    events: &[crate::model::Event],
+) -> Result<TripRow> {
     let first = events.partition_point(|e| e.start_ts < t.start_ts);
     let events = events[first..]
         .iter()
@@ -145,10 +149,8 @@ pub fn trip_row(db: &Db, t: &crate::model::Trip, events: &[crate::model::Event])
         })
         .collect();
     let driving_h = t.moving_s as f64 / 3600.0;
-    TripRow {
-        plate: db
-            .vehicle(t.vehicle_id)
-            .map_or_else(String::new, |v| v.plate.clone()),
+    Ok(TripRow {
+        plate: db.vehicle_of(t.vehicle_id)?.plate.clone(),
         start: db.time(t.start_ts),
         end: db.time(t.end_ts),
         start_place: db.place(t.start_lat, t.start_lon),
@@ -166,7 +168,7 @@ pub fn trip_row(db: &Db, t: &crate::model::Trip, events: &[crate::model::Event])
             0.0
         },
         events,
-    }
+    })
 }
 
 /// The registry entry.
