@@ -70,6 +70,19 @@ pub fn table(report: &Value, columns: &[(&str, &[&str])], options: TableOptions)
         };
         hidden |= shown.len() < all.len();
         let day = one_day(rows, &shown);
+        // A `date` column that only repeats the heading's day says nothing more.
+        let shown: Vec<&str> = match (&day, options.wide) {
+            (Some(d), false) => shown
+                .into_iter()
+                .filter(|c| {
+                    *c != "date"
+                        || rows
+                            .iter()
+                            .any(|r| r.get("date").and_then(Value::as_str) != Some(d.as_str()))
+                })
+                .collect(),
+            _ => shown,
+        };
         let count = if rows.len() < total {
             format!("showing {} of {total}", rows.len())
         } else {
@@ -279,6 +292,17 @@ mod tests {
             "{wide}"
         );
         assert!(!wide.contains("--wide"), "{wide}");
+    }
+
+    #[test]
+    fn a_date_column_that_repeats_the_heading_is_left_out() {
+        let report = json!({"days": [
+            {"date": "2026-11-24", "plate": "P-1", "first": "2026-11-24T07:20:00-06:00"},
+            {"date": "2026-11-24", "plate": "P-2", "first": "2026-11-24T06:26:00-06:00"}
+        ]});
+        let text = table(&report, &[], narrow(100));
+        assert!(text.contains("days (2), 2026-11-24\nplate"), "{text}");
+        assert!(!text.contains("date"), "{text}");
     }
 
     #[test]
