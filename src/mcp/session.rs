@@ -147,31 +147,27 @@ impl Server {
     /// changed since the last request (an import, an edit, `analyze`, `generate
     /// --force`), and a database that was unavailable is opened when it appears.
     fn refresh(&mut self) {
-        let failed = match &mut self.db {
-            Ok(db) => match db.refresh() {
-                Ok(false) => return,
-                Ok(true) => {
-                    logging::info("serve: the database changed; reloaded");
-                    self.instructions = instructions_for(&self.db);
-                    return;
-                }
-                Err(e) => {
-                    self.tiles_waiting = db.tiles.take();
-                    e
-                }
-            },
-            Err(_) => match Db::open(&self.path) {
-                Ok(mut db) => {
-                    db.tiles = self.tiles_waiting.take();
-                    logging::info("serve: the database is available");
-                    self.db = Ok(db);
-                    self.instructions = instructions_for(&self.db);
-                    return;
-                }
-                Err(e) => e,
-            },
+        let changed = match &mut self.db {
+            Ok(db) => db.refresh(),
+            Err(_) => Db::open(&self.path).map(|mut db| {
+                db.tiles = self.tiles_waiting.take();
+                self.db = Ok(db);
+                true
+            }),
         };
-        self.db = Err(tools::unavailable(failed));
+        match changed {
+            Ok(false) => {}
+            Ok(true) => {
+                logging::info("serve: the database changed; reloaded");
+                self.instructions = instructions_for(&self.db);
+            }
+            Err(e) => {
+                if let Ok(db) = &mut self.db {
+                    self.tiles_waiting = db.tiles.take();
+                }
+                self.db = Err(tools::unavailable(e));
+            }
+        }
     }
 
     /// The instructions sent to clients.

@@ -69,33 +69,23 @@ pub fn table(report: &Value, columns: &[(&str, &[&str])], options: TableOptions)
             _ => all.clone(),
         };
         hidden |= shown.len() < all.len();
-        let day = one_day(rows, &shown);
-        // A `date` column that only repeats the heading's day says nothing more.
-        let shown: Vec<&str> = match (&day, options.wide) {
-            (Some(d), false) => shown
-                .into_iter()
-                .filter(|c| {
-                    *c != "date"
-                        || rows
-                            .iter()
-                            .any(|r| r.get("date").and_then(Value::as_str) != Some(d.as_str()))
-                })
-                .collect(),
-            _ => shown,
-        };
+        // The one day of the list's times, said once in its heading (full times when
+        // wide); a `date` column that only repeats it says nothing more.
+        let day = (!options.wide).then(|| one_day(rows, &shown)).flatten();
+        let mut shown = shown;
+        if let Some(d) = &day {
+            let repeats = |r: &Value| r.get("date").and_then(Value::as_str) == Some(d.as_str());
+            if rows.iter().all(repeats) {
+                shown.retain(|c| *c != "date");
+            }
+        }
         let count = if rows.len() < total {
             format!("showing {} of {total}", rows.len())
         } else {
             total.to_string()
         };
-        match (&day, options.wide) {
-            (Some(day), false) => {
-                let _ = writeln!(out, "\n{k} ({count}), {day}");
-            }
-            _ => {
-                let _ = writeln!(out, "\n{k} ({count})");
-            }
-        }
+        let on_day = day.as_ref().map(|d| format!(", {d}")).unwrap_or_default();
+        let _ = writeln!(out, "\n{k} ({count}){on_day}");
         if rows.is_empty() {
             let _ = writeln!(out, "  none");
             continue;

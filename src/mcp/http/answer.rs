@@ -18,17 +18,18 @@ impl AnswerBody {
     /// A body that holds no share of the budget (small, or shared like the OpenAPI
     /// document).
     pub(super) fn unbudgeted(data: Bytes) -> Self {
-        AnswerBody {
-            data: (!data.is_empty()).then_some(data),
-            share: None,
-        }
+        Self::holding(data, None)
     }
 
     /// A body that holds `share` until it has been written.
     pub(super) fn budgeted(data: Bytes, share: OwnedSemaphorePermit) -> Self {
+        Self::holding(data, Some(share))
+    }
+
+    fn holding(data: Bytes, share: Option<OwnedSemaphorePermit>) -> Self {
         AnswerBody {
             data: (!data.is_empty()).then_some(data),
-            share: Some(share),
+            share,
         }
     }
 }

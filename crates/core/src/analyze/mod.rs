@@ -308,6 +308,17 @@ impl Context {
             &self.geofences,
         )
     }
+
+    /// The limit that applies to a fix, without naming where it comes from.
+    pub fn speed_limit_kmh(&self, f: &Fix) -> f64 {
+        lowest_limit(
+            f,
+            self.vehicle_limits.get(&f.vehicle_id).copied(),
+            self.thresholds.speed_limit_kmh,
+            &self.geofences,
+        )
+        .0
+    }
 }
 
 /// The limit that applies to a fix and where it comes from: the lowest of the
@@ -319,13 +330,28 @@ pub fn speed_limit_at(
     fleet_kmh: f64,
     geofences: &[Geofence],
 ) -> (f64, LimitSource) {
-    let mut best = own_or_fleet_limit(own_kmh, fleet_kmh);
+    match lowest_limit(f, own_kmh, fleet_kmh, geofences) {
+        (limit, Some(g)) => (limit, LimitSource::Geofence(g.name.clone())),
+        (_, None) => own_or_fleet_limit(own_kmh, fleet_kmh),
+    }
+}
+
+/// The rule itself, naming nothing: the limit at a fix, and the geofence that set it
+/// when one did (detection asks this for every fix, and names a source only for an
+/// episode's fix).
+fn lowest_limit<'g>(
+    f: &Fix,
+    own_kmh: Option<f64>,
+    fleet_kmh: f64,
+    geofences: &'g [Geofence],
+) -> (f64, Option<&'g Geofence>) {
+    let mut best = (own_or_fleet_limit(own_kmh, fleet_kmh).0, None);
     for g in geofences {
         if let Some(limit) = g.speed_limit_kmh
             && limit < best.0
             && g.shape.contains(crate::geo::LatLon::new(f.lat, f.lon))
         {
-            best = (limit, LimitSource::Geofence(g.name.clone()));
+            best = (limit, Some(g));
         }
     }
     best
@@ -362,7 +388,7 @@ pub fn analyze_vehicle(fixes: &[Fix], ctx: &Context) -> VehicleAnalysis {
     let stops = motion::stops(fixes, &ranges, &ctx.namer);
     let spans = motion::movement_spans(fixes, &ranges, th);
     let trips = motion::trips(fixes, &spans, th);
-    let limits_kmh: Vec<f64> = fixes.iter().map(|f| ctx.speed_limit(f).0).collect();
+    let limits_kmh: Vec<f64> = fixes.iter().map(|f| ctx.speed_limit_kmh(f)).collect();
     let limit_at = |f: &Fix| ctx.speed_limit(f);
     let mut events = events::speeding(fixes, &limits_kmh, &limit_at, th, &ctx.namer);
     events.extend(events::long_stops(&stops, th));
