@@ -242,6 +242,11 @@ fn mcp_config(db: &std::path::Path, args: McpConfigArgs) -> Result<()> {
         ));
     }
     if let Some(path) = args.bundle {
+        if cfg!(debug_assertions) {
+            warnings.push(
+                "this fleetctl is a debug build (`make run`'s), and the bundle carries it: `make mcpb` or an installed fleetctl bundles the optimized one".to_string(),
+            );
+        }
         bundle::write(&path, &exe, &db)?;
         for w in &warnings {
             eprintln!("warning: {w}");

@@ -47,7 +47,7 @@ pub fn table(report: &Value, columns: &[(&str, &[&str])], options: TableOptions)
     for (k, v) in &scalars {
         let text = match v.as_str().and_then(LocalTime::parse) {
             Some(t) if !options.wide => format!("{} {}", t.date, t.hh_mm),
-            _ => cell(v, options.wide),
+            _ => cell(k, v, options.wide),
         };
         let _ = writeln!(out, "{k:<width$}  {text}");
     }
@@ -114,7 +114,7 @@ pub fn table(report: &Value, columns: &[(&str, &[&str])], options: TableOptions)
                             format!("{} {}", &time.date[5..], time.hh_mm)
                         }
                     }
-                    _ => cell(v, options.wide),
+                    _ => cell(c, v, options.wide),
                 };
                 Cell::new(text)
             });
@@ -198,24 +198,26 @@ fn one_day(rows: &[Value], columns: &[&str]) -> Option<String> {
     dates.all(|d| d == first).then_some(first)
 }
 
-/// A scalar for a table cell: figures to one decimal unless `wide`.
-fn cell(v: &Value, wide: bool) -> String {
+/// A scalar for a table cell, the value of field `key`: figures to one decimal unless
+/// `wide` — but never a coordinate, which one decimal would move by kilometres.
+fn cell(key: &str, v: &Value, wide: bool) -> String {
+    let coordinate = key == "lat" || key == "lon" || key.ends_with("_lat") || key.ends_with("_lon");
     match v {
         Value::Null => "-".into(),
         Value::Bool(b) => if *b { "yes" } else { "no" }.into(),
         Value::String(s) => s.clone(),
         Value::Number(n) => match n.as_f64() {
-            Some(x) if !wide && n.is_f64() => format!("{x:.1}"),
+            Some(x) if !wide && !coordinate && n.is_f64() => format!("{x:.1}"),
             _ => n.to_string(),
         },
         Value::Object(m) => m
             .iter()
-            .map(|(k, v)| format!("{k}={}", cell(v, wide)))
+            .map(|(k, v)| format!("{k}={}", cell(k, v, wide)))
             .collect::<Vec<_>>()
             .join(" "),
         Value::Array(a) => a
             .iter()
-            .map(|v| cell(v, wide))
+            .map(|v| cell(key, v, wide))
             .collect::<Vec<_>>()
             .join(", "),
     }
@@ -282,6 +284,23 @@ mod tests {
             "{wide}"
         );
         assert!(!wide.contains("--wide"), "{wide}");
+    }
+
+    #[test]
+    fn coordinates_keep_their_decimals_where_figures_are_rounded() {
+        let report = json!({"lat": 14.630553, "speed_kmh": 41.27, "stops": [
+            {"place": "at Mixco", "lat": 14.612345, "end_lon": -90.604689, "minutes": 12.04}
+        ]});
+        let text = table(&report, &[], narrow(100));
+        assert!(
+            text.contains("14.630553") && text.contains("41.3"),
+            "{text}"
+        );
+        assert!(
+            text.contains("14.612345") && text.contains("-90.604689"),
+            "{text}"
+        );
+        assert!(text.contains("12.0"), "{text}");
     }
 
     #[test]
