@@ -1227,6 +1227,9 @@ fn bench_import_memory(dir: &Path) {
         let angle = (i % 3600) as f64 / 3600.0 * std::f64::consts::TAU;
         (14.62 + 0.02 * angle.sin(), -90.52 + 0.02 * angle.cos())
     };
+    // The tracker's car drives three hours, then parks for one (still reporting
+    // every second): 347 days of it, 2,083 stops.
+    let drives = |i: i64| i % 14_400 < 10_800;
     let csv_path = dir.join("one-tracker.csv");
     let rows = 30_000_000i64;
     {
@@ -1236,8 +1239,19 @@ fn bench_import_memory(dir: &Path) {
         );
         writeln!(csv, "plate,ts,lat,lon,speed_kmh").unwrap();
         for i in 0..rows {
-            let (lat, lon) = point(i);
-            writeln!(csv, "P-100AAA,{},{lat:.6},{lon:.6},46.0", start_ts + i).unwrap();
+            let (lat, lon, speed_kmh) = if drives(i) {
+                let (lat, lon) = point(i);
+                (lat, lon, 46.0)
+            } else {
+                let (lat, lon) = point(0);
+                (lat, lon, 0.0)
+            };
+            writeln!(
+                csv,
+                "P-100AAA,{},{lat:.6},{lon:.6},{speed_kmh:.1}",
+                start_ts + i
+            )
+            .unwrap();
         }
         csv.flush().unwrap();
     }

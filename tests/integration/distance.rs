@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 const REAL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/real");
 
 /// Every real fixture, imported as a fleet operator would, with its own zone.
-fn real_databases(dir: &TempDir) -> Vec<(&'static str, PathBuf)> {
+pub(crate) fn real_databases(dir: &TempDir) -> Vec<(&'static str, PathBuf)> {
     let files: [(&str, &[&str]); 6] = [
         (
             "bus-austin-capmetro-2015-03-08.csv",

@@ -397,19 +397,7 @@ fn the_same_seed_and_clock_give_identical_rows() {
             "injected_events",
             "meta",
         ] {
-            let mut st = conn
-                .prepare(&format!("SELECT * FROM {table} ORDER BY 1, 2"))
-                .unwrap();
-            let n = st.column_count();
-            let rows = st
-                .query_map([], |r| {
-                    let cells: Vec<String> = (0..n)
-                        .map(|i| format!("{:?}", r.get_ref(i).unwrap()))
-                        .collect();
-                    Ok(cells.join("|"))
-                })
-                .unwrap();
-            out.extend(rows.map(Result::unwrap));
+            out.extend(crate::harness::table_rows(&conn, table, "1, 2"));
         }
         out
     };

@@ -118,6 +118,23 @@ pub fn fixture_db() -> &'static Path {
     })
 }
 
+/// Every row of `table`, ordered by `order_by`, each as its cells joined by `|`.
+pub fn table_rows(conn: &Connection, table: &str, order_by: &str) -> Vec<String> {
+    let mut st = conn
+        .prepare(&format!("SELECT * FROM {table} ORDER BY {order_by}"))
+        .unwrap();
+    let n = st.column_count();
+    st.query_map([], |r| {
+        let cells: Vec<String> = (0..n)
+            .map(|i| format!("{:?}", r.get_ref(i).unwrap()))
+            .collect();
+        Ok(cells.join("|"))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
 /// Opens a database for reading.
 pub fn open(path: &Path) -> Connection {
     Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap()

@@ -502,7 +502,7 @@ impl DailyRollup {
 }
 
 /// Everything detection found for one vehicle.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct VehicleAnalysis {
     /// Stops, in time order.
     pub stops: Vec<Stop>,

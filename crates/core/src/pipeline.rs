@@ -61,7 +61,7 @@ pub fn detect_into(
     let vehicles = store::read::vehicles(conn)?.len().max(1);
     in_parallel(
         &ctx,
-        &mut |submit| store::for_each_vehicle_fixes(conn, |fixes| submit(fixes.to_vec())),
+        &mut |submit| store::read_fixes(conn, None, |next| feed(next, &ctx, submit)),
         &mut |fixes, a| {
             progress(summary.vehicles as f64 / vehicles as f64);
             summary.vehicles += 1;
@@ -84,16 +84,78 @@ pub fn detect_into(
     Ok(summary)
 }
 
+/// One vehicle for detection: its fixes, or the analysis of one too big to hold,
+/// done while it was read.
+enum Job {
+    Fixes(Vec<Fix>),
+    Analysed(usize, VehicleAnalysis),
+}
+
+/// Groups the fixes `next` gives (vehicle and time order) into a job per vehicle; a
+/// vehicle with more than a window of fixes is analysed here, a window at a time
+/// (`analyze::window`), so that no vehicle is ever held whole.
+fn feed(
+    next: &mut dyn FnMut() -> Result<Option<Fix>>,
+    ctx: &analyze::Context,
+    submit: &mut Submit<Job>,
+) -> Result<()> {
+    let window = window_fixes();
+    let mut pending = next()?;
+    while let Some(first) = pending.take() {
+        let vehicle_id = first.vehicle_id;
+        let mut fixes = vec![first];
+        let mut more = true;
+        while more && fixes.len() < window {
+            match next()? {
+                Some(f) if f.vehicle_id == vehicle_id => fixes.push(f),
+                other => (pending, more) = (other, false),
+            }
+        }
+        if !more {
+            submit(Job::Fixes(fixes))?;
+            continue;
+        }
+        let mut rest = || -> Result<Option<Fix>> {
+            Ok(match next()? {
+                Some(f) if f.vehicle_id == vehicle_id => Some(f),
+                other => {
+                    pending = other;
+                    None
+                }
+            })
+        };
+        let (read, found) = analyze::window::analyze_streamed(fixes, &mut rest, ctx, window)?;
+        submit(Job::Analysed(read, found))?;
+    }
+    Ok(())
+}
+
+/// Fixes per window: `analyze::window::WINDOW_FIXES`, or `FLEETCTL_WINDOW_FIXES` in
+/// debug builds (tests make every window small).
+fn window_fixes() -> usize {
+    if cfg!(debug_assertions)
+        && let Some(n) = std::env::var("FLEETCTL_WINDOW_FIXES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+    {
+        return n;
+    }
+    analyze::window::WINDOW_FIXES
+}
+
 /// Detection on every core, one writer (`parallel::map_in_order`): `feed` submits
-/// each vehicle's fixes, read on this thread; `write` gets each vehicle's number of
-/// fixes and analysis back on this thread, in submission order.
+/// each vehicle, read on this thread; `write` gets each vehicle's number of fixes
+/// and analysis back on this thread, in submission order.
 fn in_parallel(
     ctx: &analyze::Context,
-    feed: &mut dyn FnMut(&mut Submit<Vec<Fix>>) -> Result<()>,
+    feed: &mut dyn FnMut(&mut Submit<Job>) -> Result<()>,
     write: &mut dyn FnMut(usize, VehicleAnalysis) -> Result<()>,
 ) -> Result<()> {
     crate::parallel::map_in_order(
-        &|fixes: Vec<Fix>| (fixes.len(), analyze::analyze_vehicle(&fixes, ctx)),
+        &|job: Job| match job {
+            Job::Fixes(fixes) => (fixes.len(), analyze::analyze_vehicle(&fixes, ctx)),
+            Job::Analysed(read, found) => (read, found),
+        },
         feed,
         &mut |(n, a)| write(n, a),
     )
@@ -127,7 +189,7 @@ pub fn detect_vehicles(
         &ctx,
         &mut |submit| {
             for &id in vehicle_ids {
-                submit(store::vehicle_fixes(conn, id)?)?;
+                store::read_fixes(conn, Some(id), |next| feed(next, &ctx, submit))?;
             }
             Ok(())
         },

@@ -6,7 +6,7 @@ use super::Thresholds;
 use crate::geo::{Geofence, LatLon, places::Namer};
 use crate::model::{
     Event, EventDetail, EventKind, Fix, GeofenceDetail, LongStopDetail, NoDetail, SignalLossDetail,
-    SpeedingDetail, Stop, Visit,
+    SpeedingDetail, Stop, VehicleAnalysis, Visit,
 };
 
 /// A fix faster than this, km/h, is moving (for rules that need the ignition and
@@ -197,76 +197,105 @@ pub fn ignition(fixes: &[Fix]) -> Vec<Event> {
         .collect()
 }
 
-/// Geofence entries and exits, and the visits they bound. The inside/outside state
-/// flips only when `geofence_hold_fixes` consecutive fixes agree on the new side;
-/// the event's time is the first of them. A vehicle whose data starts inside is
-/// visiting from its first fix.
-pub fn geofences(
-    fixes: &[Fix],
-    geofences: &[Geofence],
-    th: &Thresholds,
-) -> (Vec<Event>, Vec<Visit>) {
-    let mut events = Vec::new();
-    let mut visits = Vec::new();
-    let Some(first) = fixes.first() else {
-        return (events, visits);
-    };
-    let hold = th.geofence_hold_fixes.max(1);
-    for Geofence {
-        id, name, shape, ..
-    } in geofences
-    {
-        let inside: Vec<bool> = fixes
-            .iter()
-            .map(|f| shape.contains(LatLon::new(f.lat, f.lon)))
-            .collect();
-        let mut state = inside[0];
-        let mut open: Option<i64> = state.then_some(first.ts);
-        let mut k = 1;
-        while k < fixes.len() {
-            if inside[k] != state
-                && k + hold <= fixes.len()
-                && inside[k..k + hold].iter().all(|&s| s != state)
-            {
-                state = !state;
-                let f = &fixes[k];
-                let kind = if state {
-                    EventKind::GeofenceEnter
-                } else {
-                    EventKind::GeofenceExit
-                };
-                events.push(event(
-                    f,
-                    kind,
-                    f.ts,
-                    EventDetail::Geofence(GeofenceDetail {
-                        geofence: name.clone(),
-                        geofence_id: *id,
-                    }),
-                ));
-                if state {
-                    open = Some(f.ts);
-                } else if let Some(enter_ts) = open.take() {
-                    visits.push(Visit {
-                        vehicle_id: f.vehicle_id,
-                        geofence_id: *id,
-                        enter_ts,
-                        exit_ts: Some(f.ts),
-                    });
-                }
-                k += hold;
-            } else {
-                k += 1;
-            }
-        }
-        if let Some(enter_ts) = open {
-            visits.push(Visit {
-                vehicle_id: first.vehicle_id,
-                geofence_id: *id,
-                enter_ts,
-                exit_ts: None,
-            });
+/// Where a vehicle stands against one geofence while its fixes are read in order:
+/// the inside/outside state flips only when `geofence_hold_fixes` consecutive fixes
+/// agree on the new side, and the event's time is the first of them. A vehicle whose
+/// data starts inside is visiting from its first fix.
+#[derive(Debug, Clone)]
+pub struct GeofenceWatch {
+    /// The index (in the vehicle's fixes) of the next fix to look at.
+    pub next: usize,
+    inside: bool,
+    open_since: Option<i64>,
+}
+
+impl GeofenceWatch {
+    /// The state at a vehicle's first fix.
+    pub fn start(first: &Fix, g: &Geofence) -> GeofenceWatch {
+        let inside = g.shape.contains(LatLon::new(first.lat, first.lon));
+        GeofenceWatch {
+            next: 1,
+            inside,
+            open_since: inside.then_some(first.ts),
         }
     }
-    (events, visits)
+
+    /// Reads `fixes` (the vehicle's from index `base` on) as far as they decide,
+    /// adding the entries and exits to `found`'s events and the visits they close to
+    /// its visits.
+    /// With `at_end` false, more fixes follow: it stops where the flip needs fixes
+    /// past the slice, and `next` says where to go on.
+    pub fn advance(
+        &mut self,
+        fixes: &[Fix],
+        base: usize,
+        g: &Geofence,
+        th: &Thresholds,
+        at_end: bool,
+        found: &mut VehicleAnalysis,
+    ) {
+        let hold = th.geofence_hold_fixes.max(1);
+        let from = self.next - base;
+        let inside: Vec<bool> = fixes[from.min(fixes.len())..]
+            .iter()
+            .map(|f| g.shape.contains(LatLon::new(f.lat, f.lon)))
+            .collect();
+        let at = |k: usize| inside[k - from];
+        let mut k = from;
+        while k < fixes.len() {
+            if at(k) == self.inside {
+                k += 1;
+                continue;
+            }
+            if k + hold > fixes.len() {
+                if !at_end {
+                    break;
+                }
+                k += 1;
+                continue;
+            }
+            if !(k..k + hold).all(|m| at(m) != self.inside) {
+                k += 1;
+                continue;
+            }
+            self.inside = !self.inside;
+            let f = &fixes[k];
+            let kind = if self.inside {
+                EventKind::GeofenceEnter
+            } else {
+                EventKind::GeofenceExit
+            };
+            found.events.push(event(
+                f,
+                kind,
+                f.ts,
+                EventDetail::Geofence(GeofenceDetail {
+                    geofence: g.name.clone(),
+                    geofence_id: g.id,
+                }),
+            ));
+            if self.inside {
+                self.open_since = Some(f.ts);
+            } else if let Some(enter_ts) = self.open_since.take() {
+                found.visits.push(Visit {
+                    vehicle_id: f.vehicle_id,
+                    geofence_id: g.id,
+                    enter_ts,
+                    exit_ts: Some(f.ts),
+                });
+            }
+            k += hold;
+        }
+        self.next = base + k;
+    }
+
+    /// The visit still open when the vehicle's fixes end.
+    pub fn open_visit(&self, vehicle_id: i64, g: &Geofence) -> Option<Visit> {
+        self.open_since.map(|enter_ts| Visit {
+            vehicle_id,
+            geofence_id: g.id,
+            enter_ts,
+            exit_ts: None,
+        })
+    }
 }

@@ -7,6 +7,7 @@ pub mod daily;
 pub mod distance;
 pub mod events;
 pub mod motion;
+pub mod window;
 
 use crate::clock::FleetZone;
 use crate::error::{Error, Result};
@@ -380,33 +381,7 @@ pub enum LimitSource {
 
 /// Analyses one vehicle's time-ordered fixes.
 pub fn analyze_vehicle(fixes: &[Fix], ctx: &Context) -> VehicleAnalysis {
-    if fixes.is_empty() {
-        return VehicleAnalysis::default();
-    }
-    let th = &ctx.thresholds;
-    let ranges = motion::stop_ranges(fixes, th);
-    let stops = motion::stops(fixes, &ranges, &ctx.namer);
-    let spans = motion::movement_spans(fixes, &ranges, th);
-    let trips = motion::trips(fixes, &spans, th);
-    let limits_kmh: Vec<f64> = fixes.iter().map(|f| ctx.speed_limit_kmh(f)).collect();
-    let limit_at = |f: &Fix| ctx.speed_limit(f);
-    let mut events = events::speeding(fixes, &limits_kmh, &limit_at, th, &ctx.namer);
-    events.extend(events::long_stops(&stops, th));
-    events.extend(events::signal_losses(fixes, th, &ctx.namer));
-    events.extend(events::ignition(fixes));
-    let (geofence_events, visits) = events::geofences(fixes, &ctx.geofences, th);
-    events.extend(geofence_events);
-    events.sort_by_key(|e| (e.start_ts, e.kind));
-    let mut found = VehicleAnalysis {
-        stops,
-        trips,
-        events,
-        visits,
-        daily: Vec::new(),
-        latest: fixes.last().copied(),
-    };
-    found.daily = daily::rollup(fixes, &ranges, &found, ctx);
-    found
+    window::analyze_all(fixes, ctx)
 }
 
 #[cfg(test)]

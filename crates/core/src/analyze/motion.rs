@@ -25,11 +25,20 @@ fn median(mut xs: Vec<f64>) -> f64 {
     xs[xs.len() / 2]
 }
 
-/// The index ranges of the stops in `fixes` (inclusive), in order.
-pub fn stop_ranges(fixes: &[Fix], th: &Thresholds) -> Vec<(usize, usize, LatLon)> {
+/// The index ranges of the stops in `fixes` (inclusive), in order, scanning from
+/// `scan_from`. When `at_end` is false more fixes follow the slice, and the scan
+/// stops at the first position whose answer they could change (a stay that reaches
+/// the slice's last fix): every range returned is then what the whole data gives.
+pub fn stop_ranges(
+    fixes: &[Fix],
+    th: &Thresholds,
+    scan_from: usize,
+    at_end: bool,
+) -> Vec<(usize, usize, LatLon)> {
     let mut out = Vec::new();
     let gap_s = th.signal_loss_s();
-    let mut i = 0;
+    let last = fixes.len().saturating_sub(1);
+    let mut i = scan_from;
     while i < fixes.len() {
         let anchor = at(&fixes[i]);
         let mut j = i;
@@ -38,6 +47,9 @@ pub fn stop_ranges(fixes: &[Fix], th: &Thresholds) -> Vec<(usize, usize, LatLon)
             && haversine_m(anchor, at(&fixes[j + 1])) <= th.stop_radius_m
         {
             j += 1;
+        }
+        if j == last && !at_end {
+            break;
         }
         if fixes[j].ts - fixes[i].ts < th.stop_min_s {
             i += 1;
@@ -53,6 +65,9 @@ pub fn stop_ranges(fixes: &[Fix], th: &Thresholds) -> Vec<(usize, usize, LatLon)
             && haversine_m(center, at(&fixes[j + 1])) <= th.stop_radius_m
         {
             j += 1;
+        }
+        if j == last && !at_end {
+            break;
         }
         let standing =
             |f: &Fix| haversine_m(center, at(f)) <= STANDING_M || f.speed_kmh < STANDING_KMH;
@@ -137,14 +152,16 @@ pub fn stops(fixes: &[Fix], ranges: &[(usize, usize, LatLon)], namer: &Namer) ->
 }
 
 /// The movement spans between stops: inclusive index ranges not inside a stop,
-/// split at gaps longer than `trip_gap_s`.
+/// split at gaps longer than `trip_gap_s`, from `from` (the end of the stop before
+/// `ranges`, or the first fix).
 pub fn movement_spans(
     fixes: &[Fix],
     ranges: &[(usize, usize, LatLon)],
     th: &Thresholds,
+    from: usize,
 ) -> Vec<(usize, usize)> {
     let mut spans = Vec::new();
-    let mut from = 0usize;
+    let mut from = from;
     let mut bounds: Vec<(usize, usize)> = ranges.iter().map(|&(a, b, _)| (a, b)).collect();
     bounds.push((fixes.len(), fixes.len()));
     for (a, b) in bounds {

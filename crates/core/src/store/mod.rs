@@ -409,16 +409,28 @@ pub fn remove_geofence(conn: &Connection, name: &str) -> Result<usize> {
         .map_err(db_write_err)
 }
 
-/// One vehicle's fixes in time order.
-pub fn vehicle_fixes(conn: &Connection, vehicle_id: i64) -> Result<Vec<Fix>> {
+/// Reads fixes in vehicle and time order — every vehicle's, or one's — and hands
+/// `f` a puller that gives the next (`None` after the last), so that a reader holds
+/// as many as it chooses.
+pub fn read_fixes<T>(
+    conn: &Connection,
+    vehicle_id: Option<i64>,
+    f: impl FnOnce(&mut dyn FnMut() -> Result<Option<Fix>>) -> Result<T>,
+) -> Result<T> {
+    let (filter, bound) = match vehicle_id {
+        Some(id) => ("WHERE vehicle_id = ?1", id),
+        None => ("WHERE ?1 = ?1", 0),
+    };
     let mut st = conn
         .prepare_cached(&format!(
-            "SELECT {FIX_COLUMNS} FROM positions WHERE vehicle_id = ?1 ORDER BY ts, ts_ms"
+            "SELECT {FIX_COLUMNS} FROM positions {filter} ORDER BY vehicle_id, ts, ts_ms"
         ))
         .map_err(db_err)?;
-    st.query_map([vehicle_id], fix_from_row)
-        .and_then(|rows| rows.collect())
-        .map_err(db_err)
+    let mut rows = st.query([bound]).map_err(db_err)?;
+    f(&mut || match rows.next().map_err(db_err)? {
+        Some(row) => fix_from_row(row).map(Some).map_err(db_err),
+        None => Ok(None),
+    })
 }
 
 /// Sets one `meta` entry inside the caller's transaction.
@@ -431,32 +443,6 @@ fn set_meta_row(conn: &Connection, key: &str, value: &str) -> rusqlite::Result<(
     conn.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")
         .and_then(|mut st| st.execute(params![key, value]))
         .map(drop)
-}
-
-/// Calls `f` with each vehicle's fixes in time order, one vehicle at a time.
-pub fn for_each_vehicle_fixes(
-    conn: &Connection,
-    mut f: impl FnMut(&[Fix]) -> Result<()>,
-) -> Result<()> {
-    let mut st = conn
-        .prepare(&format!(
-            "SELECT {FIX_COLUMNS} FROM positions ORDER BY vehicle_id, ts, ts_ms"
-        ))
-        .map_err(db_err)?;
-    let mut rows = st.query([]).map_err(db_err)?;
-    let mut batch: Vec<Fix> = Vec::new();
-    while let Some(row) = rows.next().map_err(db_err)? {
-        let fix = fix_from_row(row).map_err(db_err)?;
-        if batch.last().is_some_and(|b| b.vehicle_id != fix.vehicle_id) {
-            f(&batch)?;
-            batch.clear();
-        }
-        batch.push(fix);
-    }
-    if !batch.is_empty() {
-        f(&batch)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

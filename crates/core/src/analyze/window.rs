@@ -1,0 +1,384 @@
+//! Detection over one vehicle's fixes a window at a time, so that a tracker with
+//! tens of millions of fixes is analysed in bounded memory — with the answer a
+//! single pass over all of them gives, row for row.
+//!
+//! A window is cut at the end of a stop that no later fix can change (its stay
+//! ended inside the window) and whose last fix is not over the speed limit. Every
+//! rule then restarts there exactly: the stop scan resumes on the next fix, movement
+//! (trips) runs from that fix, no speeding run crosses it, and the pairwise rules
+//! (signal losses, ignition) take the pairs that start before it. Geofences are a
+//! state machine carried across windows; a local day is rolled up once all its fixes
+//! (and the one after) are in one window. The next window keeps what these need:
+//! from the cut, the open day's previous fix, or a geofence's pending flip, whichever
+//! is earliest. A window with no such stop (a vehicle parked, or driving, for more
+//! than a whole window) grows until it has one, or holds the vehicle.
+
+use super::{Context, daily, events, motion};
+use crate::error::Result;
+use crate::model::{Event, EventDetail, Fix, VehicleAnalysis};
+
+/// Fixes read per window by the pipeline: 80 MB of fixes, far more than any
+/// ordinary vehicle has (a 15-second tracker makes 2.1 M in a year).
+pub const WINDOW_FIXES: usize = 1 << 20;
+
+/// What a pass over one window concluded.
+enum Pass {
+    /// The data ended; everything is found.
+    Done,
+    /// Found up to a cut; the next window starts at this fix (vehicle index).
+    Cut(usize),
+    /// No cut in this window: it must grow.
+    Grow,
+}
+
+/// One vehicle's detection in progress: what the rules carry from one window to the
+/// next, and what they found so far. Indexes are into the vehicle's fixes.
+struct Run<'c> {
+    ctx: &'c Context,
+    /// Where the stop scan resumes.
+    scan_from: usize,
+    /// Where movement (the next trip) runs from: the last stop's end, or 0.
+    movement_from: usize,
+    /// Events anchored before this fix are found.
+    events_from: usize,
+    /// The first fix of the first local day not rolled up.
+    days_from: usize,
+    /// The stops found that may still cover a fix in memory.
+    recent_stops: Vec<(usize, usize)>,
+    /// Each geofence's state, in `ctx.geofences` order (set by the first window).
+    geofences: Vec<events::GeofenceWatch>,
+    found: VehicleAnalysis,
+}
+
+impl<'c> Run<'c> {
+    fn new(ctx: &'c Context) -> Run<'c> {
+        Run {
+            ctx,
+            scan_from: 0,
+            movement_from: 0,
+            events_from: 0,
+            days_from: 0,
+            recent_stops: Vec::new(),
+            geofences: Vec::new(),
+            found: VehicleAnalysis::default(),
+        }
+    }
+
+    /// Detects over `fixes`, the vehicle's from index `base` on (`at_end`: the last
+    /// of them is the vehicle's last).
+    fn pass(&mut self, fixes: &[Fix], base: usize, at_end: bool) -> Pass {
+        let ctx = self.ctx;
+        let th = &ctx.thresholds;
+        let n = fixes.len();
+        let ranges = motion::stop_ranges(fixes, th, self.scan_from - base, at_end);
+        let limits_kmh: Vec<f64> = fixes.iter().map(|f| ctx.speed_limit_kmh(f)).collect();
+        // The cut, in the window: the last final stop's end that is not speeding.
+        let cut = if at_end {
+            None
+        } else {
+            match ranges
+                .iter()
+                .rev()
+                .map(|r| r.1)
+                .find(|&b| fixes[b].speed_kmh <= limits_kmh[b])
+            {
+                Some(b) => Some(b),
+                None => return Pass::Grow,
+            }
+        };
+        let until = cut.unwrap_or(n);
+        let stops: Vec<_> = ranges.into_iter().filter(|r| r.1 <= until).collect();
+
+        let first_new_stop = self.found.stops.len();
+        self.found
+            .stops
+            .extend(motion::stops(fixes, &stops, &ctx.namer));
+        let spans: Vec<_> = motion::movement_spans(fixes, &stops, th, self.movement_from - base)
+            .into_iter()
+            .filter(|s| s.0 < until)
+            .collect();
+        self.found.trips.extend(motion::trips(fixes, &spans, th));
+        let events = &mut self.found.events;
+        events.extend(events::long_stops(&self.found.stops[first_new_stop..], th));
+
+        // Runs and pairs from the last cut to this one: neither cut is speeding, so
+        // no run crosses one, and each pair is counted in the window it starts in.
+        let lo = self.events_from - base;
+        let hi = cut.map_or(n, |c| c + 1);
+        let limit_at = |f: &Fix| ctx.speed_limit(f);
+        events.extend(events::speeding(
+            &fixes[lo..hi],
+            &limits_kmh[lo..hi],
+            &limit_at,
+            th,
+            &ctx.namer,
+        ));
+        events.extend(events::signal_losses(&fixes[lo..hi], th, &ctx.namer));
+        events.extend(events::ignition(&fixes[lo..hi]));
+
+        if self.geofences.is_empty() && base == 0 {
+            self.geofences = ctx
+                .geofences
+                .iter()
+                .map(|g| events::GeofenceWatch::start(&fixes[0], g))
+                .collect();
+        }
+        for (watch, g) in self.geofences.iter_mut().zip(&ctx.geofences) {
+            watch.advance(fixes, base, g, th, at_end, &mut self.found);
+        }
+
+        let mut in_stop = vec![false; n];
+        let recent = self
+            .recent_stops
+            .iter()
+            .map(|&(a, b)| (a.saturating_sub(base), b.saturating_sub(base)));
+        for (a, b) in recent.chain(stops.iter().map(|r| (r.0, r.1))) {
+            in_stop[a..b].iter_mut().for_each(|x| *x = true);
+        }
+        let (days, open_day) = daily::day_rows(fixes, self.days_from - base, until, &in_stop, ctx);
+        self.found.daily.extend(days);
+
+        let Some(cut) = cut else {
+            let vehicle_id = fixes[0].vehicle_id;
+            for (watch, g) in self.geofences.iter().zip(&ctx.geofences) {
+                self.found.visits.extend(watch.open_visit(vehicle_id, g));
+            }
+            self.found.latest = fixes.last().copied();
+            return Pass::Done;
+        };
+        let open_day = open_day.expect("the day holding the cut is not rolled up");
+        let keep_from = self
+            .geofences
+            .iter()
+            .map(|w| w.next - base)
+            .chain([cut, open_day.saturating_sub(1)])
+            .min()
+            .expect("the cut is a candidate");
+        self.scan_from = base + cut + 1;
+        self.movement_from = base + cut;
+        self.events_from = base + cut;
+        self.days_from = base + open_day;
+        self.recent_stops
+            .extend(stops.iter().map(|r| (base + r.0, base + r.1)));
+        self.recent_stops.retain(|&(_, b)| b > base + keep_from);
+        Pass::Cut(base + keep_from)
+    }
+
+    /// The analysis, in the order one pass gives: events by time and kind (a fix's
+    /// geofence events in the geofences' order), visits by geofence.
+    fn finish(mut self) -> VehicleAnalysis {
+        let rank = |e: &Event| match &e.detail {
+            EventDetail::Geofence(d) => self
+                .ctx
+                .geofences
+                .iter()
+                .position(|g| g.id == d.geofence_id)
+                .unwrap_or(0),
+            _ => 0,
+        };
+        let mut found = std::mem::take(&mut self.found);
+        found
+            .events
+            .sort_by_cached_key(|e| (e.start_ts, e.kind, rank(e)));
+        let rank_of = |id: i64| self.ctx.geofences.iter().position(|g| g.id == id);
+        found.visits.sort_by_cached_key(|v| rank_of(v.geofence_id));
+        let mut daily = std::mem::take(&mut found.daily);
+        daily::count(&mut daily, &found, &self.ctx.zone);
+        found.daily = daily;
+        found
+    }
+}
+
+/// Analyses one vehicle's time-ordered fixes, all in memory.
+pub fn analyze_all(fixes: &[Fix], ctx: &Context) -> VehicleAnalysis {
+    if fixes.is_empty() {
+        return VehicleAnalysis::default();
+    }
+    let mut run = Run::new(ctx);
+    match run.pass(fixes, 0, true) {
+        Pass::Done => run.finish(),
+        Pass::Cut(_) | Pass::Grow => unreachable!("a pass over all the fixes ends"),
+    }
+}
+
+/// Analyses one vehicle whose fixes are `first` and then whatever `next` gives
+/// (in time order, `None` at the end), holding about `window` fixes at a time.
+/// Returns how many fixes it read, and the analysis, equal to [`analyze_all`]'s.
+pub fn analyze_streamed(
+    first: Vec<Fix>,
+    next: &mut dyn FnMut() -> Result<Option<Fix>>,
+    ctx: &Context,
+    window: usize,
+) -> Result<(usize, VehicleAnalysis)> {
+    let window = window.max(2);
+    let mut run = Run::new(ctx);
+    let mut held = first;
+    let mut base = 0;
+    let mut want = window;
+    let mut at_end = false;
+    loop {
+        while held.len() < want && !at_end {
+            match next()? {
+                Some(fix) => held.push(fix),
+                None => at_end = true,
+            }
+        }
+        if held.is_empty() {
+            return Ok((0, VehicleAnalysis::default()));
+        }
+        match run.pass(&held, base, at_end) {
+            Pass::Done => return Ok((base + held.len(), run.finish())),
+            Pass::Cut(keep_from) => {
+                held.drain(..keep_from - base);
+                base = keep_from;
+                // Read at least half a window of new fixes each time.
+                want = window.max(held.len() + window / 2);
+            }
+            Pass::Grow => want = held.len() * 2,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::Thresholds;
+    use crate::clock::FleetZone;
+    use crate::geo::{Geofence, LatLon, Shape, offset_m};
+    use rand::rngs::Xoshiro256PlusPlus;
+    use rand::{RngExt, SeedableRng};
+
+    const ORIGIN: LatLon = LatLon::new(14.60, -90.55);
+
+    /// Days of a vehicle that parks, idles, drives (sometimes too fast, through two
+    /// geofences), loses its signal and sleeps, with a cadence of 1 to 120 s; parked,
+    /// its receiver now and then reports a wild speed.
+    fn eventful_vehicle(seed: u64, fixes: usize) -> Vec<Fix> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let mut t = 1_795_000_000;
+        let (mut east, mut north) = (0.0f64, 0.0f64);
+        let mut out = Vec::with_capacity(fixes);
+        while out.len() < fixes {
+            let cadence_s = [1, 5, 15, 15, 30, 120][rng.random_range(0..6)];
+            let ignition = [Some(true), Some(false), None][rng.random_range(0..3)];
+            let n = rng.random_range(1..200);
+            let moving = rng.random_bool(0.5);
+            let kmh = if rng.random_bool(0.2) {
+                rng.random_range(80.0..120.0)
+            } else {
+                rng.random_range(5.0..70.0)
+            };
+            let heading = rng.random_range(0.0..std::f64::consts::TAU);
+            for _ in 0..n {
+                t += cadence_s;
+                if moving {
+                    east += heading.cos() * kmh / 3.6 * cadence_s as f64;
+                    north += heading.sin() * kmh / 3.6 * cadence_s as f64;
+                    // Keep within 6 km of the origin, where the geofences are.
+                    if east.hypot(north) > 6000.0 {
+                        (east, north) = (east * 0.5, north * 0.5);
+                    }
+                }
+                let p = offset_m(
+                    ORIGIN,
+                    east + rng.random_range(-8.0..8.0),
+                    north + rng.random_range(-8.0..8.0),
+                );
+                out.push(Fix {
+                    vehicle_id: 7,
+                    ts: t,
+                    lat: p.lat,
+                    lon: p.lon,
+                    // A parked receiver now and then reports a wild speed.
+                    speed_kmh: match (moving, rng.random_bool(0.05)) {
+                        (true, _) => kmh,
+                        (false, true) => 95.0,
+                        (false, false) => rng.random_range(0.0..2.0),
+                    },
+                    speed_derived: false,
+                    heading_deg: None,
+                    ignition: if moving { Some(true) } else { ignition },
+                    odometer_km: None,
+                });
+            }
+            match rng.random_range(0..10) {
+                0 => t += rng.random_range(400..3000),   // a signal loss
+                1 => t += rng.random_range(3600..40000), // asleep for hours
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn context() -> Context {
+        let circle =
+            |id: i64, name: &str, east_m: f64, radius_m: f64, limit: Option<f64>| Geofence {
+                id,
+                name: name.into(),
+                kind: "zone".into(),
+                shape: Shape::Circle {
+                    center: offset_m(ORIGIN, east_m, 0.0),
+                    radius_m,
+                },
+                speed_limit_kmh: limit,
+            };
+        Context::new(
+            Thresholds::default(),
+            FleetZone::default(),
+            vec![
+                circle(1, "Depot", 0.0, 800.0, None),
+                circle(2, "School", 1500.0, 1500.0, Some(30.0)),
+                circle(3, "Yard", 300.0, 400.0, None),
+            ],
+            crate::geo::atlas::places(),
+        )
+    }
+
+    fn streamed(fixes: &[Fix], ctx: &Context, window: usize) -> VehicleAnalysis {
+        let mut rest = fixes[window.min(fixes.len())..].iter().copied();
+        let (read, found) = analyze_streamed(
+            fixes[..window.min(fixes.len())].to_vec(),
+            &mut || Ok(rest.next()),
+            ctx,
+            window,
+        )
+        .unwrap();
+        assert_eq!(read, fixes.len());
+        found
+    }
+
+    #[test]
+    fn windows_of_any_size_find_what_one_pass_finds() {
+        let ctx = context();
+        for seed in 0..6 {
+            let fixes = eventful_vehicle(seed, 6000);
+            let whole = analyze_all(&fixes, &ctx);
+            assert!(whole.stops.len() > 5 && whole.trips.len() > 5, "{seed}");
+            assert!(whole.visits.len() > 2 && whole.daily.len() > 1, "{seed}");
+            for window in [2, 3, 7, 64, 500, 2500] {
+                let found = streamed(&fixes, &ctx, window);
+                assert_eq!(
+                    found.stops, whole.stops,
+                    "stops, seed {seed}, window {window}"
+                );
+                assert_eq!(
+                    found.trips, whole.trips,
+                    "trips, seed {seed}, window {window}"
+                );
+                assert_eq!(
+                    found.events, whole.events,
+                    "events, seed {seed}, window {window}"
+                );
+                assert_eq!(
+                    found.visits, whole.visits,
+                    "visits, seed {seed}, window {window}"
+                );
+                assert_eq!(
+                    found.daily, whole.daily,
+                    "daily, seed {seed}, window {window}"
+                );
+                assert_eq!(found.latest, whole.latest);
+            }
+        }
+    }
+}
