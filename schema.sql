@@ -21,8 +21,10 @@ CREATE TABLE vehicles (
     driver TEXT NOT NULL,
     active INTEGER NOT NULL,            -- 0: out of service, no positions
     route  TEXT,                        -- the synthetic route slug it drives, if any
-    speed_limit_kmh REAL                -- its own limit (`vehicles set`); NULL: the fleet's
+    speed_limit_kmh REAL,               -- its own limit (`vehicles set`); NULL: the fleet's
+    device_id TEXT                      -- the id its tracker or app pushes positions with (`--device-id`); NULL: none
 );
+CREATE UNIQUE INDEX vehicles_device_id ON vehicles (device_id);
 
 CREATE TABLE positions (
     vehicle_id    INTEGER NOT NULL REFERENCES vehicles(id),

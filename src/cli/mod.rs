@@ -77,7 +77,8 @@ enum Command {
     #[command(subcommand)]
     Geofences(places::GeofencesCommand),
 
-    /// A vehicle's own settings: its speed limit (`vehicles set PLATE --speed-limit 90`).
+    /// Add a vehicle for a tracker that pushes its positions (`vehicles add PLATE
+    /// --device-id ID`), or set a vehicle's own speed limit or device id.
     #[command(subcommand)]
     Vehicles(vehicles::VehiclesCommand),
 

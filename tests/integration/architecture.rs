@@ -165,8 +165,9 @@ const LAYERS: &[&[&str]] = &[
     &["store", "analyze"],
     &["pipeline"],
     &["synth", "ingest", "report"],
-    // Exports are the reports' rows (and the positions) as columns.
-    &["export"],
+    // Exports are the reports' rows (and the positions) as columns; the live feed
+    // reads pushed fixes with the import's time and unit rules.
+    &["export", "live"],
     &["render", "formats"],
     &["mcp"],
     &["cli"],

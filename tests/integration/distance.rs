@@ -268,6 +268,7 @@ fn a_database_of_the_previous_schema_is_brought_up_to_date_by_analyze() {
         .execute_batch(
             "DROP INDEX daily_date_counts; CREATE INDEX daily_date ON daily (date); \
              ALTER TABLE daily DROP COLUMN events; \
+             DROP INDEX vehicles_device_id; ALTER TABLE vehicles DROP COLUMN device_id; \
              UPDATE meta SET value = '5' WHERE key = 'schema_version';",
         )
         .unwrap();
@@ -304,6 +305,7 @@ fn a_database_of_the_previous_schema_is_brought_up_to_date_by_analyze() {
              ALTER TABLE trips DROP COLUMN odometer_km; \
              ALTER TABLE daily DROP COLUMN odometer_rejected; \
              ALTER TABLE daily DROP COLUMN events; \
+             DROP INDEX vehicles_device_id; ALTER TABLE vehicles DROP COLUMN device_id; \
              UPDATE meta SET value = '4' WHERE key = 'schema_version';",
         )
         .unwrap();

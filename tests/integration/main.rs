@@ -13,6 +13,7 @@ mod harness;
 mod http;
 mod import;
 mod interop;
+mod live;
 mod maps;
 mod mcp;
 mod reports;

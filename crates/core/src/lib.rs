@@ -13,6 +13,7 @@ pub mod error;
 pub mod export;
 pub mod geo;
 pub mod ingest;
+pub mod live;
 pub mod model;
 pub mod parallel;
 pub mod pipeline;

@@ -517,3 +517,26 @@ pub struct VehicleAnalysis {
     /// The newest fix.
     pub latest: Option<Fix>,
 }
+
+/// One fix as a device pushed it, checked, before its device is looked up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pushed {
+    /// The device's own id (`id`, `deviceid`, `device_id`, `uniqueId`, OwnTracks' topic).
+    pub device_id: String,
+    /// UTC epoch seconds.
+    pub ts: i64,
+    /// Milliseconds past `ts`.
+    pub ts_ms: i64,
+    /// Latitude, degrees.
+    pub lat: f64,
+    /// Longitude, degrees.
+    pub lon: f64,
+    /// Ground speed, km/h, when sent.
+    pub speed_kmh: Option<f64>,
+    /// Heading, degrees clockwise from north, when sent.
+    pub heading_deg: Option<f64>,
+    /// Ignition, when sent.
+    pub ignition: Option<bool>,
+    /// The vehicle's odometer, km, when sent.
+    pub odometer_km: Option<f64>,
+}

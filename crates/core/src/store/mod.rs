@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 mod derived;
 pub mod file;
 pub mod import;
+pub mod live;
 pub mod mbtiles;
 pub mod read;
 mod writer;
@@ -29,19 +30,20 @@ pub use writer::{Writer, build_new};
 pub use file::{APPLICATION_ID, Probe, probe};
 
 /// The schema this binary reads and writes.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// True for the schema versions `fleetctl analyze` brings up to date in place: they
 /// differ only in derived columns, which analysis fills from the positions (version 5
-/// added `trips.odometer_km` and `daily.odometer_rejected`; version 6 `daily.events`).
+/// added `trips.odometer_km` and `daily.odometer_rejected`; version 6 `daily.events`),
+/// and in columns that start empty (version 7 `vehicles.device_id`).
 pub fn is_upgradable(schema_version: i64) -> bool {
-    matches!(schema_version, 4 | 5)
+    matches!(schema_version, 4..=6)
 }
 
 /// Inside a write transaction on a database of an upgradable version `from`, adds
 /// the columns `SCHEMA_VERSION` has and sets the version: the analysis that follows
 /// in the same transaction fills them, so a failure leaves the old version whole.
-/// Positions, vehicles, places and settings are not touched.
+/// Positions, places and settings are not touched, nor the vehicles' rows.
 fn upgrade_derived(conn: &Connection, from: i64) -> Result<()> {
     let mut steps = String::new();
     if from < 5 {
@@ -50,6 +52,10 @@ fn upgrade_derived(conn: &Connection, from: i64) -> Result<()> {
     }
     if from < 6 {
         steps += "ALTER TABLE daily ADD COLUMN events INTEGER NOT NULL DEFAULT 0; ";
+    }
+    if from < 7 {
+        steps += "ALTER TABLE vehicles ADD COLUMN device_id TEXT; \
+                  CREATE UNIQUE INDEX vehicles_device_id ON vehicles (device_id); ";
     }
     conn.execute_batch(&format!(
         "{steps}UPDATE meta SET value = '{SCHEMA_VERSION}' WHERE key = 'schema_version';"
