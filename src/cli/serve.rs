@@ -62,6 +62,33 @@ pub(super) struct ServeArgs {
     #[arg(long, default_value_t = 128, value_name = "N", requires = "http",
           value_parser = clap::value_parser!(u16).range(1..=4096))]
     max_connections: u16,
+
+    /// Also take positions pushed by trackers and phone apps, at /ingest/osmand
+    /// (Traccar Client, OsmAnd, GPSLogger), /ingest/traccar (a Traccar server's JSON
+    /// forwarding) and /ingest/owntracks. Needs an ingest token, distinct from the
+    /// bearer token: FLEETCTL_INGEST_TOKEN or --ingest-token-file. See docs/live.md.
+    #[arg(long, requires = "http")]
+    ingest: bool,
+
+    /// The ingest token's file (its first line); default: FLEETCTL_INGEST_TOKEN.
+    #[arg(long, value_name = "PATH", requires = "ingest")]
+    ingest_token_file: Option<PathBuf>,
+
+    /// Give an unknown device a vehicle of its own (plate = its id) instead of
+    /// refusing its positions with 404.
+    #[arg(long, requires = "ingest")]
+    auto_register: bool,
+
+    /// The unit of the OsmAnd protocol's `speed`: knots (Traccar Client, and
+    /// Traccar's own reading), or mps for the OsmAnd app and GPSLogger (%SPD). A
+    /// device may say its own with `&speed_unit=mps` in its URL.
+    #[arg(
+        long,
+        value_name = "UNIT",
+        default_value = "knots",
+        requires = "ingest"
+    )]
+    osmand_speed_unit: String,
 }
 
 pub(super) fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
@@ -88,9 +115,37 @@ pub(super) fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
             "http: listening beyond loopback: traffic is plain HTTP; terminate TLS in a reverse proxy in front",
         );
     }
+    let token = crate::mcp::http::read_token(args.token_file.as_deref())?;
+    let ingest = if args.ingest {
+        let ingest_token = crate::mcp::http::read_ingest_token(args.ingest_token_file.as_deref())?;
+        if ingest_token == token {
+            return Err(Error::invalid("the ingest token is the bearer token").with_hint(
+                "give devices a token of their own: an ingest token may only append positions, and the bearer token reads the fleet",
+            ));
+        }
+        let osmand_speed = crate::ingest::units::SpeedUnit::parse(&args.osmand_speed_unit)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "--osmand-speed-unit {:?} is not a speed unit",
+                    args.osmand_speed_unit
+                ))
+                .with_hint(format!(
+                    "use one of {}",
+                    crate::ingest::units::SpeedUnit::NAMES
+                ))
+            })?;
+        Some(crate::mcp::http::IngestOptions {
+            token: ingest_token,
+            auto_register: args.auto_register,
+            osmand_speed,
+        })
+    } else {
+        None
+    };
     let opts = crate::mcp::http::HttpOptions {
         addr,
-        token: crate::mcp::http::read_token(args.token_file.as_deref())?,
+        token,
+        ingest,
         allowed_origins: args.allow_origin,
         allowed_hosts: args.allow_host,
         workers: usize::from(args.workers),

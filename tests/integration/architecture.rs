@@ -145,7 +145,9 @@ fn the_front_ends_stay_apart() {
                     "crate::mcp::serve_stdio",
                     "crate::mcp::http::serve",
                     "crate::mcp::http::HttpOptions",
-                    "crate::mcp::http::read_token"
+                    "crate::mcp::http::read_token",
+                    "crate::mcp::http::read_ingest_token",
+                    "crate::mcp::http::IngestOptions"
                 ]
                 .iter()
                 .any(|allowed| line.contains(allowed)),

@@ -8,7 +8,7 @@ use std::io::{BufRead, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-const TOKEN: &str = "test-token-0123456789abcdef";
+pub(crate) const TOKEN: &str = "test-token-0123456789abcdef";
 
 /// A running `fleetctl serve --http 127.0.0.1:0`.
 struct Http {
@@ -17,21 +17,30 @@ struct Http {
     log: std::sync::mpsc::Receiver<String>,
 }
 
-/// Starts `serve --http` on a free loopback port with `extra` flags: the process,
-/// its stderr (read up to the line saying where it listens), its base URL, and what
-/// it said before it listened.
-fn spawn_server(
-    extra: &[&str],
-    env: &[(&str, &str)],
-) -> (
+/// What `spawn_server` gives: the process, its stderr (read up to the line saying
+/// where it listens), its base URL, and what it said before it listened.
+pub(crate) type Spawned = (
     std::process::Child,
     std::io::BufReader<std::process::ChildStderr>,
     String,
     String,
-) {
+);
+
+/// Starts `serve --http` on the fixture database, on a free loopback port with
+/// `extra` flags.
+fn spawn_server(extra: &[&str], env: &[(&str, &str)]) -> Spawned {
+    spawn_server_on(fixture_db(), extra, env)
+}
+
+/// Starts `serve --http` on `db`, on a free loopback port with `extra` flags.
+pub(crate) fn spawn_server_on(
+    db: &std::path::Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Spawned {
     let mut args = vec![
         "--db",
-        fixture_db().to_str().unwrap(),
+        db.to_str().unwrap(),
         "serve",
         "--http",
         "127.0.0.1:0",
@@ -63,7 +72,7 @@ fn spawn_server(
 
 /// The server's log, line by line, as it writes it (its lines are written by a
 /// thread of their own, after the answers they describe may have gone out).
-fn log_lines(
+pub(crate) fn log_lines(
     stderr: std::io::BufReader<std::process::ChildStderr>,
 ) -> std::sync::mpsc::Receiver<String> {
     let (lines, log) = std::sync::mpsc::channel();

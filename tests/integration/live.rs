@@ -43,3 +43,312 @@ fn a_device_id_belongs_to_one_vehicle_and_can_be_moved() {
     let nothing = run(vehicles(&["set", "P-103ZGS"])).fails(2);
     assert!(format!("{}{}", nothing.stdout, nothing.stderr).contains("--device-id"));
 }
+
+const INGEST_TOKEN: &str = "ingest-token-0123456789abcdef";
+/// The fixture's data clock, 2026-11-25T15:30-06:00.
+const DATA_NOW: i64 = 1_795_642_200;
+
+/// A copy of the fixture fleet with three vehicles whose devices push, and a
+/// server with `--ingest` on it: (database, server process, base URL, its log).
+fn live_fleet(dir: &TempDir, extra: &[&str]) -> (std::path::PathBuf, Server) {
+    let db = dir.join("live.db");
+    std::fs::copy(fixture_db(), &db).unwrap();
+    for (plate, device) in [
+        ("P-900LIV", "48241179"),
+        ("P-901LIV", "owntracks/jane/phone"),
+        ("P-902LIV", "860000000000001"),
+    ] {
+        let db_arg = db.to_str().unwrap();
+        run(fleetctl(&[
+            "--db",
+            db_arg,
+            "vehicles",
+            "add",
+            plate,
+            "--device-id",
+            device,
+        ]))
+        .ok();
+    }
+    let mut flags = vec!["--ingest"];
+    flags.extend_from_slice(extra);
+    let (child, stderr, base, _) =
+        crate::http::spawn_server_on(&db, &flags, &[("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN)]);
+    let log = crate::http::log_lines(stderr);
+    (db, Server { child, base, log })
+}
+
+struct Server {
+    child: std::process::Child,
+    base: String,
+    log: std::sync::mpsc::Receiver<String>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(std::time::Duration::from_secs(60)))
+        .build()
+        .into()
+}
+
+/// Sends a request as a device would: method, path with query, headers, body.
+fn send(
+    s: &Server,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let url = format!("{}{path}", s.base);
+    let mut resp = if method == "GET" {
+        let mut req = agent().get(&url);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.call().unwrap()
+    } else {
+        let mut req = agent().post(&url);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.send(body.to_string()).unwrap()
+    };
+    let status = resp.status().as_u16();
+    (status, resp.body_mut().read_to_string().unwrap())
+}
+
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+fn position(db: &std::path::Path, plate: &str) -> serde_json::Value {
+    crate::harness::query_json(db, &["position", plate])
+}
+
+/// The exact requests of Traccar Client (its OsmAnd query, and version 9's JSON), a
+/// Traccar server's JSON forwarding and OwnTracks (Basic auth), each stored in its
+/// sender's unit and answered as the client expects; retries are duplicates, not
+/// new fixes.
+#[test]
+fn the_ingest_endpoints_take_what_real_clients_send() {
+    let dir = TempDir::new("ingest-clients");
+    let (db, s) = live_fleet(&dir, &[]);
+    let auth = bearer(INGEST_TOKEN);
+    // Traccar Client for Android: GET with the token in the URL, speed in knots.
+    let t1 = DATA_NOW - 600;
+    let traccar_client = format!(
+        "/ingest/osmand?id=48241179&timestamp={t1}&lat=14.6349&lon=-90.5069&speed=10.0&bearing=90.0&altitude=1500.0&accuracy=5.0&batt=80.0&token={INGEST_TOKEN}"
+    );
+    let (status, body) = send(&s, "GET", &traccar_client, &[], "");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()["stored"],
+        1
+    );
+    // The same fix again (a retry): a duplicate, still 200.
+    let (status, body) = send(&s, "GET", &traccar_client, &[], "");
+    assert_eq!(status, 200);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()["duplicates"],
+        1
+    );
+    let p = position(&db, "P-900LIV");
+    assert_eq!(p["lat"], 14.6349, "{p}");
+    assert!((p["speed_kmh"].as_f64().unwrap() - 18.5).abs() < 0.1, "{p}");
+    // Traccar Client 9: JSON, speed in m/s.
+    let json = r#"{"location":{"timestamp":"2026-11-25T21:25:00.000Z","coords":{"latitude":14.64,"longitude":-90.51,"accuracy":5,"speed":10,"heading":180,"altitude":1500},"is_moving":true,"odometer":1000,"event":"motionchange","battery":{"level":0.8,"is_charging":false},"activity":{"type":"in_vehicle"},"extras":{}},"device_id":"48241179"}"#;
+    let (status, body) = send(
+        &s,
+        "POST",
+        "/ingest/osmand",
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/json"),
+        ],
+        json,
+    );
+    assert_eq!(status, 200, "{body}");
+    let p = position(&db, "P-900LIV");
+    assert_eq!(
+        (p["lat"].as_f64(), p["speed_kmh"].as_f64()),
+        (Some(14.64), Some(36.0)),
+        "{p}"
+    );
+    // OwnTracks: Basic auth (user and password; the password is the token).
+    use base64::Engine;
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("jane:{INGEST_TOKEN}"))
+    );
+    let owntracks = format!(
+        r#"{{"_type":"location","tid":"JJ","tst":{},"lat":14.60,"lon":-90.52,"acc":10,"alt":1500,"vel":42,"cog":270,"batt":80,"t":"u","topic":"owntracks/jane/phone"}}"#,
+        DATA_NOW - 300
+    );
+    let (status, body) = send(
+        &s,
+        "POST",
+        "/ingest/owntracks",
+        &[
+            ("Authorization", &basic),
+            ("Content-Type", "application/json"),
+        ],
+        &owntracks,
+    );
+    assert_eq!((status, body.as_str()), (200, "[]"));
+    assert_eq!(position(&db, "P-901LIV")["speed_kmh"], 42.0);
+    // A Traccar server forwarding (forward.type=json): knots, Traccar's own offsets.
+    let forwarded = r#"{"position":{"id":1,"attributes":{"ignition":true,"motion":true},"deviceId":3,"protocol":"osmand","serverTime":"2026-11-25T21:20:01.000+0000","deviceTime":"2026-11-25T21:20:00.000+0000","fixTime":"2026-11-25T21:20:00.000+0000","valid":true,"latitude":14.62,"longitude":-90.53,"altitude":0.0,"speed":20.0,"course":90.0,"accuracy":0.0},"device":{"id":3,"name":"Truck","uniqueId":"860000000000001","status":"online"}}"#;
+    let (status, body) = send(
+        &s,
+        "POST",
+        "/ingest/traccar",
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/json"),
+        ],
+        forwarded,
+    );
+    assert_eq!(status, 200, "{body}");
+    let p = position(&db, "P-902LIV");
+    assert!((p["speed_kmh"].as_f64().unwrap() - 37.0).abs() < 0.1, "{p}");
+    assert_eq!(p["ignition_on"], true);
+}
+
+/// An unknown device, a bad field, a wrong token, the MCP token, and the ingest
+/// token on the MCP endpoint: each a clear 4xx, and the operator told once which
+/// command adds the unknown device.
+#[test]
+fn ingest_refuses_what_it_cannot_store_and_its_token_reads_nothing() {
+    let dir = TempDir::new("ingest-refusals");
+    let (_db, s) = live_fleet(&dir, &[]);
+    let auth = bearer(INGEST_TOKEN);
+    let at = DATA_NOW - 60;
+    let unknown = format!("/ingest/osmand?id=999&lat=14.6&lon=-90.5&timestamp={at}");
+    for _ in 0..2 {
+        let (status, body) = send(&s, "POST", &unknown, &[("Authorization", &auth)], "");
+        assert_eq!(status, 404, "{body}");
+        assert!(
+            body.contains("vehicles add PLATE --device-id 999"),
+            "{body}"
+        );
+    }
+    // The operator is told which command adds it (60 s: a hung server's deadline).
+    let said = loop {
+        let line = s
+            .log
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("a log line about device 999");
+        if line.contains("belongs to no vehicle") {
+            break line;
+        }
+    };
+    assert!(
+        said.contains("\"999\"") && said.contains("vehicles add PLATE --device-id 999"),
+        "{said}"
+    );
+    let (status, body) = send(
+        &s,
+        "GET",
+        &format!("/ingest/osmand?id=48241179&lat=north&lon=-90.5&timestamp={at}"),
+        &[("Authorization", &auth)],
+        "",
+    );
+    assert_eq!(status, 400);
+    assert!(body.contains("lat \\\"north\\\" is not a number"), "{body}");
+    let wrong = "/ingest/osmand?id=48241179&lat=14.6&lon=-90.5&token=not-the-token-at-all";
+    assert_eq!(send(&s, "GET", wrong, &[], "").0, 401);
+    let with_mcp_token = bearer(crate::http::TOKEN);
+    let fix = format!("/ingest/osmand?id=48241179&lat=14.6&lon=-90.5&timestamp={at}");
+    assert_eq!(
+        send(&s, "POST", &fix, &[("Authorization", &with_mcp_token)], "").0,
+        401
+    );
+    let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let (status, _) = send(
+        &s,
+        "POST",
+        "/mcp",
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/json"),
+        ],
+        list,
+    );
+    assert_eq!(status, 401, "an ingest token reads nothing");
+    assert_eq!(
+        send(
+            &s,
+            "GET",
+            "/ingest/traccar",
+            &[("Authorization", &auth)],
+            ""
+        )
+        .0,
+        405
+    );
+}
+
+/// A 200 means committed: after a `kill -9` every acknowledged fix is in the
+/// database (the answers are the condition; nothing waits on time).
+#[test]
+fn every_acknowledged_fix_survives_kill_9() {
+    let dir = TempDir::new("ingest-kill");
+    let (db, mut s) = live_fleet(&dir, &[]);
+    let auth = bearer(INGEST_TOKEN);
+    let acknowledged = 40;
+    for k in 0..acknowledged {
+        let path = format!(
+            "/ingest/osmand?id=48241179&lat={}&lon=-90.5&speed=20&timestamp={}",
+            14.6 + k as f64 * 1e-4,
+            DATA_NOW - 3600 + k * 10
+        );
+        assert_eq!(
+            send(&s, "POST", &path, &[("Authorization", &auth)], "").0,
+            200
+        );
+    }
+    // SIGKILL: no shutdown, no checkpoint.
+    s.child.kill().unwrap();
+    s.child.wait().unwrap();
+    let vehicle = run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "query",
+        "position",
+        "P-900LIV",
+        "--format",
+        "json",
+    ]))
+    .ok();
+    assert!(vehicle.stdout.contains("P-900LIV"));
+    let stored: i64 = open(&db)
+        .query_row(
+            "SELECT count(*) FROM positions p JOIN vehicles v ON v.id = p.vehicle_id WHERE v.plate = 'P-900LIV'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(stored, acknowledged);
+}
+
+/// Without `--ingest` the server takes no positions, and says how to turn it on.
+#[test]
+fn a_server_without_ingest_says_how_to_turn_it_on() {
+    let (child, stderr, base, _) = crate::http::spawn_server_on(fixture_db(), &[], &[]);
+    let s = Server {
+        child,
+        base,
+        log: crate::http::log_lines(stderr),
+    };
+    let (status, body) = send(&s, "GET", "/ingest/osmand?id=1&lat=1&lon=2", &[], "");
+    assert_eq!(status, 404);
+    assert!(body.contains("--ingest"), "{body}");
+}

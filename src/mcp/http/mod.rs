@@ -17,6 +17,7 @@
 //! finish, and exits within `--request-timeout-s` + 1 s whatever the clients do.
 
 mod answer;
+pub mod ingest;
 mod io;
 pub mod openapi;
 pub mod policy;
@@ -25,9 +26,10 @@ mod slots;
 mod token;
 pub mod worker;
 
+pub use ingest::IngestOptions;
 pub use openapi::openapi;
 use slots::{Leave, Registry, Slot, serve_connection, turn_away};
-pub use token::read_token;
+pub use token::{read_ingest_token, read_token};
 
 use crate::error::{Error, Result};
 use crate::logging;
@@ -82,6 +84,8 @@ pub struct HttpOptions {
     pub tiles: Option<PathBuf>,
     /// How long a client may take to send one request (headers and body).
     pub request_timeout: Duration,
+    /// The live feed's endpoints, when started with `--ingest`.
+    pub ingest: Option<ingest::IngestOptions>,
 }
 
 /// A job and where its reply goes. It holds its body's share of the budget until the
@@ -105,6 +109,7 @@ struct Shared {
     body_budget_kib: Arc<tokio::sync::Semaphore>,
     answer_budget_kib: Arc<tokio::sync::Semaphore>,
     registry: Arc<Mutex<Registry>>,
+    ingest: Option<ingest::Feed>,
 }
 
 /// One connection, as its handler sees it.
@@ -176,6 +181,13 @@ pub fn serve(db_path: &Path, opts: HttpOptions) -> Result<()> {
         .set_nonblocking(true)
         .map_err(|e| Error::io(Path::new("listener"), e))?;
     let local = listener.local_addr().unwrap_or(opts.addr);
+    // The feed's writer first: it puts the database in WAL mode before the workers
+    // open it.
+    let ingest = opts
+        .ingest
+        .clone()
+        .map(|o| ingest::start(db_path, o))
+        .transpose()?;
     let jobs = start_workers(db_path, &opts)?;
     let shared = Arc::new(Shared {
         token: opts.token.clone().into_bytes(),
@@ -191,6 +203,7 @@ pub fn serve(db_path: &Path, opts: HttpOptions) -> Result<()> {
             MAX_ANSWERS_IN_HAND_BYTES / 1024,
         )),
         registry: Arc::new(Mutex::new(Registry::default())),
+        ingest,
     });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
@@ -211,8 +224,13 @@ async fn accept_loop(
 ) -> Result<()> {
     let listener = tokio::net::TcpListener::from_std(listener)
         .map_err(|e| Error::io(Path::new("listener"), e))?;
+    let feed = if shared.ingest.is_some() {
+        "; positions at /ingest/osmand, /ingest/traccar, /ingest/owntracks"
+    } else {
+        ""
+    };
     logging::info(&format!(
-        "http: listening on http://{local} (MCP at /mcp, OpenAPI at /openapi.json; protocol {} and the handshake revisions)",
+        "http: listening on http://{local} (MCP at /mcp, OpenAPI at /openapi.json; protocol {} and the handshake revisions{feed})",
         session::MODERN_VERSION
     ));
     let registry = shared.registry.clone();

@@ -34,6 +34,32 @@ pub fn bearer_matches(header: Option<&[u8]>, token: &[u8]) -> bool {
     constant_time_eq(rest.trim_ascii(), token)
 }
 
+/// The ingest token a device presents: `Authorization: Bearer TOKEN`, the password
+/// of `Authorization: Basic` (OwnTracks asks for a user and a password), or a
+/// `token=` query parameter (`query_token`, for apps that can only be given a URL).
+pub fn presented_ingest_token(
+    authorization: Option<&[u8]>,
+    query_token: Option<&str>,
+) -> Option<Vec<u8>> {
+    if let Some(value) = authorization {
+        if let Some(rest) = value
+            .strip_prefix(b"Bearer ")
+            .or_else(|| value.strip_prefix(b"bearer "))
+        {
+            return Some(rest.trim_ascii().to_vec());
+        }
+        if let Some(rest) = value
+            .strip_prefix(b"Basic ")
+            .or_else(|| value.strip_prefix(b"basic "))
+        {
+            let pair = base64_decode(std::str::from_utf8(rest.trim_ascii()).ok()?)?;
+            let colon = pair.iter().position(|&b| b == b':')?;
+            return Some(pair[colon + 1..].to_vec());
+        }
+    }
+    query_token.map(|t| t.as_bytes().to_vec())
+}
+
 /// Whether a host name is this machine's loopback.
 fn is_loopback_host(host: &str) -> bool {
     matches!(host, "localhost" | "127.0.0.1" | "[::1]")
@@ -371,5 +397,23 @@ mod tests {
         assert_eq!(header_value("=?base64?***?="), None);
         assert_eq!(base64_decode("Zm9vYmFy").unwrap(), b"foobar");
         assert_eq!(base64_decode("Zm9vYg==").unwrap(), b"foob");
+    }
+
+    #[test]
+    fn an_ingest_token_is_read_from_bearer_basic_or_the_query() {
+        let token = |auth: Option<&str>, query: Option<&str>| {
+            presented_ingest_token(auth.map(str::as_bytes), query)
+                .map(|t| String::from_utf8(t).unwrap())
+        };
+        assert_eq!(token(Some("Bearer abc "), None).as_deref(), Some("abc"));
+        // `printf 'jane:s3cret-token' | base64`
+        assert_eq!(
+            token(Some("Basic amFuZTpzM2NyZXQtdG9rZW4="), None).as_deref(),
+            Some("s3cret-token")
+        );
+        assert_eq!(token(Some("Basic YTpi"), None).as_deref(), Some("b"));
+        assert_eq!(token(Some("Basic !!"), Some("q")), None);
+        assert_eq!(token(None, Some("q")).as_deref(), Some("q"));
+        assert_eq!(token(None, None), None);
     }
 }

@@ -60,7 +60,7 @@ pub(super) fn error_answer(
     refuse(&Error::new(code, message), headers, close)
 }
 
-fn refuse(e: &Error, headers: &[(&str, String)], close: bool) -> Answer {
+pub(super) fn refuse(e: &Error, headers: &[(&str, String)], close: bool) -> Answer {
     respond(
         e.code.http_status(),
         small(e.to_json().to_string().into_bytes()),
@@ -94,7 +94,7 @@ pub(super) async fn handle(req: Request<Incoming>, conn: &Conn, shared: &Shared)
 }
 
 /// A request answered before it reached a worker (boxed: a response is large).
-type Refused = Box<Answer>;
+pub(super) type Refused = Box<Answer>;
 
 async fn answer(
     req: Request<Incoming>,
@@ -109,6 +109,10 @@ async fn answer(
         &conn.local,
         &shared.allowed_hosts,
     )?;
+    if let Some(name) = req.uri().path().strip_prefix("/ingest/") {
+        let name = name.to_string();
+        return super::ingest::answer(req, &name, conn, shared, deadline).await;
+    }
     let cors = policy::cors(
         header(&req, "origin"),
         &shared.allowed_origins,
@@ -238,7 +242,7 @@ fn open_answer(
 
 /// Everything else needs the token: a request without it is a failed attempt, and
 /// too many from one address are refused for a minute.
-fn authenticate(
+pub(super) fn authenticate(
     token_ok: bool,
     ip: IpAddr,
     failures: &Mutex<FailureLog>,
@@ -310,7 +314,7 @@ fn too_large(cors: &[(&str, String)]) -> Answer {
 /// Reads the body by the deadline, within the shared budget: bodies held at once
 /// (being read, queued or run) share one budget, so memory stays bounded whatever the
 /// number of clients. The permit goes with the job to its worker.
-async fn read_body(
+pub(super) async fn read_body(
     req: Request<Incoming>,
     shared: &Shared,
     deadline: Instant,

@@ -184,8 +184,11 @@ fn recover(path: &Path, wal_mode: bool) -> Result<()> {
         // read below fail with SQLite's own explanation.
         Err(_) => return Ok(()),
     };
-    // A writer in the middle of its commit holds the file for a moment.
-    let _ = conn.busy_timeout(std::time::Duration::from_secs(5));
+    // A writer in the middle of its commit holds the file for a moment. A WAL
+    // database held open by another program (`serve --http --ingest` keeps its
+    // database in WAL mode) answers at once that it is busy: nothing to wait for.
+    let wait_s = if wal_mode { 0 } else { 5 };
+    let _ = conn.busy_timeout(std::time::Duration::from_secs(wait_s));
     let step = if wal_mode {
         "PRAGMA journal_mode = DELETE"
     } else {

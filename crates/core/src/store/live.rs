@@ -8,6 +8,30 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::geo::{LatLon, haversine_m};
 use crate::model::Pushed;
 use rusqlite::{Connection, OptionalExtension, params};
+use std::path::Path;
+
+/// Opens the live feed's one writing connection: WAL mode, so that the server's
+/// readers never wait for a commit nor a commit for them, and `synchronous = FULL`,
+/// so that a committed group is on disk before its devices hear 200 (a crash or a
+/// power cut loses no acknowledged fix).
+pub fn open_writer(path: &Path) -> Result<Connection> {
+    let conn = super::open_read_write(path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(db_err)?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .map_err(db_write_err)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Error::new(
+            ErrorCode::DbUnavailable,
+            format!("{}: could not switch to WAL mode (it stays {mode})", path.display()),
+        )
+        .with_hint("the live feed needs a database on a local disk (WAL does not work over a network file system)"));
+    }
+    conn.execute_batch("PRAGMA synchronous = FULL")
+        .map_err(db_write_err)?;
+    Ok(conn)
+}
 
 /// The vehicle whose tracker pushes with `device_id`, if one does.
 pub fn vehicle_of_device(conn: &Connection, device_id: &str) -> Result<Option<i64>> {
