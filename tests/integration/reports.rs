@@ -36,7 +36,7 @@ fn depot_of(db: &Path, plate: &str) -> String {
 
 /// The command line each snapshot is made with (every report appears): the
 /// words after `fleetctl --db DB`, without `--format json`.
-fn snapshot_cases(db: &Path, scratch: &Path) -> Vec<(&'static str, Vec<String>)> {
+pub(crate) fn snapshot_cases(db: &Path, scratch: &Path) -> Vec<(&'static str, Vec<String>)> {
     let plate = stopped_longest(db);
     let depot = depot_of(db, &plate);
     let png = scratch.join("golden.png").to_str().unwrap().to_string();
@@ -100,7 +100,7 @@ fn snapshot_cases(db: &Path, scratch: &Path) -> Vec<(&'static str, Vec<String>)>
 }
 
 /// Runs `fleetctl --db DB WORDS… --format json` and parses the answer.
-fn answer_json(db: &Path, words: &[String]) -> Value {
+pub(crate) fn answer_json(db: &Path, words: &[String]) -> Value {
     let mut all = vec!["--db".to_string(), db.to_str().unwrap().to_string()];
     all.extend(words.iter().cloned());
     all.extend(["--format".to_string(), "json".to_string()]);

@@ -502,7 +502,7 @@ impl DailyRollup {
 }
 
 /// Everything detection found for one vehicle.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct VehicleAnalysis {
     /// Stops, in time order.
     pub stops: Vec<Stop>,

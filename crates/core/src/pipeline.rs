@@ -169,15 +169,7 @@ pub fn detect_vehicles(
     progress: &mut dyn FnMut(f64),
 ) -> Result<AnalyzeSummary> {
     let started = std::time::Instant::now();
-    let thresholds = stored_thresholds(conn)?;
-    let zone = store::read_zone(conn)?;
-    let ctx = analyze::Context::new(
-        thresholds,
-        zone,
-        store::read_geofences(conn)?,
-        &store::read_places(conn)?,
-    )
-    .with_vehicle_limits(store::read::vehicle_speed_limits(conn)?);
+    let ctx = stored_context(conn)?;
     let mut out = store::DerivedWriter::for_vehicles(conn, vehicle_ids)?;
     for (k, v) in ctx.thresholds.to_meta() {
         out.set_meta(k, &v)?;
@@ -226,6 +218,18 @@ pub fn stored_thresholds(conn: &Connection) -> Result<Thresholds> {
         }
     }
     Thresholds::from_meta(|k| meta.get(k).cloned())
+}
+
+/// What detection needs from a database besides the fixes: its stored thresholds,
+/// zone, geofences, places and the vehicles' own limits.
+pub fn stored_context(conn: &Connection) -> Result<analyze::Context> {
+    Ok(analyze::Context::new(
+        stored_thresholds(conn)?,
+        store::read_zone(conn)?,
+        store::read_geofences(conn)?,
+        &store::read_places(conn)?,
+    )
+    .with_vehicle_limits(store::read::vehicle_speed_limits(conn)?))
 }
 
 /// The fleet's zone and the detection thresholds of the database at `path`.

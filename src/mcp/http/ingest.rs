@@ -84,13 +84,18 @@ fn write_loop(mut writer: live::Writer, queue: Receiver<Push>) {
         }
         let (requests, replies): (Vec<_>, Vec<_>) =
             group.into_iter().map(|p| (p.request, p.reply)).unzip();
-        let committed = writer.commit(&requests, clock::wall_clock_now());
-        // The fixes are on disk; the answers wait for the vehicles' re-analysis too,
-        // so that a device's 200 means every report already shows its fix.
-        if !committed.touched.is_empty()
-            && let Err(e) = writer.reanalyse(&committed.touched)
+        let mut committed = writer.commit(&requests, clock::wall_clock_now());
+        // The fixes are on disk; the answers wait for the vehicles' analysis too, so
+        // that a device's 200 means every report already shows its fix.
+        if !committed.added.is_empty()
+            && let Err(e) = writer.analyse(&committed.added)
         {
-            logging::info(&format!("ingest: re-analysis failed: {e}"));
+            logging::info(&format!(
+                "ingest: the fixes are stored but their analysis failed (the next push analyses the vehicles whole): {e}"
+            ));
+            for accepted in committed.outcomes.iter_mut().flatten() {
+                accepted.analysed = false;
+            }
         }
         for (reply, outcome) in replies.into_iter().zip(committed.outcomes) {
             if let Err(e) = &outcome
@@ -212,6 +217,7 @@ pub(super) async fn answer(
                     "stored": accepted.stored,
                     "duplicates": accepted.duplicates,
                     "ignored": accepted.ignored,
+                    "analysed": accepted.analysed,
                 })
                 .to_string()
             };

@@ -4,8 +4,7 @@
 use super::Context;
 use super::distance::{SpanDistance, span_distance};
 use crate::clock::Date;
-use crate::model::{DailyRollup, EventKind, Fix, VehicleAnalysis};
-use std::collections::BTreeMap;
+use crate::model::{DailyRollup, Fix};
 
 /// Rolls up the local days of one vehicle's `fixes` (time-ordered) that begin at
 /// index `from` or later and end before index `until` (`fixes.len()` when the slice
@@ -14,14 +13,14 @@ use std::collections::BTreeMap;
 /// vehicle's last fix before it (the step across midnight is the new day's); the
 /// time between consecutive fixes (short gaps only) goes to moving, idle or parked
 /// by `in_stop` (a fix that opens an interval inside a stop). The counts of trips,
-/// stops and events are left to [`count`].
+/// stops and events are left to the caller (0 here).
 pub fn day_rows(
     fixes: &[Fix],
     from: usize,
     until: usize,
     in_stop: &[bool],
     ctx: &Context,
-) -> (Vec<DailyRollup>, Option<usize>) {
+) -> (Vec<(Date, DailyRollup)>, Option<usize>) {
     let (th, zone) = (&ctx.thresholds, &ctx.zone);
     let mut rows = Vec::new();
     let mut start = from;
@@ -56,37 +55,10 @@ pub fn day_rows(
                 (true, _) => acc.parked_s += dt,
             }
         }
-        rows.push(acc.row(fixes[start].vehicle_id, date));
+        rows.push((date, acc.row(fixes[start].vehicle_id, date)));
         start = end;
     }
     (rows, None)
-}
-
-/// Adds each day's trips, stops and events (by the local day they start) to its
-/// row.
-pub fn count(daily: &mut [DailyRollup], found: &VehicleAnalysis, zone: &crate::clock::FleetZone) {
-    let by_date: BTreeMap<String, usize> = daily
-        .iter()
-        .enumerate()
-        .map(|(k, d)| (d.date.clone(), k))
-        .collect();
-    let row = |ts: i64| by_date.get(&zone.local_date(ts).to_string()).copied();
-    for t in &found.trips {
-        if let Some(k) = row(t.start_ts) {
-            daily[k].trips += 1;
-        }
-    }
-    for s in &found.stops {
-        if let Some(k) = row(s.start_ts) {
-            daily[k].stops += 1;
-        }
-    }
-    for e in &found.events {
-        if let Some(k) = row(e.start_ts) {
-            daily[k].events += 1;
-            daily[k].signal_losses += i64::from(e.kind == EventKind::SignalLoss);
-        }
-    }
 }
 
 #[derive(Default)]

@@ -14,8 +14,10 @@
 //! than a whole window) grows until it has one, or holds the vehicle.
 
 use super::{Context, daily, events, motion};
+use crate::clock::Date;
 use crate::error::Result;
-use crate::model::{Event, EventDetail, Fix, VehicleAnalysis};
+use crate::model::{Event, EventDetail, EventKind, Fix, VehicleAnalysis};
+use std::collections::BTreeMap;
 
 /// Fixes read per window by the pipeline: 80 MB of fixes, far more than any
 /// ordinary vehicle has (a 15-second tracker makes 2.1 M in a year).
@@ -31,10 +33,19 @@ enum Pass {
     Grow,
 }
 
+/// The trips, stops and events found that start on one local day: its row's counts.
+#[derive(Debug, Clone, Copy, Default)]
+struct DayCounts {
+    trips: i64,
+    stops: i64,
+    events: i64,
+    signal_losses: i64,
+}
+
 /// One vehicle's detection in progress: what the rules carry from one window to the
 /// next, and what they found so far. Indexes are into the vehicle's fixes.
-struct Run<'c> {
-    ctx: &'c Context,
+#[derive(Debug, Clone, Default)]
+struct Run {
     /// Where the stop scan resumes.
     scan_from: usize,
     /// Where movement (the next trip) runs from: the last stop's end, or 0.
@@ -47,27 +58,16 @@ struct Run<'c> {
     recent_stops: Vec<(usize, usize)>,
     /// Each geofence's state, in `ctx.geofences` order (set by the first window).
     geofences: Vec<events::GeofenceWatch>,
+    /// What was found on each local day not yet rolled up (a day is rolled up only
+    /// once nothing more can be found on it).
+    day_counts: BTreeMap<Date, DayCounts>,
     found: VehicleAnalysis,
 }
 
-impl<'c> Run<'c> {
-    fn new(ctx: &'c Context) -> Run<'c> {
-        Run {
-            ctx,
-            scan_from: 0,
-            movement_from: 0,
-            events_from: 0,
-            days_from: 0,
-            recent_stops: Vec::new(),
-            geofences: Vec::new(),
-            found: VehicleAnalysis::default(),
-        }
-    }
-
+impl Run {
     /// Detects over `fixes`, the vehicle's from index `base` on (`at_end`: the last
     /// of them is the vehicle's last).
-    fn pass(&mut self, fixes: &[Fix], base: usize, at_end: bool) -> Pass {
-        let ctx = self.ctx;
+    fn pass(&mut self, ctx: &Context, fixes: &[Fix], base: usize, at_end: bool) -> Pass {
         let th = &ctx.thresholds;
         let n = fixes.len();
         let ranges = motion::stop_ranges(fixes, th, self.scan_from - base, at_end);
@@ -88,8 +88,12 @@ impl<'c> Run<'c> {
         };
         let until = cut.unwrap_or(n);
         let stops: Vec<_> = ranges.into_iter().filter(|r| r.1 <= until).collect();
+        let (new_stops, new_trips, new_events) = (
+            self.found.stops.len(),
+            self.found.trips.len(),
+            self.found.events.len(),
+        );
 
-        let first_new_stop = self.found.stops.len();
         self.found
             .stops
             .extend(motion::stops(fixes, &stops, &ctx.namer));
@@ -99,7 +103,7 @@ impl<'c> Run<'c> {
             .collect();
         self.found.trips.extend(motion::trips(fixes, &spans, th));
         let events = &mut self.found.events;
-        events.extend(events::long_stops(&self.found.stops[first_new_stop..], th));
+        events.extend(events::long_stops(&self.found.stops[new_stops..], th));
 
         // Runs and pairs from the last cut to this one: neither cut is speeding, so
         // no run crosses one, and each pair is counted in the window it starts in.
@@ -126,6 +130,7 @@ impl<'c> Run<'c> {
         for (watch, g) in self.geofences.iter_mut().zip(&ctx.geofences) {
             watch.advance(fixes, base, g, th, at_end, &mut self.found);
         }
+        self.count(ctx, new_stops, new_trips, new_events);
 
         let mut in_stop = vec![false; n];
         let recent = self
@@ -135,8 +140,21 @@ impl<'c> Run<'c> {
         for (a, b) in recent.chain(stops.iter().map(|r| (r.0, r.1))) {
             in_stop[a..b].iter_mut().for_each(|x| *x = true);
         }
-        let (days, open_day) = daily::day_rows(fixes, self.days_from - base, until, &in_stop, ctx);
-        self.found.daily.extend(days);
+        // A day is rolled up once all its fixes are before the cut and every
+        // geofence has read past them: nothing more can be found on it.
+        let days_until = self
+            .geofences
+            .iter()
+            .map(|w| w.next - base)
+            .fold(until, usize::min);
+        let (days, open_day) =
+            daily::day_rows(fixes, self.days_from - base, days_until, &in_stop, ctx);
+        for (date, mut row) in days {
+            let c = self.day_counts.remove(&date).unwrap_or_default();
+            (row.trips, row.stops, row.events, row.signal_losses) =
+                (c.trips, c.stops, c.events, c.signal_losses);
+            self.found.daily.push(row);
+        }
 
         let Some(cut) = cut else {
             let vehicle_id = fixes[0].vehicle_id;
@@ -164,28 +182,95 @@ impl<'c> Run<'c> {
         Pass::Cut(base + keep_from)
     }
 
-    /// The analysis, in the order one pass gives: events by time and kind (a fix's
-    /// geofence events in the geofences' order), visits by geofence.
-    fn finish(mut self) -> VehicleAnalysis {
-        let rank = |e: &Event| match &e.detail {
-            EventDetail::Geofence(d) => self
-                .ctx
-                .geofences
-                .iter()
-                .position(|g| g.id == d.geofence_id)
-                .unwrap_or(0),
-            _ => 0,
-        };
+    /// Counts the rows found from these positions on by the local day they start.
+    fn count(&mut self, ctx: &Context, stops: usize, trips: usize, events: usize) {
+        let (zone, found, days) = (&ctx.zone, &self.found, &mut self.day_counts);
+        for s in &found.stops[stops..] {
+            days.entry(zone.local_date(s.start_ts)).or_default().stops += 1;
+        }
+        for t in &found.trips[trips..] {
+            days.entry(zone.local_date(t.start_ts)).or_default().trips += 1;
+        }
+        for e in &found.events[events..] {
+            let d = days.entry(zone.local_date(e.start_ts)).or_default();
+            d.events += 1;
+            d.signal_losses += i64::from(e.kind == EventKind::SignalLoss);
+        }
+    }
+
+    /// What was found, in the order one pass gives (see [`in_one_pass_order`]).
+    fn finish(&mut self, ctx: &Context) -> VehicleAnalysis {
         let mut found = std::mem::take(&mut self.found);
+        in_one_pass_order(&mut found, ctx);
         found
-            .events
-            .sort_by_cached_key(|e| (e.start_ts, e.kind, rank(e)));
-        let rank_of = |id: i64| self.ctx.geofences.iter().position(|g| g.id == id);
-        found.visits.sort_by_cached_key(|v| rank_of(v.geofence_id));
-        let mut daily = std::mem::take(&mut found.daily);
-        daily::count(&mut daily, &found, &self.ctx.zone);
-        found.daily = daily;
-        found
+    }
+}
+
+/// Puts rows found a window at a time in the order one pass gives: events by time
+/// and kind (a fix's geofence events in the geofences' order), visits by geofence.
+fn in_one_pass_order(found: &mut VehicleAnalysis, ctx: &Context) {
+    let rank_of = |id: i64| ctx.geofences.iter().position(|g| g.id == id);
+    let rank = |e: &Event| match &e.detail {
+        EventDetail::Geofence(d) => rank_of(d.geofence_id).unwrap_or(0),
+        _ => 0,
+    };
+    found
+        .events
+        .sort_by_cached_key(|e| (e.start_ts, e.kind, rank(e)));
+    found.visits.sort_by_cached_key(|v| rank_of(v.geofence_id));
+}
+
+/// One vehicle's detection kept open as its fixes arrive (the live feed): the rules'
+/// state at the last cut and the fixes since, so that new fixes re-run only the
+/// stretch after the vehicle's last finished stop.
+#[derive(Debug, Clone, Default)]
+pub struct Tail {
+    run: Run,
+    held: Vec<Fix>,
+    base: usize,
+}
+
+impl Tail {
+    /// The newest fix held, if any.
+    pub fn last_ts(&self) -> Option<i64> {
+        self.held.last().map(|f| f.ts)
+    }
+
+    /// Fixes held since the last cut.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Adds fixes newer than every fix held (in time order), runs the rules as far as
+    /// the fixes decide, and returns what that made final: rows no later fix can
+    /// change (no `latest`).
+    pub fn push(&mut self, fixes: impl IntoIterator<Item = Fix>, ctx: &Context) -> VehicleAnalysis {
+        self.held.extend(fixes);
+        while !self.held.is_empty() {
+            match self.run.pass(ctx, &self.held, self.base, false) {
+                Pass::Cut(keep_from) => {
+                    self.held.drain(..keep_from - self.base);
+                    self.base = keep_from;
+                }
+                Pass::Grow | Pass::Done => break,
+            }
+        }
+        self.run.finish(ctx)
+    }
+
+    /// What the stretch after the last cut comes to if no fix follows: the open
+    /// stop or trip, today's row, open visits, the latest fix. It replaces the
+    /// previous answer of this kind.
+    pub fn provisional(&self, ctx: &Context) -> VehicleAnalysis {
+        if self.held.is_empty() {
+            return VehicleAnalysis::default();
+        }
+        let mut probe = self.run.clone();
+        probe.found = VehicleAnalysis::default();
+        match probe.pass(ctx, &self.held, self.base, true) {
+            Pass::Done => probe.finish(ctx),
+            Pass::Cut(_) | Pass::Grow => unreachable!("a pass to the end ends"),
+        }
     }
 }
 
@@ -194,9 +279,9 @@ pub fn analyze_all(fixes: &[Fix], ctx: &Context) -> VehicleAnalysis {
     if fixes.is_empty() {
         return VehicleAnalysis::default();
     }
-    let mut run = Run::new(ctx);
-    match run.pass(fixes, 0, true) {
-        Pass::Done => run.finish(),
+    let mut run = Run::default();
+    match run.pass(ctx, fixes, 0, true) {
+        Pass::Done => run.finish(ctx),
         Pass::Cut(_) | Pass::Grow => unreachable!("a pass over all the fixes ends"),
     }
 }
@@ -211,7 +296,7 @@ pub fn analyze_streamed(
     window: usize,
 ) -> Result<(usize, VehicleAnalysis)> {
     let window = window.max(2);
-    let mut run = Run::new(ctx);
+    let mut run = Run::default();
     let mut held = first;
     let mut base = 0;
     let mut want = window;
@@ -226,8 +311,8 @@ pub fn analyze_streamed(
         if held.is_empty() {
             return Ok((0, VehicleAnalysis::default()));
         }
-        match run.pass(&held, base, at_end) {
-            Pass::Done => return Ok((base + held.len(), run.finish())),
+        match run.pass(ctx, &held, base, at_end) {
+            Pass::Done => return Ok((base + held.len(), run.finish(ctx))),
             Pass::Cut(keep_from) => {
                 held.drain(..keep_from - base);
                 base = keep_from;
@@ -379,6 +464,52 @@ mod tests {
                 );
                 assert_eq!(found.latest, whole.latest);
             }
+        }
+    }
+
+    /// The live feed's way: fixes arrive a few at a time; what became final is
+    /// kept, and the stretch after the last cut is answered afresh each time.
+    /// Final rows plus the last provisional answer equal one pass, whatever the
+    /// batches.
+    #[test]
+    fn a_tail_fed_in_batches_ends_where_one_pass_does() {
+        let ctx = context();
+        for seed in 0..6 {
+            let fixes = eventful_vehicle(seed, 6000);
+            let whole = analyze_all(&fixes, &ctx);
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed + 100);
+            let mut tail = Tail::default();
+            let mut kept = VehicleAnalysis::default();
+            let mut at = 0;
+            while at < fixes.len() {
+                let n = rng.random_range(1..400).min(fixes.len() - at);
+                let done = tail.push(fixes[at..at + n].iter().copied(), &ctx);
+                assert!(done.latest.is_none());
+                kept.stops.extend(done.stops);
+                kept.trips.extend(done.trips);
+                kept.events.extend(done.events);
+                kept.visits.extend(done.visits);
+                kept.daily.extend(done.daily);
+                at += n;
+                // What a report would read now: kept plus the provisional stretch.
+                let open = tail.provisional(&ctx);
+                assert_eq!(open.latest, Some(fixes[at - 1]));
+            }
+            assert!(
+                tail.held() < fixes.len() / 2,
+                "the tail was cut: {}",
+                tail.held()
+            );
+            let open = tail.provisional(&ctx);
+            let mut all = kept.clone();
+            all.stops.extend(open.stops);
+            all.trips.extend(open.trips);
+            all.events.extend(open.events);
+            all.visits.extend(open.visits);
+            all.daily.extend(open.daily);
+            all.latest = open.latest;
+            in_one_pass_order(&mut all, &ctx);
+            assert_eq!(all, whole, "seed {seed}");
         }
     }
 }

@@ -6,13 +6,15 @@
 
 pub mod protocols;
 
+use crate::analyze::{self, window::Tail};
 use crate::clock::FleetZone;
 use crate::error::{Error, ErrorCode, Result};
 use crate::ingest::units::SpeedUnit;
-use crate::store;
+use crate::model::Fix;
+use crate::store::{self, WrittenRows};
 use protocols::{Batch, Reading};
 use rusqlite::{Connection, TransactionBehavior};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Where a device pushed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +53,7 @@ pub struct Request {
 }
 
 /// What a request's fixes came to.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Accepted {
     /// Fixes stored.
     pub stored: usize,
@@ -59,6 +61,9 @@ pub struct Accepted {
     pub duplicates: usize,
     /// Messages without a fix, ignored on purpose, with why.
     pub ignored: Vec<String>,
+    /// Whether the reports show the fixes (false: stored, but their analysis
+    /// failed; the next push analyses the vehicle whole).
+    pub analysed: bool,
 }
 
 /// How the feed reads and whom it takes.
@@ -76,13 +81,13 @@ pub struct Ingestor {
     options: Options,
 }
 
-/// What a group's commit came to: each request's outcome, in order, and the
-/// vehicles that got new fixes.
+/// What a group's commit came to: each request's outcome, in order, and the fixes
+/// it added, by vehicle.
 pub struct Committed {
     /// Each request's outcome, in the group's order.
     pub outcomes: Vec<Result<Accepted>>,
-    /// The vehicles with new fixes (to re-analyse).
-    pub touched: Vec<i64>,
+    /// The fixes stored, by vehicle (to analyse).
+    pub added: BTreeMap<i64, Vec<Fix>>,
 }
 
 impl Ingestor {
@@ -137,7 +142,7 @@ impl Ingestor {
     /// disk, `synchronous = FULL` — before this returns. A failed commit fails every
     /// request of the group.
     pub fn commit(&self, conn: &mut Connection, group: &[Request], now: i64) -> Committed {
-        let mut touched = std::collections::BTreeSet::new();
+        let mut added: BTreeMap<i64, Vec<Fix>> = BTreeMap::new();
         let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
             Ok(tx) => tx,
             Err(e) => return self.all_failed(group.len(), &e.to_string()),
@@ -155,18 +160,17 @@ impl Ingestor {
                     }),
                 },
             };
-            outcomes.push(outcome.map(|(accepted, vehicles)| {
-                touched.extend(vehicles);
+            outcomes.push(outcome.map(|(accepted, stored)| {
+                for fix in stored {
+                    added.entry(fix.vehicle_id).or_default().push(fix);
+                }
                 accepted
             }));
         }
         if let Err(e) = tx.commit() {
             return self.all_failed(group.len(), &e.to_string());
         }
-        Committed {
-            outcomes,
-            touched: touched.into_iter().collect(),
-        }
+        Committed { outcomes, added }
     }
 
     fn all_failed(&self, n: usize, why: &str) -> Committed {
@@ -180,12 +184,12 @@ impl Ingestor {
                     .with_hint("nothing of this request was stored; send it again"))
                 })
                 .collect(),
-            touched: Vec::new(),
+            added: BTreeMap::new(),
         }
     }
 
-    /// Stores one request's fixes; what was stored and which vehicles got them.
-    fn store_batch(&self, conn: &Connection, batch: Batch) -> Result<(Accepted, Vec<i64>)> {
+    /// Stores one request's fixes; what was stored, and the new fixes.
+    fn store_batch(&self, conn: &Connection, batch: Batch) -> Result<(Accepted, Vec<Fix>)> {
         let mut by_vehicle: BTreeMap<i64, Vec<protocols::Pushed>> = BTreeMap::new();
         for fix in batch.fixes {
             let vehicle = match store::live::vehicle_of_device(conn, &fix.device_id)? {
@@ -207,27 +211,50 @@ impl Ingestor {
             by_vehicle.entry(vehicle).or_default().push(fix);
         }
         let mut accepted = Accepted {
+            stored: 0,
+            duplicates: 0,
             ignored: batch.ignored,
-            ..Accepted::default()
+            analysed: true,
         };
-        let mut touched = Vec::new();
+        let mut new = Vec::new();
         for (vehicle, fixes) in by_vehicle {
             let stored = store::live::append_pushed(conn, vehicle, &fixes)?;
-            accepted.stored += stored;
-            accepted.duplicates += fixes.len() - stored;
-            if stored > 0 {
-                touched.push(vehicle);
-            }
+            accepted.stored += stored.len();
+            accepted.duplicates += fixes.len() - stored.len();
+            new.extend(stored);
         }
-        Ok((accepted, touched))
+        Ok((accepted, new))
     }
 }
 
 /// The feed's one writing connection (`store::live::open_writer`: WAL,
-/// `synchronous = FULL`) and what reads its requests.
+/// `synchronous = FULL`), what reads its requests, and each vehicle's detection
+/// kept open (`analyze::window::Tail`).
 pub struct Writer {
     conn: Connection,
     ingestor: Ingestor,
+    ctx: analyze::Context,
+    /// The database's `data_version` when `ctx` was read: another connection's
+    /// commit (an import, `vehicles set`, `analyze`) changes it.
+    seen_version: i64,
+    tails: HashMap<i64, LiveVehicle>,
+}
+
+/// A vehicle's open detection and the provisional rows it last wrote.
+struct LiveVehicle {
+    tail: Tail,
+    provisional: WrittenRows,
+}
+
+/// How a group's fixes were analysed.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Analysed {
+    /// Vehicles whose new fixes followed all they had: only the stretch after
+    /// their last finished stop was analysed again.
+    pub resumed: usize,
+    /// Vehicles analysed whole: seen first since the server started, a fix older
+    /// than their newest, or the fleet's settings changed.
+    pub rebuilt: usize,
 }
 
 impl Writer {
@@ -235,7 +262,15 @@ impl Writer {
     pub fn open(path: &std::path::Path, options: Options) -> Result<Writer> {
         let conn = store::live::open_writer(path)?;
         let ingestor = Ingestor::new(&conn, options)?;
-        Ok(Writer { conn, ingestor })
+        let ctx = crate::pipeline::stored_context(&conn)?;
+        let seen_version = store::live::data_version(&conn)?;
+        Ok(Writer {
+            conn,
+            ingestor,
+            ctx,
+            seen_version,
+            tails: HashMap::new(),
+        })
     }
 
     /// Commits a group of requests (`Ingestor::commit`) with the wall clock `now`.
@@ -243,14 +278,143 @@ impl Writer {
         self.ingestor.commit(&mut self.conn, group, now)
     }
 
-    /// Re-runs detection for `vehicles` (those that got fixes), in one transaction.
-    pub fn reanalyse(&mut self, vehicles: &[i64]) -> Result<()> {
-        let tx = self.conn.transaction().map_err(savepoint_err)?;
-        crate::pipeline::detect_vehicles(&tx, vehicles, &mut |_| {})?;
-        tx.commit().map_err(savepoint_err)
+    /// Brings the derived rows up to date with the fixes a group added, in one
+    /// transaction. A vehicle whose fixes all follow its newest is resumed from its
+    /// last finished stop (its provisional rows replaced); any other is analysed
+    /// whole. The result equals a full `analyze` of the same positions.
+    pub fn analyse(&mut self, added: &BTreeMap<i64, Vec<Fix>>) -> Result<Analysed> {
+        let version = store::live::data_version(&self.conn)?;
+        if version != self.seen_version {
+            // Somebody else wrote: settings, geofences or derived rows may differ.
+            self.ctx = crate::pipeline::stored_context(&self.conn)?;
+            self.ingestor.zone = self.ctx.zone.clone();
+            self.tails.clear();
+            self.seen_version = version;
+        }
+        let done = self.analyse_in_one_transaction(added);
+        if done.is_err() {
+            // The transaction rolled back; the open detections may be ahead of the
+            // database: start each vehicle afresh.
+            self.tails.clear();
+        }
+        done
     }
+
+    fn analyse_in_one_transaction(&mut self, added: &BTreeMap<i64, Vec<Fix>>) -> Result<Analysed> {
+        let mut done = Analysed::default();
+        let tx = self.conn.transaction().map_err(savepoint_err)?;
+        for (&vehicle, fixes) in added {
+            let mut fixes = fixes.clone();
+            fixes.sort_by_key(|f| f.ts);
+            let follows = self
+                .tails
+                .get(&vehicle)
+                .is_some_and(|v| v.tail.last_ts().is_none_or(|last| fixes[0].ts > last));
+            if follows {
+                let live = self.tails.get_mut(&vehicle).expect("just found");
+                let done_rows = live.tail.push(fixes, &self.ctx);
+                // The last provisional rows go first: a day they held may now be final.
+                store::delete_rows(&tx, &live.provisional)?;
+                store::write_rows(&tx, &done_rows)?;
+                live.provisional = store::write_rows(&tx, &live.tail.provisional(&self.ctx))?;
+                done.resumed += 1;
+            } else {
+                let live = rebuild(&tx, vehicle, &self.ctx)?;
+                self.tails.insert(vehicle, live);
+                done.rebuilt += 1;
+            }
+        }
+        tx.commit().map_err(savepoint_err)?;
+        Ok(done)
+    }
+}
+
+/// Analyses one vehicle whole, a window at a time, replacing its derived rows, and
+/// keeps its detection open.
+fn rebuild(conn: &Connection, vehicle: i64, ctx: &analyze::Context) -> Result<LiveVehicle> {
+    store::DerivedWriter::for_vehicles(conn, &[vehicle])?;
+    let mut tail = Tail::default();
+    store::read_fixes(conn, Some(vehicle), |next| {
+        let mut chunk = Vec::new();
+        loop {
+            let fix = next()?;
+            let end = fix.is_none();
+            chunk.extend(fix);
+            if end || chunk.len() >= analyze::window::WINDOW_FIXES {
+                let done = tail.push(std::mem::take(&mut chunk), ctx);
+                store::write_rows(conn, &done)?;
+            }
+            if end {
+                return Ok(());
+            }
+        }
+    })?;
+    let provisional = store::write_rows(conn, &tail.provisional(ctx))?;
+    Ok(LiveVehicle { tail, provisional })
 }
 
 fn savepoint_err(e: rusqlite::Error) -> Error {
     Error::new(ErrorCode::Io, format!("database write failed: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixes_that_follow_resume_and_a_late_one_rebuilds() {
+        let dir = std::env::temp_dir().join(format!("fleetctl-live-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("live.db");
+        let _ = std::fs::remove_file(&path);
+        store::build_new(&path, false, |w| {
+            w.set_meta("schema_version", &store::SCHEMA_VERSION.to_string())
+        })
+        .unwrap();
+        store::with_write_transaction(&path, |conn| {
+            store::live::add_vehicle(conn, "P-1", Some("d1")).map(drop)
+        })
+        .unwrap();
+        let mut writer = Writer::open(
+            &path,
+            Options {
+                auto_register: false,
+                osmand_speed: SpeedUnit::Kmh,
+            },
+        )
+        .unwrap();
+        let push = |ts: i64, lat: f64| Request {
+            endpoint: Endpoint::Osmand,
+            query: protocols::form_pairs(&format!(
+                "id=d1&timestamp={ts}&lat={lat}&lon=-90.5&speed=30"
+            )),
+            body: Vec::new(),
+            json: false,
+        };
+        let t0 = 1_795_000_000;
+        let mut counts = Analysed::default();
+        for k in 0..20 {
+            let c = writer.commit(&[push(t0 + k * 15, 14.6 + k as f64 * 0.001)], t0 + 10_000);
+            assert!(c.outcomes[0].is_ok(), "{:?}", c.outcomes[0]);
+            let a = writer.analyse(&c.added).unwrap();
+            counts.resumed += a.resumed;
+            counts.rebuilt += a.rebuilt;
+        }
+        assert_eq!(
+            counts,
+            Analysed {
+                resumed: 19,
+                rebuilt: 1
+            }
+        );
+        let late = writer.commit(&[push(t0 + 7, 14.6)], t0 + 10_000);
+        assert_eq!(
+            writer.analyse(&late.added).unwrap(),
+            Analysed {
+                resumed: 0,
+                rebuilt: 1
+            }
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }

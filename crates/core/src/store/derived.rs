@@ -103,6 +103,57 @@ impl<'c> DerivedWriter<'c> {
     }
 }
 
+/// The rows one write added, by table (their rowids), so that they can be taken
+/// back: the live feed's provisional answer for a vehicle's open stretch.
+#[derive(Debug, Clone, Default)]
+pub struct WrittenRows {
+    tables: Vec<(&'static str, std::ops::RangeInclusive<i64>)>,
+}
+
+/// Writes one vehicle's rows inside the caller's transaction (its latest fix
+/// replaced when the analysis has one) and says which rows they are.
+pub fn write_rows(c: &Connection, a: &VehicleAnalysis) -> Result<WrittenRows> {
+    if let Some(f) = &a.latest {
+        c.execute(
+            "DELETE FROM latest_fix WHERE vehicle_id = ?1",
+            [f.vehicle_id],
+        )
+        .map_err(db_write_err)?;
+        insert_latest_fix(c, f)?;
+    }
+    let mut written = WrittenRows::default();
+    // Rows inserted one after another into a rowid table get consecutive rowids.
+    let mut added = |table: &'static str, n: usize| {
+        if n > 0 {
+            let last = c.last_insert_rowid();
+            written.tables.push((table, last - n as i64 + 1..=last));
+        }
+    };
+    insert_stops(c, &a.stops)?;
+    added("stops", a.stops.len());
+    insert_trips(c, &a.trips)?;
+    added("trips", a.trips.len());
+    insert_events(c, &a.events)?;
+    added("events", a.events.len());
+    insert_visits(c, &a.visits)?;
+    added("visits", a.visits.len());
+    insert_daily(c, &a.daily)?;
+    added("daily", a.daily.len());
+    Ok(written)
+}
+
+/// Takes back rows [`write_rows`] wrote, inside the caller's transaction.
+pub fn delete_rows(c: &Connection, rows: &WrittenRows) -> Result<()> {
+    for (table, ids) in &rows.tables {
+        c.execute(
+            &format!("DELETE FROM {table} WHERE rowid BETWEEN ?1 AND ?2"),
+            [ids.start(), ids.end()],
+        )
+        .map_err(db_write_err)?;
+    }
+    Ok(())
+}
+
 /// The vehicle's newest fix, for the live reports.
 fn insert_latest_fix(c: &Connection, f: &crate::model::Fix) -> Result<()> {
     c.prepare_cached(&format!(

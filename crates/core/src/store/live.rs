@@ -6,7 +6,7 @@
 use super::{db_err, db_write_err};
 use crate::error::{Error, ErrorCode, Result};
 use crate::geo::{LatLon, haversine_m};
-use crate::model::Pushed;
+use crate::model::{Fix, Pushed};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::Path;
 
@@ -31,6 +31,13 @@ pub fn open_writer(path: &Path) -> Result<Connection> {
     conn.execute_batch("PRAGMA synchronous = FULL")
         .map_err(db_write_err)?;
     Ok(conn)
+}
+
+/// SQLite's `data_version` on this connection: it changes when another connection
+/// commits (an import, an edit, an analysis while the feed runs).
+pub fn data_version(conn: &Connection) -> Result<i64> {
+    conn.query_row("PRAGMA data_version", [], |r| r.get(0))
+        .map_err(db_err)
 }
 
 /// The vehicle whose tracker pushes with `device_id`, if one does.
@@ -102,10 +109,10 @@ pub fn set_device_id(conn: &Connection, vehicle_id: i64, device_id: Option<&str>
 /// (distance over time), marked derived; with none within this many seconds, 0.
 const DERIVE_SPEED_WITHIN_S: i64 = 300;
 
-/// Appends one vehicle's pushed fixes inside the caller's transaction; how many
-/// were new (a fix at an instant already stored is a duplicate, and the stored one
-/// stays).
-pub fn append_pushed(conn: &Connection, vehicle_id: i64, fixes: &[Pushed]) -> Result<usize> {
+/// Appends one vehicle's pushed fixes inside the caller's transaction; the ones
+/// that were new, as stored (a fix at an instant already stored is a duplicate, and
+/// the stored one stays).
+pub fn append_pushed(conn: &Connection, vehicle_id: i64, fixes: &[Pushed]) -> Result<Vec<Fix>> {
     let mut previous = conn
         .prepare_cached(
             "SELECT ts, lat, lon FROM positions WHERE vehicle_id = ?1 AND ts < ?2 ORDER BY ts DESC, ts_ms DESC LIMIT 1",
@@ -117,7 +124,7 @@ pub fn append_pushed(conn: &Connection, vehicle_id: i64, fixes: &[Pushed]) -> Re
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         )
         .map_err(db_write_err)?;
-    let mut added = 0;
+    let mut added = Vec::new();
     for f in fixes {
         let (speed_kmh, derived) = match f.speed_kmh {
             Some(v) => (v, false),
@@ -137,7 +144,7 @@ pub fn append_pushed(conn: &Connection, vehicle_id: i64, fixes: &[Pushed]) -> Re
                 (speed, true)
             }
         };
-        added += insert
+        let new = insert
             .execute(params![
                 vehicle_id,
                 f.ts,
@@ -153,6 +160,19 @@ pub fn append_pushed(conn: &Connection, vehicle_id: i64, fixes: &[Pushed]) -> Re
             .map_err(|e| {
                 Error::new(ErrorCode::Io, format!("database write failed: {e}")).with_source(e)
             })?;
+        if new > 0 {
+            added.push(Fix {
+                vehicle_id,
+                ts: f.ts,
+                lat: f.lat,
+                lon: f.lon,
+                speed_kmh,
+                speed_derived: derived,
+                heading_deg: f.heading_deg,
+                ignition: f.ignition,
+                odometer_km: f.odometer_km,
+            });
+        }
     }
     Ok(added)
 }
@@ -192,14 +212,9 @@ mod tests {
         assert!(taken.contains("already belongs to P-1"), "{taken}");
         assert!(add_vehicle(&conn, "P-1", None).is_err());
         // Late, duplicated and out-of-order fixes: each instant once.
-        assert_eq!(
-            append_pushed(&conn, id, &[pushed(1000, Some(30.0)), pushed(1030, None)]).unwrap(),
-            2
-        );
-        assert_eq!(
-            append_pushed(&conn, id, &[pushed(1030, Some(99.0)), pushed(1015, None)]).unwrap(),
-            1
-        );
+        let added = |fixes: &[Pushed]| append_pushed(&conn, id, fixes).unwrap().len();
+        assert_eq!(added(&[pushed(1000, Some(30.0)), pushed(1030, None)]), 2);
+        assert_eq!(added(&[pushed(1030, Some(99.0)), pushed(1015, None)]), 1);
         let rows: Vec<(i64, f64, bool)> = conn
             .prepare("SELECT ts, speed_kmh, speed_derived FROM positions ORDER BY ts")
             .unwrap()

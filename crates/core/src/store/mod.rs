@@ -23,7 +23,7 @@ pub mod mbtiles;
 pub mod read;
 mod writer;
 
-pub use derived::DerivedWriter;
+pub use derived::{DerivedWriter, WrittenRows, delete_rows, write_rows};
 pub(crate) use writer::append_fixes;
 pub use writer::{Writer, build_new};
 
