@@ -67,6 +67,18 @@ enum Command {
     /// Show the database's time zone and detection thresholds.
     Settings,
 
+    /// Create an empty database for a live fleet: its time zone, and the wall clock
+    /// as its "now" (a generated or imported database answers at its data clock).
+    /// Then add vehicles with `vehicles add PLATE --device-id ID` and serve with
+    /// `serve --http ADDR --ingest` (docs/live.md).
+    ///
+    /// Example: fleetctl --db live.db init --time-zone America/Guatemala
+    Init {
+        /// The fleet's IANA time zone (its local days and times).
+        #[arg(long, value_name = "ZONE")]
+        time_zone: String,
+    },
+
     /// The fleet's own named places, which describe where a vehicle is ("1.2 km NE
     /// of …"): import (GeoJSON points, GeoNames dumps), list, remove.
     #[command(subcommand)]
@@ -218,6 +230,16 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Places(cmd) => places::run_places(db, cmd),
         Command::Geofences(cmd) => places::run_geofences(db, cmd),
         Command::Vehicles(cmd) => vehicles::run(db, cmd),
+        Command::Init { time_zone } => {
+            let zone = crate::clock::FleetZone::named(&time_zone)?;
+            crate::live::init(&db, &zone)?;
+            print_stdout(&format!(
+                "Created {} for a live fleet in {} (its clock: the wall clock)\nNext: fleetctl --db {} vehicles add PLATE --device-id ID\n",
+                db.display(),
+                zone.name,
+                db.display()
+            ))
+        }
         Command::Settings => {
             let (zone, thresholds) = crate::pipeline::settings(&db)?;
             print_stdout(&render::settings(&db, &zone, &thresholds))

@@ -508,3 +508,66 @@ fn a_fleet_pushed_live_answers_as_the_generated_database() {
     }
     drop(server);
 }
+
+/// `fleetctl init` makes an empty database whose "now" is the wall clock: a fix
+/// pushed two minutes ago is two minutes old in every answer, and its day is the
+/// wall clock's.
+#[test]
+fn a_database_made_by_init_answers_at_the_wall_clock() {
+    let dir = TempDir::new("live-clock");
+    let db = dir.join("live.db");
+    let db_arg = db.to_str().unwrap();
+    let made = run(fleetctl(&[
+        "--db",
+        db_arg,
+        "init",
+        "--time-zone",
+        "America/Guatemala",
+    ]))
+    .ok();
+    assert!(
+        made.stdout.contains("vehicles add PLATE --device-id ID"),
+        "{}",
+        made.stdout
+    );
+    let again = run(fleetctl(&["--db", db_arg, "init", "--time-zone", "UTC"])).fails(2);
+    assert!(again.stderr.contains("already exists"), "{}", again.stderr);
+    run(fleetctl(&[
+        "--db",
+        db_arg,
+        "vehicles",
+        "add",
+        "P-1",
+        "--device-id",
+        "d1",
+    ]))
+    .ok();
+    let (child, stderr, base, _) = crate::http::spawn_server_on(
+        &db,
+        &["--ingest"],
+        &[("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN)],
+    );
+    let s = Server {
+        child,
+        base,
+        log: crate::http::log_lines(stderr),
+    };
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64
+    };
+    let pushed_at = now() - 120;
+    let path = format!(
+        "/ingest/osmand?id=d1&timestamp={pushed_at}&lat=14.6349&lon=-90.5069&speed=0&ignition=false&token={INGEST_TOKEN}"
+    );
+    assert_eq!(send(&s, "GET", &path, &[], "").0, 200);
+    let p = position(&db, "P-1");
+    // Two minutes at least have passed since the fix, by the wall clock.
+    assert!(p["minutes_since_fix"].as_f64().unwrap() >= 2.0, "{p}");
+    assert_eq!(p["state"], "parked", "{p}");
+    // Its day is the wall clock's (today, or yesterday just after midnight).
+    let days = crate::harness::query_json(&db, &["daily", "--plate", "P-1", "--from", "yesterday"]);
+    assert_eq!(days["days"]["total"], 1, "{days}");
+}

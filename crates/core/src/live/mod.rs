@@ -16,6 +16,22 @@ use protocols::{Batch, Reading};
 use rusqlite::{Connection, TransactionBehavior};
 use std::collections::{BTreeMap, HashMap};
 
+/// Creates an empty database for a live fleet at `path` (never over an existing
+/// file): its zone, and the wall clock as its "now". Vehicles are then added with
+/// `vehicles add PLATE --device-id ID`.
+pub fn init(path: &std::path::Path, zone: &FleetZone) -> Result<()> {
+    if path.exists() {
+        return Err(Error::invalid(format!("{} already exists", path.display())).with_hint(
+            "a live fleet starts from an empty database: give another --db path; an existing fleet takes pushed positions as it is (`serve --http --ingest`)",
+        ));
+    }
+    store::build_new(path, false, |w| {
+        w.set_meta("schema_version", &store::SCHEMA_VERSION.to_string())?;
+        w.set_meta("time_zone", &zone.name)?;
+        w.set_meta(store::live::CLOCK_META.0, store::live::CLOCK_META.1)
+    })
+}
+
 /// Where a device pushed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endpoint {

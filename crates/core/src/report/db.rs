@@ -21,8 +21,11 @@ pub struct Db {
     pub path: std::path::PathBuf,
     /// The fleet's time zone.
     pub zone: FleetZone,
-    /// The data clock's "now", UTC epoch seconds.
+    /// The data clock's "now", UTC epoch seconds (the wall clock's, read again at
+    /// every `refresh`, for a database fed live).
     pub now_ts: i64,
+    /// True when "now" is the wall clock (`meta.clock = wall`: a live database).
+    pub live_clock: bool,
     /// Vehicles, by id, with their route slug if synthetic.
     pub vehicles: Vec<(Vehicle, Option<String>)>,
     /// Geofences, by id.
@@ -79,16 +82,23 @@ impl Db {
         let conn = store::open_read_only(path)?;
         let version = data_version(&conn)?;
         let zone = store::read_zone(&conn)?;
-        // The data clock: meta.data_now, or (a database without one) the newest fix.
-        let now_ts = match store::read_meta(&conn, "data_now")? {
-            Some(v) => v.trim().parse().map_err(|_| {
-                Error::new(
-                    ErrorCode::DbSchema,
-                    format!("meta.data_now is {v:?}, not UTC epoch seconds"),
-                )
-                .with_hint("regenerate the database, or set data_now to epoch seconds")
-            })?,
-            None => store::read::newest_fix_ts(&conn)?.unwrap_or(0),
+        // The data clock: the wall clock for a live database, else meta.data_now, or
+        // (a database without one) the newest fix.
+        let (clock_key, wall) = store::live::CLOCK_META;
+        let live_clock = store::read_meta(&conn, clock_key)?.is_some_and(|v| v.trim() == wall);
+        let now_ts = if live_clock {
+            crate::clock::wall_clock_now()
+        } else {
+            match store::read_meta(&conn, "data_now")? {
+                Some(v) => v.trim().parse().map_err(|_| {
+                    Error::new(
+                        ErrorCode::DbSchema,
+                        format!("meta.data_now is {v:?}, not UTC epoch seconds"),
+                    )
+                    .with_hint("regenerate the database, or set data_now to epoch seconds")
+                })?,
+                None => store::read::newest_fix_ts(&conn)?.unwrap_or(0),
+            }
         };
         let vehicles = store::read::vehicles(&conn)?;
         let geofences = store::read_geofences(&conn)?;
@@ -101,6 +111,7 @@ impl Db {
             path: path.to_path_buf(),
             zone,
             now_ts,
+            live_clock,
             vehicles,
             geofences,
             namer,
@@ -120,8 +131,12 @@ impl Db {
     }
 
     /// Loads the database again when it changed (`is_stale`), keeping the tiles;
-    /// `true` when it did. On an error nothing changes.
+    /// `true` when it did. On an error nothing changes. A live database's "now"
+    /// moves to the wall clock's every time.
     pub fn refresh(&mut self) -> Result<bool> {
+        if self.live_clock {
+            self.now_ts = crate::clock::wall_clock_now();
+        }
         if !self.is_stale() {
             return Ok(false);
         }

@@ -10,6 +10,11 @@ use crate::model::{Fix, Pushed};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::Path;
 
+/// The `meta` entry that says which clock a database answers at, and the value of
+/// a database fed live: the wall clock. Generated and imported databases have none
+/// and keep their data clock (`meta.data_now`, else the newest fix).
+pub const CLOCK_META: (&str, &str) = ("clock", "wall");
+
 /// Opens the live feed's one writing connection: WAL mode, so that the server's
 /// readers never wait for a commit nor a commit for them, and `synchronous = FULL`,
 /// so that a committed group is on disk before its devices hear 200 (a crash or a
