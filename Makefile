@@ -13,7 +13,10 @@ AHORA  ?= 2026-11-25T15:30
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS := jsonrpc_line tool_arguments wkt polyline tile csv traccar_csv traccar_json gpx geojson geonames parquet
 
-.PHONY: build install run test bench lint fmt clean mcpb interop-mcpb interop-python interop-inspector interop-duckdb fuzz
+LIVE   := $(TARGET)/live
+LIVE_ADDR ?= 127.0.0.1:5055
+
+.PHONY: build install run live test bench lint fmt clean mcpb interop-mcpb interop-python interop-inspector interop-duckdb fuzz
 
 build:
 	$(CARGO) build --release
@@ -45,6 +48,27 @@ run:
 	test -n "$$2" || { echo "no eventful day in the database"; exit 0; }; \
 	echo "the week's most eventful vehicle-day: $$2 on $$3"; \
 	$(DEV_BIN) map $$2 --date $$3 -o eventful-day-map.png && $(DEV_BIN) chart $$2 --date $$3 -o eventful-day-speed.png
+
+# A live fleet on this machine: a new live database (its "now" the wall clock), a
+# server taking positions (--ingest, unknown devices registered), and the demo
+# fleet's week replayed into it in real time from now on, 15 devices at once. Ask it
+# while it runs (the commands are printed); Ctrl-C stops both.
+live:
+	$(DEV_CARGO) build
+	@mkdir -p $(LIVE)
+	$(DEV_BIN) --db $(LIVE)/demo.db generate --ahora $(AHORA) --if-missing
+	rm -f $(LIVE)/live.db
+	$(DEV_BIN) --db $(LIVE)/live.db init --time-zone America/Guatemala
+	@umask 077; od -An -tx1 -N24 /dev/urandom | tr -d ' \n' > $(LIVE)/token; od -An -tx1 -N24 /dev/urandom | tr -d ' \n' > $(LIVE)/ingest-token
+	@trap 'kill $$server 2>/dev/null' EXIT INT TERM; \
+	$(DEV_BIN) --db $(LIVE)/live.db serve --http $(LIVE_ADDR) --token-file $(LIVE)/token \
+	  --ingest --ingest-token-file $(LIVE)/ingest-token --auto-register & server=$$!; \
+	echo; echo "The demo fleet drives live from now on. In another terminal:"; \
+	echo "  $(DEV_BIN) --db $(LIVE)/live.db query stopped"; \
+	echo "  $(DEV_BIN) --db $(LIVE)/live.db map --fleet -o live-fleet.png"; \
+	echo "  MCP: http://$(LIVE_ADDR)/mcp with the bearer token in $(LIVE)/token"; echo; \
+	$(DEV_BIN) --db $(LIVE)/demo.db replay --to http://$(LIVE_ADDR) --start-now --devices 15 \
+	  --ingest-token-file $(LIVE)/ingest-token
 
 # An MCP Bundle for Claude Desktop on this platform: open fleetctl.mcpb with it (it asks
 # for the database, offering the default one).

@@ -17,6 +17,7 @@ pub mod import;
 mod output;
 pub mod places;
 pub mod query;
+mod replay;
 mod serve;
 pub mod vehicles;
 
@@ -66,6 +67,13 @@ enum Command {
 
     /// Show the database's time zone and detection thresholds.
     Settings,
+
+    /// Push this database's positions to a live server (`serve --http --ingest`) as
+    /// a fleet of OsmAnd clients, at real time or faster: the demo of a live fleet,
+    /// and a load test. Prints the rate and latency it saw.
+    ///
+    /// Example: fleetctl replay --to http://127.0.0.1:5055 --speed 60 --devices 15
+    Replay(replay::ReplayArgs),
 
     /// Create an empty database for a live fleet: its time zone, and the wall clock
     /// as its "now" (a generated or imported database answers at its data clock).
@@ -240,6 +248,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 db.display()
             ))
         }
+        Command::Replay(args) => replay::run(db, args),
         Command::Settings => {
             let (zone, thresholds) = crate::pipeline::settings(&db)?;
             print_stdout(&render::settings(&db, &zone, &thresholds))

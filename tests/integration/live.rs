@@ -571,3 +571,74 @@ fn a_database_made_by_init_answers_at_the_wall_clock() {
     let days = crate::harness::query_json(&db, &["daily", "--plate", "P-1", "--from", "yesterday"]);
     assert_eq!(days["days"]["total"], 1, "{days}");
 }
+
+/// `fleetctl replay` pushes a database's fixes to a live server as OsmAnd clients;
+/// with `--auto-register`, the live database ends with the same fixes.
+#[test]
+fn replay_pushes_a_fleet_into_a_live_server() {
+    let dir = TempDir::new("replay");
+    let live = dir.join("live.db");
+    let live_arg = live.to_str().unwrap();
+    run(fleetctl(&[
+        "--db",
+        live_arg,
+        "init",
+        "--time-zone",
+        "America/Guatemala",
+    ]))
+    .ok();
+    let (child, stderr, base, _) = crate::http::spawn_server_on(
+        &live,
+        &["--ingest", "--auto-register"],
+        &[("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN)],
+    );
+    let _server = Server {
+        child,
+        base: base.clone(),
+        log: crate::http::log_lines(stderr),
+    };
+    let mut replay = fleetctl(&[
+        "--db",
+        fixture_db().to_str().unwrap(),
+        "replay",
+        "--to",
+        &base,
+        "--speed",
+        "0",
+        "--devices",
+        "4",
+        "--limit",
+        "400",
+    ]);
+    replay.env("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN);
+    let replayed = run(replay).ok();
+    assert!(replayed.stdout.contains("refused 0"), "{}", replayed.stdout);
+    let sent: i64 = replayed
+        .stdout
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{}", replayed.stdout));
+    assert!(sent >= 300, "{}", replayed.stdout);
+    let stored: i64 = open(&live)
+        .query_row("SELECT count(*) FROM positions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(stored, sent);
+    let mut too_fast = fleetctl(&[
+        "--db",
+        fixture_db().to_str().unwrap(),
+        "replay",
+        "--to",
+        &base,
+        "--speed",
+        "60",
+        "--start-now",
+    ]);
+    too_fast.env("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN);
+    let refused = run(too_fast).fails(2);
+    assert!(
+        refused.stderr.contains("--start-now needs --speed 1"),
+        "{}",
+        refused.stderr
+    );
+}

@@ -45,6 +45,20 @@ pub fn data_version(conn: &Connection) -> Result<i64> {
         .map_err(db_err)
 }
 
+/// Each vehicle with positions and the id it pushes as: its device id, else its
+/// plate; ordered by vehicle id.
+pub fn pushing_ids(conn: &Connection) -> Result<Vec<(i64, String)>> {
+    conn.prepare_cached(
+        "SELECT id, COALESCE(device_id, plate) FROM vehicles v \
+         WHERE EXISTS (SELECT 1 FROM positions p WHERE p.vehicle_id = v.id) ORDER BY id",
+    )
+    .and_then(|mut st| {
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()
+    })
+    .map_err(db_err)
+}
+
 /// The vehicle whose tracker pushes with `device_id`, if one does.
 pub fn vehicle_of_device(conn: &Connection, device_id: &str) -> Result<Option<i64>> {
     conn.prepare_cached("SELECT id FROM vehicles WHERE device_id = ?1")

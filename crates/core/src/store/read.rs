@@ -515,6 +515,17 @@ pub fn data_days_by_vehicle(conn: &Connection) -> Result<Vec<(i64, String, Strin
     rows.collect::<rusqlite::Result<_>>().map_err(db_err)
 }
 
+/// The oldest fix time in the store.
+pub fn oldest_fix_ts(conn: &Connection) -> Result<Option<i64>> {
+    // A vehicle's first fix is one look-up of the positions' key.
+    conn.query_row(
+        "SELECT MIN((SELECT MIN(ts) FROM positions p WHERE p.vehicle_id = v.id)) FROM vehicles v",
+        [],
+        |r| r.get(0),
+    )
+    .map_err(db_err)
+}
+
 /// The newest fix time in the store (each vehicle's newest is in `latest_fix`).
 pub fn newest_fix_ts(conn: &Connection) -> Result<Option<i64>> {
     conn.query_row("SELECT MAX(ts) FROM latest_fix", [], |r| r.get(0))

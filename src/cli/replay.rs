@@ -1,0 +1,329 @@
+//! `fleetctl replay`: pushes a database's positions to a live server's
+//! `/ingest/osmand` as a fleet of OsmAnd clients — the demo ("watch the fleet
+//! move") and the load generator of the ingest benchmark. Each vehicle pushes as its
+//! device id (else its plate), its fixes in order; `--devices` connections push at
+//! once, each for its share of the vehicles, paced by the fixes' own times.
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::model::Fix;
+use crate::store;
+use clap::Args;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Args)]
+pub(super) struct ReplayArgs {
+    /// The server to push to: its base URL, plain HTTP (e.g. http://127.0.0.1:5055).
+    #[arg(long, value_name = "URL")]
+    to: String,
+
+    /// Time runs this many times faster than the fixes' own (1: real time; 0: as
+    /// fast as the server takes them).
+    #[arg(long, default_value_t = 1.0, value_name = "X")]
+    speed: f64,
+
+    /// Connections pushing at once, each for its share of the vehicles (1–4096).
+    #[arg(long, default_value_t = 16, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=4096))]
+    devices: u16,
+
+    /// Stamp the fixes as if the first were happening now (real time only: at any
+    /// other speed they would be stamped in the future, which servers refuse).
+    #[arg(long)]
+    start_now: bool,
+
+    /// The ingest token's file (its first line); default: FLEETCTL_INGEST_TOKEN.
+    #[arg(long, value_name = "PATH")]
+    ingest_token_file: Option<PathBuf>,
+
+    /// Push about this many fixes, shared among the connections (all by default).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+}
+
+/// What a replay did.
+#[derive(Debug, Default)]
+struct Tally {
+    sent: usize,
+    refused: usize,
+    first_refusal: Option<String>,
+    latencies_us: Vec<u64>,
+}
+
+pub(super) fn run(db: PathBuf, args: ReplayArgs) -> Result<()> {
+    let (host, port) = http_target(&args.to)?;
+    let token = crate::mcp::http::read_ingest_token(args.ingest_token_file.as_deref())?;
+    if !(args.speed >= 0.0 && args.speed.is_finite()) {
+        return Err(Error::invalid(format!("--speed {} is not a speed-up", args.speed))
+            .with_hint("give 1 for real time, 60 for an hour a minute, 0 for as fast as the server takes them"));
+    }
+    if args.start_now && args.speed != 1.0 {
+        return Err(Error::invalid("--start-now needs --speed 1").with_hint(
+            "faster than real time, fixes stamped from now on would lie in the future, which servers refuse; replay faster without --start-now",
+        ));
+    }
+    let conn = store::open_read_only(&db)?;
+    let ids = store::live::pushing_ids(&conn)?;
+    if ids.is_empty() {
+        return Err(Error::new(
+            ErrorCode::NoData,
+            format!("{} has no positions to replay", db.display()),
+        ));
+    }
+    let first_ts = store::read::oldest_fix_ts(&conn)?.unwrap_or(0);
+    drop(conn);
+    let devices = usize::from(args.devices).min(ids.len());
+    let shift_s = if args.start_now {
+        crate::clock::wall_clock_now() - first_ts
+    } else {
+        0
+    };
+    let started = Instant::now();
+    let limit = args.limit.unwrap_or(usize::MAX);
+    let per_device = limit.div_ceil(devices);
+    let tallies: Vec<Result<Tally>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..devices)
+            .map(|d| {
+                let share: Vec<(i64, String)> =
+                    ids.iter().skip(d).step_by(devices).cloned().collect();
+                let (db, host, token) = (&db, host.as_str(), token.as_str());
+                scope.spawn(move || {
+                    let fixes = share_fixes(db, &share)?;
+                    let mut client = Client::new(host, port);
+                    let mut tally = Tally::default();
+                    for (device, fix) in fixes.iter().take(per_device) {
+                        if args.speed > 0.0 {
+                            let due = Duration::from_secs_f64(
+                                (fix.ts - first_ts).max(0) as f64 / args.speed,
+                            );
+                            if let Some(wait) = due.checked_sub(started.elapsed()) {
+                                std::thread::sleep(wait);
+                            }
+                        }
+                        let path = osmand_path(device, fix, shift_s);
+                        let sent = Instant::now();
+                        let (status, body) = client.get(&path, token)?;
+                        tally.latencies_us.push(sent.elapsed().as_micros() as u64);
+                        tally.sent += 1;
+                        if status != 200 {
+                            tally.refused += 1;
+                            if tally.first_refusal.is_none() {
+                                tally.first_refusal = Some(format!("{status}: {body}"));
+                            }
+                        }
+                    }
+                    Ok(tally)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::internal("a replay thread failed")))
+            })
+            .collect()
+    });
+    let mut all = Tally::default();
+    for t in tallies {
+        let t = t?;
+        all.sent += t.sent;
+        all.refused += t.refused;
+        all.first_refusal = all.first_refusal.or(t.first_refusal);
+        all.latencies_us.extend(t.latencies_us);
+    }
+    all.latencies_us.sort_unstable();
+    let pct = |p: f64| {
+        let v = &all.latencies_us;
+        v.get(((v.len() as f64 * p) as usize).min(v.len().saturating_sub(1)))
+            .map_or(0.0, |us| *us as f64 / 1000.0)
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let mut said = format!(
+        "Replayed {} fixes of {} vehicles over {devices} connections in {seconds:.1} s ({:.0} fixes/s; latency p50 {:.1} ms, p99 {:.1} ms); refused {}\n",
+        all.sent,
+        ids.len(),
+        all.sent as f64 / seconds.max(1e-9),
+        pct(0.5),
+        pct(0.99),
+        all.refused
+    );
+    if let Some(first) = &all.first_refusal {
+        said += &format!("First refusal: {first}\n");
+    }
+    super::print_stdout(&said)
+}
+
+/// A share of the vehicles' fixes, each with the id it pushes as, in time order.
+fn share_fixes(db: &std::path::Path, share: &[(i64, String)]) -> Result<Vec<(String, Fix)>> {
+    let conn = store::open_read_only(db)?;
+    let mut out = Vec::new();
+    for (vehicle, device) in share {
+        store::read_fixes(&conn, Some(*vehicle), |next| {
+            while let Some(fix) = next()? {
+                out.push((device.clone(), fix));
+            }
+            Ok(())
+        })?;
+    }
+    out.sort_by_key(|(_, f)| f.ts);
+    Ok(out)
+}
+
+/// One fix as the OsmAnd protocol's query, speed in km/h (said so), odometer in
+/// metres.
+fn osmand_path(device: &str, f: &Fix, shift_s: i64) -> String {
+    let mut q = format!(
+        "/ingest/osmand?id={}&timestamp={}&lat={}&lon={}&speed={}&speed_unit=kmh",
+        percent_encode(device),
+        f.ts + shift_s,
+        f.lat,
+        f.lon,
+        f.speed_kmh
+    );
+    if let Some(h) = f.heading_deg {
+        q += &format!("&bearing={h}");
+    }
+    if let Some(on) = f.ignition {
+        q += &format!("&ignition={on}");
+    }
+    if let Some(km) = f.odometer_km {
+        q += &format!("&odometer={}", km * 1000.0);
+    }
+    q
+}
+
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// `http://HOST:PORT` → (host, port); anything else is refused with the reason.
+fn http_target(url: &str) -> Result<(String, u16)> {
+    let hint = "give the live server's base URL, e.g. --to http://127.0.0.1:5055 (plain HTTP: replay on the server's machine or through a tunnel)";
+    let rest = url.strip_prefix("http://").ok_or_else(|| {
+        Error::invalid(format!("--to {url:?} is not an http:// URL")).with_hint(hint)
+    })?;
+    let authority = rest.trim_end_matches('/');
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) => (
+            h,
+            p.parse().map_err(|_| {
+                Error::invalid(format!("--to {url:?}: {p:?} is not a port")).with_hint(hint)
+            })?,
+        ),
+        None => (authority, 80),
+    };
+    if host.is_empty() || host.contains('/') {
+        return Err(Error::invalid(format!("--to {url:?} names no host")).with_hint(hint));
+    }
+    Ok((host.to_string(), port))
+}
+
+/// A keep-alive HTTP/1.1 client for GET requests with a bearer token: what an
+/// OsmAnd client does, and no more (no TLS, no redirects).
+struct Client {
+    host: String,
+    port: u16,
+    conn: Option<BufReader<TcpStream>>,
+}
+
+impl Client {
+    fn new(host: &str, port: u16) -> Client {
+        Client {
+            host: host.to_string(),
+            port,
+            conn: None,
+        }
+    }
+
+    /// GETs `path`; the status and the body. A connection the server closed is
+    /// opened again once.
+    fn get(&mut self, path: &str, token: &str) -> Result<(u16, String)> {
+        match self.try_get(path, token) {
+            Ok(answer) => Ok(answer),
+            Err(_) => {
+                self.conn = None;
+                self.try_get(path, token).map_err(|e| {
+                    Error::new(
+                        ErrorCode::Io,
+                        format!("http://{}:{}{path}: {e}", self.host, self.port),
+                    )
+                    .with_hint("is the server running with --ingest?")
+                })
+            }
+        }
+    }
+
+    /// Connects; a server that is still starting (connection refused) is waited for
+    /// up to 10 s.
+    fn connect(&self) -> std::io::Result<TcpStream> {
+        let mut waited = Duration::ZERO;
+        loop {
+            match TcpStream::connect((self.host.as_str(), self.port)) {
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::ConnectionRefused
+                        && waited < Duration::from_secs(10) =>
+                {
+                    std::thread::sleep(Duration::from_millis(100));
+                    waited += Duration::from_millis(100);
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn try_get(&mut self, path: &str, token: &str) -> std::io::Result<(u16, String)> {
+        if self.conn.is_none() {
+            let stream = self.connect()?;
+            stream.set_nodelay(true)?;
+            stream.set_read_timeout(Some(Duration::from_secs(60)))?;
+            self.conn = Some(BufReader::new(stream));
+        }
+        let conn = self.conn.as_mut().expect("connected above");
+        write!(
+            conn.get_mut(),
+            "GET {path} HTTP/1.1\r\nHost: {}:{}\r\nAuthorization: Bearer {token}\r\n\r\n",
+            self.host,
+            self.port
+        )?;
+        let mut line = String::new();
+        conn.read_line(&mut line)?;
+        let status: u16 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| std::io::Error::other(format!("not an HTTP answer: {line:?}")))?;
+        let (mut length, mut close) = (0usize, false);
+        loop {
+            line.clear();
+            conn.read_line(&mut line)?;
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                let value = value.trim();
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.parse().unwrap_or(0);
+                } else if name.eq_ignore_ascii_case("connection") {
+                    close = value.eq_ignore_ascii_case("close");
+                }
+            }
+        }
+        let mut body = vec![0; length];
+        conn.read_exact(&mut body)?;
+        if close {
+            self.conn = None;
+        }
+        Ok((status, String::from_utf8_lossy(&body).into_owned()))
+    }
+}
