@@ -16,6 +16,7 @@ mod generate;
 pub mod import;
 mod output;
 pub mod places;
+mod prune;
 pub mod query;
 mod replay;
 mod serve;
@@ -67,6 +68,13 @@ enum Command {
 
     /// Show the database's time zone and detection thresholds.
     Settings,
+
+    /// Remove the positions of days older than N days (a live fleet's retention),
+    /// archiving them first with --archive as a Hive-partitioned Parquet dataset;
+    /// the vehicles concerned are analysed again.
+    ///
+    /// Example: fleetctl prune --older-than 400d --archive archive/2026-12
+    Prune(prune::PruneArgs),
 
     /// Push this database's positions to a live server (`serve --http --ingest`) as
     /// a fleet of OsmAnd clients, at real time or faster: the demo of a live fleet,
@@ -249,6 +257,7 @@ pub fn run(cli: Cli) -> Result<()> {
             ))
         }
         Command::Replay(args) => replay::run(db, args),
+        Command::Prune(args) => prune::run(db, args),
         Command::Settings => {
             let (zone, thresholds) = crate::pipeline::settings(&db)?;
             print_stdout(&render::settings(&db, &zone, &thresholds))

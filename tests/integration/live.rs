@@ -642,3 +642,96 @@ fn replay_pushes_a_fleet_into_a_live_server() {
         refused.stderr
     );
 }
+
+/// `prune` archives the old days as a Hive-partitioned Parquet dataset, removes
+/// their positions, and leaves every derived row as a full analysis of the
+/// positions kept would write it.
+#[test]
+fn prune_archives_old_days_and_leaves_the_rest_as_analyze_would() {
+    let dir = TempDir::new("prune");
+    let db = dir.join("fleet.db");
+    std::fs::copy(fixture_db(), &db).unwrap();
+    let count = || -> i64 {
+        open(&db)
+            .query_row("SELECT count(*) FROM positions", [], |r| r.get(0))
+            .unwrap()
+    };
+    let before = count();
+    let archive = dir.join("archive");
+    let db_arg = db.to_str().unwrap();
+    // The fixture's data runs 2026-11-19 to 2026-11-25 (today): three days go.
+    let pruned = run(fleetctl(&[
+        "--db",
+        db_arg,
+        "prune",
+        "--older-than",
+        "3d",
+        "--archive",
+        archive.to_str().unwrap(),
+    ]))
+    .ok();
+    assert!(
+        pruned.stdout.contains("from before 2026-11-22"),
+        "{}",
+        pruned.stdout
+    );
+    let mut folders: Vec<String> = std::fs::read_dir(&archive)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("date="))
+        .collect();
+    folders.sort();
+    assert_eq!(
+        folders,
+        ["date=2026-11-19", "date=2026-11-20", "date=2026-11-21"]
+    );
+    let after = count();
+    let gone = (before - after).to_string();
+    let said = pruned.stdout.replace(',', "");
+    assert!(
+        said.contains(&format!("Pruned {gone} positions")),
+        "{}",
+        pruned.stdout
+    );
+    assert!(
+        said.contains(&format!("({gone} positions in")),
+        "{}",
+        pruned.stdout
+    );
+    let oldest: i64 = open(&db)
+        .query_row("SELECT min(ts) FROM positions", [], |r| r.get(0))
+        .unwrap();
+    assert!(
+        oldest >= 1_795_327_200,
+        "2026-11-22T00:00-06:00 is the first instant kept"
+    );
+    // What prune left is what analyze makes of the positions kept.
+    let analysed = dir.join("analysed.db");
+    std::fs::copy(&db, &analysed).unwrap();
+    run(fleetctl(&["--db", analysed.to_str().unwrap(), "analyze"])).ok();
+    // Row ids differ (analyze writes every row afresh): compare the rows without
+    // them, in a sorted order.
+    let rows = |p: &std::path::Path| {
+        let conn = open(p);
+        let mut all = Vec::new();
+        for table in ["stops", "trips", "events", "visits", "daily", "latest_fix"] {
+            for row in crate::harness::table_rows(&conn, table, "1") {
+                let without_id = match table {
+                    "stops" | "trips" | "events" => row.split_once('|').unwrap().1.to_string(),
+                    _ => row,
+                };
+                all.push(format!("{table}|{without_id}"));
+            }
+        }
+        all.sort();
+        all
+    };
+    assert_eq!(rows(&db), rows(&analysed));
+    // Nothing older is left to prune, and an archive folder is never reused.
+    let again = run(fleetctl(&["--db", db_arg, "prune", "--older-than", "3d"])).ok();
+    assert!(
+        again.stdout.starts_with("Nothing to prune"),
+        "{}",
+        again.stdout
+    );
+}

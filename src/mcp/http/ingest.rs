@@ -179,7 +179,13 @@ pub(super) async fn answer(
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|t| t.to_ascii_lowercase().contains("json"));
-    let (body, budget): (Bytes, _) = read_body(req, shared, deadline, &[]).await?;
+    // A GET carries its fix in the URL: no body to hold, no share of the budget.
+    let (body, budget) = if req.method() == hyper::Method::GET {
+        (Bytes::new(), None)
+    } else {
+        let (body, budget) = read_body(req, shared, deadline, &[]).await?;
+        (body, Some(budget))
+    };
     conn.clock.take();
     let (reply, outcome) = tokio::sync::oneshot::channel();
     let push = Push {

@@ -59,6 +59,32 @@ pub fn pushing_ids(conn: &Connection) -> Result<Vec<(i64, String)>> {
     .map_err(db_err)
 }
 
+/// Deletes every position before `before_ts` inside the caller's transaction,
+/// vehicle by vehicle along the positions' key; how many went, and from which
+/// vehicles (to analyse again).
+pub fn delete_positions_before(conn: &Connection, before_ts: i64) -> Result<(usize, Vec<i64>)> {
+    let vehicles: Vec<i64> = conn
+        .prepare_cached(
+            "SELECT id FROM vehicles v WHERE EXISTS \
+             (SELECT 1 FROM positions p WHERE p.vehicle_id = v.id AND p.ts < ?1) ORDER BY id",
+        )
+        .and_then(|mut st| {
+            st.query_map([before_ts], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(db_err)?;
+    let mut delete = conn
+        .prepare_cached("DELETE FROM positions WHERE vehicle_id = ?1 AND ts < ?2")
+        .map_err(db_write_err)?;
+    let mut deleted = 0;
+    for v in &vehicles {
+        deleted += delete
+            .execute(params![v, before_ts])
+            .map_err(db_write_err)?;
+    }
+    Ok((deleted, vehicles))
+}
+
 /// The vehicle whose tracker pushes with `device_id`, if one does.
 pub fn vehicle_of_device(conn: &Connection, device_id: &str) -> Result<Option<i64>> {
     conn.prepare_cached("SELECT id FROM vehicles WHERE device_id = ?1")
