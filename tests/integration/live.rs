@@ -735,3 +735,19 @@ fn prune_archives_old_days_and_leaves_the_rest_as_analyze_would() {
         again.stdout
     );
 }
+
+/// The README's example pushes a fix with no time (the server's clock) into the
+/// generated demo, whose data clock is days behind: the answers move on with it,
+/// and the fix is never from the future.
+#[test]
+fn a_fix_pushed_into_the_demo_now_is_zero_minutes_old() {
+    let dir = TempDir::new("ingest-now");
+    let (db, s) = live_fleet(&dir, &[]);
+    let path = format!(
+        "/ingest/osmand?id=48241179&lat=14.6349&lon=-90.5069&speed=10&token={INGEST_TOKEN}"
+    );
+    assert_eq!(send(&s, "GET", &path, &[], "").0, 200);
+    let p = position(&db, "P-900LIV");
+    assert_eq!(p["minutes_since_fix"], 0.0, "{p}");
+    assert_eq!(p["data_now"], p["last_fix_at"], "{p}");
+}

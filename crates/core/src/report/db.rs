@@ -26,6 +26,8 @@ pub struct Db {
     pub now_ts: i64,
     /// True when "now" is the wall clock (`meta.clock = wall`: a live database).
     pub live_clock: bool,
+    /// The newest fix when loaded: "now" is never before it.
+    newest_fix_ts: i64,
     /// Vehicles, by id, with their route slug if synthetic.
     pub vehicles: Vec<(Vehicle, Option<String>)>,
     /// Geofences, by id.
@@ -65,28 +67,21 @@ fn file_id(path: &Path) -> Option<FileId> {
     }
 }
 
-fn data_version(conn: &Connection) -> Result<i64> {
-    conn.query_row("PRAGMA data_version", [], |r| r.get(0))
-        .map_err(|e| {
-            Error::new(
-                ErrorCode::DbUnavailable,
-                format!("reading data_version: {e}"),
-            )
-        })
-}
-
 impl Db {
     /// Opens the database read-only.
     pub fn open(path: &Path) -> Result<Db> {
         let file = file_id(path);
         let conn = store::open_read_only(path)?;
-        let version = data_version(&conn)?;
+        let version = store::live::data_version(&conn)?;
         let zone = store::read_zone(&conn)?;
         // The data clock: the wall clock for a live database, else meta.data_now, or
-        // (a database without one) the newest fix.
+        // (a database without one) the newest fix; never before the newest fix (a
+        // generated fleet that takes live positions moves on with them, so no fix
+        // is ever from the future).
         let (clock_key, wall) = store::live::CLOCK_META;
         let live_clock = store::read_meta(&conn, clock_key)?.is_some_and(|v| v.trim() == wall);
-        let now_ts = if live_clock {
+        let newest_fix_ts = store::read::newest_fix_ts(&conn)?.unwrap_or(0);
+        let clock_ts = if live_clock {
             crate::clock::wall_clock_now()
         } else {
             match store::read_meta(&conn, "data_now")? {
@@ -97,9 +92,10 @@ impl Db {
                     )
                     .with_hint("regenerate the database, or set data_now to epoch seconds")
                 })?,
-                None => store::read::newest_fix_ts(&conn)?.unwrap_or(0),
+                None => newest_fix_ts,
             }
         };
+        let now_ts = clock_ts.max(newest_fix_ts);
         let vehicles = store::read::vehicles(&conn)?;
         let geofences = store::read_geofences(&conn)?;
         let known_places = store::read_places(&conn)?;
@@ -112,6 +108,7 @@ impl Db {
             zone,
             now_ts,
             live_clock,
+            newest_fix_ts,
             vehicles,
             geofences,
             namer,
@@ -126,7 +123,7 @@ impl Db {
     /// committed (an import, an edit, `analyze`), or another file now has its name.
     /// Costs one pragma and one `stat`.
     pub fn is_stale(&self) -> bool {
-        let version = data_version(&self.conn).ok();
+        let version = store::live::data_version(&self.conn).ok();
         version != Some(self.loaded_from.0) || file_id(&self.path) != self.loaded_from.1
     }
 
@@ -135,7 +132,7 @@ impl Db {
     /// moves to the wall clock's every time.
     pub fn refresh(&mut self) -> Result<bool> {
         if self.live_clock {
-            self.now_ts = crate::clock::wall_clock_now();
+            self.now_ts = crate::clock::wall_clock_now().max(self.newest_fix_ts);
         }
         if !self.is_stale() {
             return Ok(false);
