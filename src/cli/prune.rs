@@ -7,8 +7,8 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::export::{Dataset, Scope};
+use crate::pipeline;
 use crate::report::Db;
-use crate::{pipeline, store};
 use clap::Args;
 use fleetctl_formats::export::{ExportOptions, OutFormat, Partition};
 use std::path::PathBuf;
@@ -81,20 +81,16 @@ pub(super) fn run(db_path: PathBuf, args: PruneArgs) -> Result<()> {
     };
     let before_ts = db.zone.day_start(keep_from);
     drop(db);
-    let (deleted, vehicles) = store::with_write_transaction(&db_path, |conn| {
-        let (deleted, vehicles) = store::live::delete_positions_before(conn, before_ts)?;
-        if !vehicles.is_empty() {
-            pipeline::detect_vehicles(conn, &vehicles, &mut |_| {})?;
-        }
-        Ok((deleted, vehicles))
-    })
-    .map_err(|e| match e.code {
-        ErrorCode::Busy => e.with_hint("the archive was written; nothing was pruned: run it again"),
-        _ => e,
-    })?;
+    let (deleted, vehicles) =
+        pipeline::prune_before(&db_path, before_ts).map_err(|e| match e.code {
+            ErrorCode::Busy => {
+                e.with_hint("the archive was written; nothing was pruned: run it again")
+            }
+            _ => e,
+        })?;
     super::print_stdout(&format!(
         "Pruned {} positions of {} vehicles from before {keep_from}{archived}; their trips, stops, events and days analysed again\n",
         crate::render::thousands(deleted as u64),
-        vehicles.len()
+        vehicles
     ))
 }

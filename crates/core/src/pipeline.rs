@@ -232,6 +232,20 @@ pub fn stored_context(conn: &Connection) -> Result<analyze::Context> {
     .with_vehicle_limits(store::read::vehicle_speed_limits(conn)?))
 }
 
+/// Removes every position before `before_ts` from the database at `path` and
+/// analyses the vehicles that had some again, in one write transaction, so every
+/// derived row is what a full analysis of the positions kept gives; how many
+/// positions went, and from how many vehicles.
+pub fn prune_before(path: &Path, before_ts: i64) -> Result<(usize, usize)> {
+    store::with_write_transaction(path, |conn| {
+        let (deleted, vehicles) = store::live::delete_positions_before(conn, before_ts)?;
+        if !vehicles.is_empty() {
+            detect_vehicles(conn, &vehicles, &mut |_| {})?;
+        }
+        Ok((deleted, vehicles.len()))
+    })
+}
+
 /// The fleet's zone and the detection thresholds of the database at `path`.
 pub fn settings(path: &Path) -> Result<(crate::clock::FleetZone, Thresholds)> {
     let conn = store::open_read_only(path)?;

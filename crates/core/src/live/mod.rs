@@ -207,7 +207,12 @@ impl Ingestor {
     /// Stores one request's fixes; what was stored, and the new fixes.
     fn store_batch(&self, conn: &Connection, batch: Batch) -> Result<(Accepted, Vec<Fix>)> {
         let mut by_vehicle: BTreeMap<i64, Vec<protocols::Pushed>> = BTreeMap::new();
+        let mut known: HashMap<String, i64> = HashMap::new();
         for fix in batch.fixes {
+            if let Some(&vehicle) = known.get(&fix.device_id) {
+                by_vehicle.entry(vehicle).or_default().push(fix);
+                continue;
+            }
             let vehicle = match store::live::vehicle_of_device(conn, &fix.device_id)? {
                 Some(v) => v,
                 None if self.options.auto_register => {
@@ -224,6 +229,7 @@ impl Ingestor {
                     )));
                 }
             };
+            known.insert(fix.device_id.clone(), vehicle);
             by_vehicle.entry(vehicle).or_default().push(fix);
         }
         let mut accepted = Accepted {
