@@ -55,6 +55,10 @@ pub(super) fn run(db_path: PathBuf, args: PruneArgs) -> Result<()> {
     let archived = match &args.archive {
         None => String::new(),
         Some(dir) => {
+            // `--archive archive/2026-12`: the folder of archives is made if missing.
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+            }
             let opts = ExportOptions {
                 datasets: vec![Dataset::Positions],
                 format: OutFormat::Parquet,

@@ -657,7 +657,8 @@ fn prune_archives_old_days_and_leaves_the_rest_as_analyze_would() {
             .unwrap()
     };
     let before = count();
-    let archive = dir.join("archive");
+    // The folder of archives does not exist yet: prune makes it.
+    let archive = dir.join("archives").join("2026-12");
     let db_arg = db.to_str().unwrap();
     // The fixture's data runs 2026-11-19 to 2026-11-25 (today): three days go.
     let pruned = run(fleetctl(&[
