@@ -89,6 +89,13 @@ pub(super) struct ServeArgs {
         requires = "ingest"
     )]
     osmand_speed_unit: String,
+
+    /// POST each event detected live (speeding, long stop, signal loss, geofence
+    /// entry and exit, ignition) as JSON to this http:// URL, e.g.
+    /// http://127.0.0.1:9000/fleet-alerts. Queued and retried for about a minute
+    /// with growing pauses; never holds up ingest. Alerts are logged either way.
+    #[arg(long, value_name = "URL", requires = "ingest")]
+    alert_webhook: Option<String>,
 }
 
 pub(super) fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
@@ -138,6 +145,11 @@ pub(super) fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
             token: ingest_token,
             auto_register: args.auto_register,
             osmand_speed,
+            alert_webhook: args
+                .alert_webhook
+                .as_deref()
+                .map(crate::mcp::http::alerts::Webhook::parse)
+                .transpose()?,
         })
     } else {
         None

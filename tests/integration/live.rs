@@ -752,3 +752,101 @@ fn a_fix_pushed_into_the_demo_now_is_zero_minutes_old() {
     assert_eq!(p["minutes_since_fix"], 0.0, "{p}");
     assert_eq!(p["data_now"], p["last_fix_at"], "{p}");
 }
+
+/// A receiver of webhook POSTs on loopback: answers the first with `first_status`
+/// and the next with 200, then stops; each request's head and body, in order.
+fn webhook_receiver(first_status: u16) -> (String, std::sync::mpsc::Receiver<(String, String)>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!(
+        "http://{}/hooks/fleet?source=test",
+        listener.local_addr().unwrap()
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for status in [first_status, 200] {
+            let Ok((stream, _)) = listener.accept() else {
+                return;
+            };
+            let mut reader = BufReader::new(stream);
+            let mut head = String::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                head.push_str(&line);
+            }
+            let length = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse::<usize>().unwrap())
+                })
+                .unwrap_or(0);
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let _ = reader
+                .get_mut()
+                .write_all(format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\n\r\n").as_bytes());
+            let _ = tx.send((head, String::from_utf8(body).unwrap()));
+        }
+    });
+    (url, rx)
+}
+
+/// A vehicle pushed over the limit is alerted as it happens: logged, and POSTed to
+/// the webhook as JSON — again after the receiver's 503, the same alert.
+#[test]
+fn speeding_pushed_live_is_logged_and_posted_to_the_webhook() {
+    let (url, posts) = webhook_receiver(503);
+    let dir = TempDir::new("ingest-alerts");
+    let (_db, s) = live_fleet(&dir, &["--alert-webhook", &url]);
+    // 26 km/h, then 133 km/h (72 knots, Traccar Client's unit) for a minute.
+    let mut lat = 14.60;
+    for (k, knots) in [14.4, 72.0, 72.0, 72.0, 72.0].into_iter().enumerate() {
+        lat += knots * 1.852 / 3.6 * 15.0 / 111_195.0;
+        let path = format!(
+            "/ingest/osmand?id=48241179&timestamp={}&lat={lat:.6}&lon=-90.5&speed={knots}&token={INGEST_TOKEN}",
+            DATA_NOW + 60 + 15 * k as i64
+        );
+        let (status, body) = send(&s, "GET", &path, &[], "");
+        assert_eq!(status, 200, "{body}");
+    }
+    let wait = std::time::Duration::from_secs(120);
+    let (refused_head, refused) = posts.recv_timeout(wait).expect("no alert was posted");
+    let (head, body) = posts
+        .recv_timeout(wait)
+        .expect("the alert was not posted again after 503");
+    assert_eq!(refused, body, "a retry posts the same alert");
+    assert!(
+        head.starts_with("POST /hooks/fleet?source=test HTTP/1.1\r\n"),
+        "{head}"
+    );
+    assert!(
+        refused_head
+            .to_ascii_lowercase()
+            .contains("content-type: application/json"),
+        "{refused_head}"
+    );
+    let alert: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(alert["alert"], "speeding", "{alert}");
+    assert_eq!(alert["plate"], "P-900LIV", "{alert}");
+    assert!(
+        alert["at"]
+            .as_str()
+            .unwrap()
+            .starts_with("2026-11-25T15:31:15-06:00"),
+        "{alert}"
+    );
+    assert!(
+        alert["detail"]["max_speed_kmh"].as_f64().unwrap() > 130.0,
+        "{alert}"
+    );
+    // Logged before it was posted: the line is in the log already.
+    let logged = std::iter::from_fn(|| s.log.recv_timeout(wait).ok())
+        .find(|line| line.contains("alert: P-900LIV speeding"))
+        .expect("the alert is logged");
+    assert!(logged.contains("2026-11-25T15:31:15-06:00"), "{logged}");
+}

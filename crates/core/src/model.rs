@@ -314,6 +314,21 @@ pub struct Event {
     pub detail: EventDetail,
 }
 
+/// What tells one of a vehicle's events from its others: kind, start (UTC epoch
+/// seconds) and, for a geofence's entry or exit, the geofence's id (else 0).
+pub type EventKey = (EventKind, i64, i64);
+
+impl Event {
+    /// Its key among its vehicle's events.
+    pub fn key(&self) -> EventKey {
+        let geofence_id = match &self.detail {
+            EventDetail::Geofence(g) => g.geofence_id,
+            _ => 0,
+        };
+        (self.kind, self.start_ts, geofence_id)
+    }
+}
+
 /// The figures of one detected event, by kind. Stored as a JSON object in
 /// `events.detail` (the fields below, in this order) and read back into the type its
 /// kind names (`EventDetail::from_json`), never by key.

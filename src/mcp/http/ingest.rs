@@ -30,6 +30,8 @@ pub struct IngestOptions {
     pub auto_register: bool,
     /// The unit of the OsmAnd protocol's `speed`.
     pub osmand_speed: crate::ingest::units::SpeedUnit,
+    /// Where new events are POSTed, besides the log.
+    pub alert_webhook: Option<super::alerts::Webhook>,
 }
 
 /// Requests waiting for the writer; beyond them devices get 503 and retry.
@@ -62,8 +64,9 @@ pub(super) fn start(db: &Path, opts: IngestOptions) -> Result<Feed> {
             osmand_speed: opts.osmand_speed,
         },
     )?;
+    let alerts = super::alerts::Alerts::start(db, opts.alert_webhook)?;
     let (pushes, queue) = mpsc::sync_channel(QUEUE);
-    std::thread::spawn(move || write_loop(writer, queue));
+    std::thread::spawn(move || write_loop(writer, queue, alerts));
     Ok(Feed {
         token: opts.token.into_bytes(),
         pushes,
@@ -71,8 +74,9 @@ pub(super) fn start(db: &Path, opts: IngestOptions) -> Result<Feed> {
 }
 
 /// Commits what has queued as one group, re-analyses the vehicles that got fixes,
-/// answers the group's requests; until every sender is gone.
-fn write_loop(mut writer: live::Writer, queue: Receiver<Push>) {
+/// hands the events they brought to the alerts, answers the group's requests;
+/// until every sender is gone.
+fn write_loop(mut writer: live::Writer, queue: Receiver<Push>, alerts: super::alerts::Alerts) {
     let mut refusals_said = HashSet::new();
     while let Ok(first) = queue.recv() {
         let mut group = vec![first];
@@ -87,14 +91,17 @@ fn write_loop(mut writer: live::Writer, queue: Receiver<Push>) {
         let mut committed = writer.commit(&requests, clock::wall_clock_now());
         // The fixes are on disk; the answers wait for the vehicles' analysis too, so
         // that a device's 200 means every report already shows its fix.
-        if !committed.added.is_empty()
-            && let Err(e) = writer.analyse(&committed.added)
-        {
-            logging::info(&format!(
-                "ingest: the fixes are stored but their analysis failed (the next push analyses the vehicles whole): {e}"
-            ));
-            for accepted in committed.outcomes.iter_mut().flatten() {
-                accepted.analysed = false;
+        if !committed.added.is_empty() {
+            match writer.analyse(&committed.added) {
+                Ok(analysed) => alerts.found(analysed.new_events),
+                Err(e) => {
+                    logging::info(&format!(
+                        "ingest: the fixes are stored but their analysis failed (the next push analyses the vehicles whole): {e}"
+                    ));
+                    for accepted in committed.outcomes.iter_mut().flatten() {
+                        accepted.analysed = false;
+                    }
+                }
             }
         }
         for (reply, outcome) in replies.into_iter().zip(committed.outcomes) {

@@ -16,6 +16,7 @@
 //! that has not yet shown a token. SIGTERM stops accepting, lets requests in hand
 //! finish, and exits within `--request-timeout-s` + 1 s whatever the clients do.
 
+pub mod alerts;
 mod answer;
 pub mod ingest;
 mod io;

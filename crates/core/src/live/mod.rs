@@ -10,11 +10,11 @@ use crate::analyze::{self, window::Tail};
 use crate::clock::FleetZone;
 use crate::error::{Error, ErrorCode, Result};
 use crate::ingest::units::SpeedUnit;
-use crate::model::Fix;
+use crate::model::{Event, EventKey, Fix};
 use crate::store::{self, WrittenRows};
 use protocols::{Batch, Reading};
 use rusqlite::{Connection, TransactionBehavior};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Creates an empty database for a live fleet at `path` (never over an existing
 /// file): its zone, and the wall clock as its "now". Vehicles are then added with
@@ -262,14 +262,16 @@ pub struct Writer {
     tails: HashMap<i64, LiveVehicle>,
 }
 
-/// A vehicle's open detection and the provisional rows it last wrote.
+/// A vehicle's open detection, the provisional rows it last wrote, and the events
+/// among them (already announced).
 struct LiveVehicle {
     tail: Tail,
     provisional: WrittenRows,
+    provisional_events: HashSet<EventKey>,
 }
 
-/// How a group's fixes were analysed.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// How a group's fixes were analysed, and the events they brought.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Analysed {
     /// Vehicles whose new fixes followed all they had: only the stretch after
     /// their last finished stop was analysed again.
@@ -277,6 +279,11 @@ pub struct Analysed {
     /// Vehicles analysed whole: seen first since the server started, a fix older
     /// than their newest, or the fleet's settings changed.
     pub rebuilt: usize,
+    /// The events found that were not there before this analysis (a stored event,
+    /// or one of a vehicle's open stretch already announced, is not new): the live
+    /// alerts. An event still open (a long stop going on) is new once, when first
+    /// found.
+    pub new_events: Vec<Event>,
 }
 
 impl Writer {
@@ -335,13 +342,26 @@ impl Writer {
             if follows {
                 let live = self.tails.get_mut(&vehicle).expect("just found");
                 let done_rows = live.tail.push(fixes, &self.ctx);
+                let provisional = live.tail.provisional(&self.ctx);
+                let announced = std::mem::take(&mut live.provisional_events);
+                done.new_events.extend(
+                    (done_rows.events.iter().chain(&provisional.events))
+                        .filter(|e| !announced.contains(&e.key()))
+                        .cloned(),
+                );
+                live.provisional_events = provisional.events.iter().map(Event::key).collect();
                 // The last provisional rows go first: a day they held may now be final.
                 store::delete_rows(&tx, &live.provisional)?;
                 store::write_rows(&tx, &done_rows)?;
-                live.provisional = store::write_rows(&tx, &live.tail.provisional(&self.ctx))?;
+                live.provisional = store::write_rows(&tx, &provisional)?;
                 done.resumed += 1;
             } else {
-                let live = rebuild(&tx, vehicle, &self.ctx)?;
+                let known = store::live::event_keys(&tx, vehicle)?;
+                let live = rebuild(&tx, vehicle, &self.ctx, |e| {
+                    if !known.contains(&e.key()) {
+                        done.new_events.push(e.clone());
+                    }
+                })?;
                 self.tails.insert(vehicle, live);
                 done.rebuilt += 1;
             }
@@ -352,8 +372,13 @@ impl Writer {
 }
 
 /// Analyses one vehicle whole, a window at a time, replacing its derived rows, and
-/// keeps its detection open.
-fn rebuild(conn: &Connection, vehicle: i64, ctx: &analyze::Context) -> Result<LiveVehicle> {
+/// keeps its detection open; each event found goes to `found`.
+fn rebuild(
+    conn: &Connection,
+    vehicle: i64,
+    ctx: &analyze::Context,
+    mut found: impl FnMut(&Event),
+) -> Result<LiveVehicle> {
     store::DerivedWriter::for_vehicles(conn, &[vehicle])?;
     let mut tail = Tail::default();
     store::read_fixes(conn, Some(vehicle), |next| {
@@ -364,6 +389,7 @@ fn rebuild(conn: &Connection, vehicle: i64, ctx: &analyze::Context) -> Result<Li
             chunk.extend(fix);
             if end || chunk.len() >= analyze::window::WINDOW_FIXES {
                 let done = tail.push(std::mem::take(&mut chunk), ctx);
+                done.events.iter().for_each(&mut found);
                 store::write_rows(conn, &done)?;
             }
             if end {
@@ -371,8 +397,13 @@ fn rebuild(conn: &Connection, vehicle: i64, ctx: &analyze::Context) -> Result<Li
             }
         }
     })?;
-    let provisional = store::write_rows(conn, &tail.provisional(ctx))?;
-    Ok(LiveVehicle { tail, provisional })
+    let open = tail.provisional(ctx);
+    open.events.iter().for_each(&mut found);
+    Ok(LiveVehicle {
+        provisional: store::write_rows(conn, &open)?,
+        provisional_events: open.events.iter().map(Event::key).collect(),
+        tail,
+    })
 }
 
 fn savepoint_err(e: rusqlite::Error) -> Error {
@@ -384,7 +415,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fixes_that_follow_resume_and_a_late_one_rebuilds() {
+    fn fixes_that_follow_resume_a_late_one_rebuilds_and_each_event_is_announced_once() {
         let dir = std::env::temp_dir().join(format!("fleetctl-live-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("live.db");
@@ -405,37 +436,42 @@ mod tests {
             },
         )
         .unwrap();
-        let push = |ts: i64, lat: f64| Request {
+        let push = |ts: i64, lat: f64, speed_kmh: f64| Request {
             endpoint: Endpoint::Osmand,
             query: protocols::form_pairs(&format!(
-                "id=d1&timestamp={ts}&lat={lat}&lon=-90.5&speed=30"
+                "id=d1&timestamp={ts}&lat={lat}&lon=-90.5&speed={speed_kmh}"
             )),
             body: Vec::new(),
             json: false,
         };
         let t0 = 1_795_000_000;
-        let mut counts = Analysed::default();
+        let (mut resumed, mut rebuilt, mut announced) = (0, 0, Vec::new());
+        let mut lat = 14.6;
         for k in 0..20 {
-            let c = writer.commit(&[push(t0 + k * 15, 14.6 + k as f64 * 0.001)], t0 + 10_000);
+            // Fixes 5 to 11 at 133 km/h: one speeding episode of 90 s.
+            let speed_kmh = if (5..12).contains(&k) { 133.2 } else { 26.6 };
+            lat += speed_kmh / 3.6 * 15.0 / 111_000.0;
+            let c = writer.commit(&[push(t0 + k * 15, lat, speed_kmh)], t0 + 10_000);
             assert!(c.outcomes[0].is_ok(), "{:?}", c.outcomes[0]);
             let a = writer.analyse(&c.added).unwrap();
-            counts.resumed += a.resumed;
-            counts.rebuilt += a.rebuilt;
+            resumed += a.resumed;
+            rebuilt += a.rebuilt;
+            announced.extend(a.new_events.iter().map(|e| (k, e.kind, e.start_ts)));
         }
+        assert_eq!((resumed, rebuilt), (19, 1));
+        // Announced once, as soon as its fixes prove 20 s over the limit: two fixes
+        // 15 s apart, and half the interval at each end.
         assert_eq!(
-            counts,
-            Analysed {
-                resumed: 19,
-                rebuilt: 1
-            }
+            announced,
+            vec![(6, crate::model::EventKind::Speeding, t0 + 5 * 15)]
         );
-        let late = writer.commit(&[push(t0 + 7, 14.6)], t0 + 10_000);
+        let late = writer.commit(&[push(t0 + 7, 14.6, 26.6)], t0 + 10_000);
+        let a = writer.analyse(&late.added).unwrap();
+        assert_eq!((a.resumed, a.rebuilt), (0, 1));
         assert_eq!(
-            writer.analyse(&late.added).unwrap(),
-            Analysed {
-                resumed: 0,
-                rebuilt: 1
-            }
+            a.new_events,
+            vec![],
+            "a rebuild announces nothing already stored"
         );
         std::fs::remove_dir_all(&dir).ok();
     }

@@ -6,7 +6,7 @@
 use super::{db_err, db_write_err};
 use crate::error::{Error, ErrorCode, Result};
 use crate::geo::{LatLon, haversine_m};
-use crate::model::{Fix, Pushed};
+use crate::model::{EventKey, EventKind, Fix, Pushed};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::Path;
 
@@ -36,6 +36,42 @@ pub fn open_writer(path: &Path) -> Result<Connection> {
     conn.execute_batch("PRAGMA synchronous = FULL")
         .map_err(db_write_err)?;
     Ok(conn)
+}
+
+/// The keys of the events stored for a vehicle: what the live feed already knew
+/// before it analyses the vehicle again, so that it alerts only what is new.
+pub fn event_keys(
+    conn: &Connection,
+    vehicle_id: i64,
+) -> Result<std::collections::HashSet<EventKey>> {
+    let mut st = conn
+        .prepare_cached(
+            "SELECT kind, start_ts, COALESCE(json_extract(detail, '$.geofence_id'), 0) \
+             FROM events WHERE vehicle_id = ?1",
+        )
+        .map_err(db_err)?;
+    let rows = st
+        .query_map([vehicle_id], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })
+        .map_err(db_err)?;
+    let mut keys = std::collections::HashSet::new();
+    for row in rows {
+        let (kind, start_ts, geofence_id) = row.map_err(db_err)?;
+        let kind = EventKind::parse(&kind).ok_or_else(|| {
+            Error::new(
+                ErrorCode::DbSchema,
+                format!("events.kind {kind:?} is no kind of event"),
+            )
+            .with_hint("run `fleetctl analyze` to derive the events again")
+        })?;
+        keys.insert((kind, start_ts, geofence_id));
+    }
+    Ok(keys)
 }
 
 /// SQLite's `data_version` on this connection: it changes when another connection
