@@ -148,7 +148,7 @@ pub(super) fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
             alert_webhook: args
                 .alert_webhook
                 .as_deref()
-                .map(crate::mcp::http::alerts::Webhook::parse)
+                .map(crate::mcp::http::Webhook::parse)
                 .transpose()?,
         })
     } else {

@@ -147,7 +147,8 @@ fn the_front_ends_stay_apart() {
                     "crate::mcp::http::HttpOptions",
                     "crate::mcp::http::read_token",
                     "crate::mcp::http::read_ingest_token",
-                    "crate::mcp::http::IngestOptions"
+                    "crate::mcp::http::IngestOptions",
+                    "crate::mcp::http::Webhook"
                 ]
                 .iter()
                 .any(|allowed| line.contains(allowed)),

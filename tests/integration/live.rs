@@ -751,6 +751,7 @@ fn a_fix_pushed_into_the_demo_now_is_zero_minutes_old() {
     let p = position(&db, "P-900LIV");
     assert_eq!(p["minutes_since_fix"], 0.0, "{p}");
     assert_eq!(p["data_now"], p["last_fix_at"], "{p}");
+    assert_eq!(p["last_fix_age_s"], 0, "{p}");
 }
 
 /// A receiver of webhook POSTs on loopback: answers the first with `first_status`

@@ -16,7 +16,7 @@
 //! that has not yet shown a token. SIGTERM stops accepting, lets requests in hand
 //! finish, and exits within `--request-timeout-s` + 1 s whatever the clients do.
 
-pub mod alerts;
+mod alerts;
 mod answer;
 pub mod ingest;
 mod io;
@@ -27,6 +27,7 @@ mod slots;
 mod token;
 pub mod worker;
 
+pub use alerts::Webhook;
 pub use ingest::IngestOptions;
 pub use openapi::openapi;
 use slots::{Leave, Registry, Slot, serve_connection, turn_away};

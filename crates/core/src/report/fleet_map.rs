@@ -81,6 +81,8 @@ pub struct FleetVehicle {
     pub last_fix_at: Option<String>,
     /// Minutes from that fix to the instant.
     pub minutes_since_fix: Option<f64>,
+    /// Seconds from that fix to the instant.
+    pub last_fix_age_s: Option<i64>,
     /// Speed at that fix, km/h.
     pub speed_kmh: Option<f64>,
     /// Where, for people.
@@ -193,6 +195,7 @@ pub fn run(db: &Db, req: &FleetMapRequest) -> Result<Answer> {
                 lon: None,
                 last_fix_at: None,
                 minutes_since_fix: None,
+                last_fix_age_s: None,
                 speed_kmh: None,
                 place: None,
             });
@@ -222,6 +225,7 @@ pub fn run(db: &Db, req: &FleetMapRequest) -> Result<Answer> {
             lon: Some(lon),
             last_fix_at: Some(db.time(fix.ts)),
             minutes_since_fix: Some(round1((at_ts - fix.ts) as f64 / 60.0)),
+            last_fix_age_s: Some(at_ts - fix.ts),
             speed_kmh: Some(round1(fix.speed_kmh)),
             place: Some(place),
         });

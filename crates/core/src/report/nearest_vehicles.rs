@@ -48,6 +48,8 @@ pub struct NearestRow {
     pub last_fix_at: String,
     /// Minutes from the last fix to the data clock.
     pub minutes_since_fix: f64,
+    /// Seconds from the last fix to the data clock.
+    pub last_fix_age_s: i64,
 }
 
 /// The ranking.
@@ -104,6 +106,7 @@ pub fn run(db: &Db, req: &NearestVehiclesRequest) -> Result<NearestVehiclesRepor
             vehicle_place: String::new(),
             last_fix_at: db.time(fix.ts),
             minutes_since_fix: round1((db.now_ts - fix.ts) as f64 / 60.0),
+            last_fix_age_s: db.now_ts - fix.ts,
         };
         rows.push((row, fix));
     }

@@ -43,6 +43,8 @@ pub struct StoppedVehicle {
     pub offline: bool,
     /// Time of the last fix.
     pub last_fix_at: String,
+    /// Seconds from the last fix to the data clock.
+    pub last_fix_age_s: i64,
 }
 
 /// Vehicles stopped now.
@@ -84,6 +86,7 @@ pub fn run(db: &Db, req: &StoppedVehiclesRequest) -> Result<StoppedVehiclesRepor
             offline: super::vehicle_position::state_of(db, &fix).0
                 == super::vehicle_position::LiveState::Offline,
             last_fix_at: db.time(fix.ts),
+            last_fix_age_s: db.now_ts - fix.ts,
         });
     }
     rows.sort_by(|a, b| {

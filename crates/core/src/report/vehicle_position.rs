@@ -38,6 +38,8 @@ pub struct VehiclePositionReport {
     pub last_fix_at: Option<String>,
     /// Minutes from the last fix to the data clock.
     pub minutes_since_fix: Option<f64>,
+    /// Seconds from the last fix to the data clock: how old this answer's data is.
+    pub last_fix_age_s: Option<i64>,
     /// Where, for people.
     pub place: Option<String>,
     /// Latitude.
@@ -168,6 +170,7 @@ pub fn run(db: &Db, req: &VehiclePositionRequest) -> Result<VehiclePositionRepor
         state_at_last_fix: None,
         last_fix_at: None,
         minutes_since_fix: None,
+        last_fix_age_s: None,
         place: None,
         lat: None,
         lon: None,
@@ -195,6 +198,7 @@ pub fn run(db: &Db, req: &VehiclePositionRequest) -> Result<VehiclePositionRepor
     report.state_at_last_fix = Some(at_fix);
     report.last_fix_at = Some(db.time(fix.ts));
     report.minutes_since_fix = Some(round1(since_s as f64 / 60.0));
+    report.last_fix_age_s = Some(since_s);
     // Standing still, the stop's centre is a better estimate than one noisy fix, and
     // it is the place every other report gives for this stop.
     report.place = Some(
