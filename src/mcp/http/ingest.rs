@@ -19,7 +19,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// How the live feed is set up.
 #[derive(Debug, Clone)]
@@ -78,7 +78,9 @@ pub(super) fn start(db: &Path, opts: IngestOptions) -> Result<Feed> {
 /// until every sender is gone.
 fn write_loop(mut writer: live::Writer, queue: Receiver<Push>, alerts: super::alerts::Alerts) {
     let mut refusals_said = HashSet::new();
+    let mut stats = Throughput::default();
     while let Ok(first) = queue.recv() {
+        let started = Instant::now();
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
             match queue.try_recv() {
@@ -89,6 +91,7 @@ fn write_loop(mut writer: live::Writer, queue: Receiver<Push>, alerts: super::al
         let (requests, replies): (Vec<_>, Vec<_>) =
             group.into_iter().map(|p| (p.request, p.reply)).unzip();
         let mut committed = writer.commit(&requests, clock::wall_clock_now());
+        let committed_at = Instant::now();
         // The fixes are on disk; the answers wait for the vehicles' analysis too, so
         // that a device's 200 means every report already shows its fix.
         if !committed.added.is_empty() {
@@ -104,6 +107,12 @@ fn write_loop(mut writer: live::Writer, queue: Receiver<Push>, alerts: super::al
                 }
             }
         }
+        stats.add(
+            requests.len(),
+            committed.added.values().map(Vec::len).sum(),
+            committed_at - started,
+            committed_at.elapsed(),
+        );
         for (reply, outcome) in replies.into_iter().zip(committed.outcomes) {
             if let Err(e) = &outcome
                 && e.code == ErrorCode::NotFound
@@ -119,6 +128,47 @@ fn write_loop(mut writer: live::Writer, queue: Receiver<Push>, alerts: super::al
             }
             let _ = reply.send(outcome);
         }
+    }
+}
+
+/// What the writer did lately, logged once a minute while positions arrive: the
+/// operator's view of the feed's rate and of where the writer's time goes.
+#[derive(Default)]
+struct Throughput {
+    since: Option<Instant>,
+    groups: usize,
+    requests: usize,
+    fixes: usize,
+    committing: Duration,
+    analysing: Duration,
+}
+
+impl Throughput {
+    const EVERY: Duration = Duration::from_secs(60);
+
+    fn add(&mut self, requests: usize, fixes: usize, committing: Duration, analysing: Duration) {
+        let since = *self.since.get_or_insert_with(Instant::now);
+        self.groups += 1;
+        self.requests += requests;
+        self.fixes += fixes;
+        self.committing += committing;
+        self.analysing += analysing;
+        let elapsed = since.elapsed();
+        if elapsed < Self::EVERY {
+            return;
+        }
+        let share = |d: Duration| 100.0 * d.as_secs_f64() / elapsed.as_secs_f64();
+        logging::info(&format!(
+            "ingest: {} fixes in {:.0} s ({:.0}/s) from {} requests in {} groups; the writer spent {:.0}% committing, {:.0}% analysing",
+            self.fixes,
+            elapsed.as_secs_f64(),
+            self.fixes as f64 / elapsed.as_secs_f64(),
+            self.requests,
+            self.groups,
+            share(self.committing),
+            share(self.analysing),
+        ));
+        *self = Throughput::default();
     }
 }
 
