@@ -145,8 +145,35 @@ fn bearer(token: &str) -> String {
     format!("Bearer {token}")
 }
 
+/// The vehicle's position as `query position` answers it, once the server's
+/// analysis has caught up with the fixes it acknowledged.
 fn position(db: &std::path::Path, plate: &str) -> serde_json::Value {
+    analysed(db, plate);
     crate::harness::query_json(db, &["position", plate])
+}
+
+/// Waits until the vehicle's newest stored fix is its analysed one: a 200 means a
+/// fix is on disk, and the server's analysis follows it (docs/live.md). The poll
+/// reads the answer; the bound only turns a hang into a failure.
+fn analysed(db: &std::path::Path, plate: &str) {
+    let conn = open(db);
+    let caught_up = || -> bool {
+        conn.query_row(
+            "SELECT (SELECT max(ts) FROM positions WHERE vehicle_id = v.id) \
+                    IS (SELECT ts FROM latest_fix WHERE vehicle_id = v.id) \
+             FROM vehicles v WHERE v.plate = ?1",
+            [plate],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    for _ in 0..6000 {
+        if caught_up() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("the analysis of {plate} never caught up with its fixes");
 }
 
 /// The exact requests of Traccar Client (its OsmAnd query, and version 9's JSON), a
@@ -467,7 +494,6 @@ fn a_fleet_pushed_live_answers_as_the_generated_database() {
                     let (status, body) =
                         send_to(base, "POST", path, &[("Authorization", auth)], "");
                     assert_eq!(status, 200, "{path}: {body}");
-                    assert!(body.contains(r#""analysed":true"#), "{path}: {body}");
                 };
                 let held_back = |k: usize| k % 53 == 52 && k + 100 < paths.len();
                 for (k, path) in paths.iter().enumerate() {
@@ -485,6 +511,9 @@ fn a_fleet_pushed_live_answers_as_the_generated_database() {
             });
         }
     });
+    for plate in by_plate.keys() {
+        analysed(&live, plate);
+    }
     let scratch = dir.join("pictures");
     std::fs::create_dir_all(&scratch).unwrap();
     let mut cases = crate::reports::snapshot_cases(&generated, &scratch);

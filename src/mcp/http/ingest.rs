@@ -3,19 +3,22 @@
 //! the MCP token: an ingest token only appends positions, and the MCP token never
 //! writes), its body is read within the shared budget, and it joins the queue of
 //! the one writer thread, which commits whatever has queued as one group
-//! (`live::Ingestor::commit`, WAL with `synchronous = FULL`), re-analyses the
-//! vehicles that got fixes, and only then answers each request: a 200 means the
-//! fixes are on disk and in every report.
+//! (`live::Ingestor::commit`, WAL with `synchronous = FULL`) and then answers each
+//! request: a 200 means the fixes are on disk. The analyser thread then brings the
+//! vehicles' reports up to date, all the fixes committed since its last round at
+//! once, so that it keeps up at any rate (docs/live.md: within milliseconds idle,
+//! under a second at full load).
 
 use super::policy;
 use super::request::{Answer, Refused, authenticate, error_answer, read_body, refuse, respond};
 use super::{Conn, Shared};
 use crate::error::{Error, ErrorCode, Result};
 use crate::live::{self, Endpoint};
+use crate::model::Fix;
 use crate::{clock, logging};
 use hyper::Request;
 use hyper::body::{Bytes, Incoming};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
@@ -54,10 +57,10 @@ pub(super) struct Feed {
 }
 
 /// Opens the writing connection (WAL, `synchronous = FULL`) and starts the writer
-/// thread; before the workers open theirs, so that they find the database in WAL
-/// mode.
+/// and analyser threads; before the workers open theirs, so that they find the
+/// database in WAL mode.
 pub(super) fn start(db: &Path, opts: IngestOptions) -> Result<Feed> {
-    let writer = live::Writer::open(
+    let (writer, analyser) = live::open(
         db,
         live::Options {
             auto_register: opts.auto_register,
@@ -66,19 +69,25 @@ pub(super) fn start(db: &Path, opts: IngestOptions) -> Result<Feed> {
     )?;
     let alerts = super::alerts::Alerts::start(db, opts.alert_webhook)?;
     let (pushes, queue) = mpsc::sync_channel(QUEUE);
-    std::thread::spawn(move || write_loop(writer, queue, alerts));
+    let (committed, to_analyse) = mpsc::channel();
+    std::thread::spawn(move || write_loop(writer, queue, committed));
+    std::thread::spawn(move || analyse_loop(analyser, to_analyse, alerts));
     Ok(Feed {
         token: opts.token.into_bytes(),
         pushes,
     })
 }
 
-/// Commits what has queued as one group, re-analyses the vehicles that got fixes,
-/// hands the events they brought to the alerts, answers the group's requests;
-/// until every sender is gone.
-fn write_loop(mut writer: live::Writer, queue: Receiver<Push>, alerts: super::alerts::Alerts) {
+/// Commits what has queued as one group, answers the group's requests (a 200 means
+/// the fixes are on disk) and hands the fixes to the analyser; until every sender
+/// is gone.
+fn write_loop(
+    mut writer: live::Writer,
+    queue: Receiver<Push>,
+    analyser: mpsc::Sender<BTreeMap<i64, Vec<Fix>>>,
+) {
     let mut refusals_said = HashSet::new();
-    let mut stats = Throughput::default();
+    let mut stats = Minute::default();
     while let Ok(first) = queue.recv() {
         let started = Instant::now();
         let mut group = vec![first];
@@ -90,29 +99,11 @@ fn write_loop(mut writer: live::Writer, queue: Receiver<Push>, alerts: super::al
         }
         let (requests, replies): (Vec<_>, Vec<_>) =
             group.into_iter().map(|p| (p.request, p.reply)).unzip();
-        let mut committed = writer.commit(&requests, clock::wall_clock_now());
-        let committed_at = Instant::now();
-        // The fixes are on disk; the answers wait for the vehicles' analysis too, so
-        // that a device's 200 means every report already shows its fix.
-        if !committed.added.is_empty() {
-            match writer.analyse(&committed.added) {
-                Ok(analysed) => alerts.found(analysed.new_events),
-                Err(e) => {
-                    logging::info(&format!(
-                        "ingest: the fixes are stored but their analysis failed (the next push analyses the vehicles whole): {e}"
-                    ));
-                    for accepted in committed.outcomes.iter_mut().flatten() {
-                        accepted.analysed = false;
-                    }
-                }
-            }
+        let committed = writer.commit(&requests, clock::wall_clock_now());
+        let fixes = committed.added.values().map(Vec::len).sum();
+        if fixes > 0 {
+            let _ = analyser.send(committed.added);
         }
-        stats.add(
-            requests.len(),
-            committed.added.values().map(Vec::len).sum(),
-            committed_at - started,
-            committed_at.elapsed(),
-        );
         for (reply, outcome) in replies.into_iter().zip(committed.outcomes) {
             if let Err(e) = &outcome
                 && e.code == ErrorCode::NotFound
@@ -128,47 +119,80 @@ fn write_loop(mut writer: live::Writer, queue: Receiver<Push>, alerts: super::al
             }
             let _ = reply.send(outcome);
         }
+        stats.add([requests.len(), fixes], started.elapsed(), |[requests, fixes], secs, busy| {
+            format!(
+                "ingest: {fixes} fixes in {secs:.0} s ({:.0}/s) from {requests} requests; committing took {busy:.0}% of the time",
+                fixes as f64 / secs
+            )
+        });
     }
 }
 
-/// What the writer did lately, logged once a minute while positions arrive: the
-/// operator's view of the feed's rate and of where the writer's time goes.
-#[derive(Default)]
-struct Throughput {
-    since: Option<Instant>,
-    groups: usize,
-    requests: usize,
-    fixes: usize,
-    committing: Duration,
-    analysing: Duration,
+/// Analyses the vehicles that got fixes, all that were committed since its last
+/// round at once (a vehicle's detection then runs once for all its new fixes, so
+/// that the analysis keeps up however fast they come), and hands the events found
+/// to the alerts; until the writer is gone.
+fn analyse_loop(
+    mut analyser: live::Analyser,
+    committed: Receiver<BTreeMap<i64, Vec<Fix>>>,
+    alerts: super::alerts::Alerts,
+) {
+    let mut stats = Minute::default();
+    while let Ok(mut added) = committed.recv() {
+        let started = Instant::now();
+        while let Ok(more) = committed.try_recv() {
+            for (vehicle, fixes) in more {
+                added.entry(vehicle).or_default().extend(fixes);
+            }
+        }
+        let fixes = added.values().map(Vec::len).sum();
+        match analyser.analyse(&added) {
+            Ok(analysed) => alerts.found(analysed.new_events),
+            Err(e) => logging::info(&format!(
+                "ingest: fixes are stored but their analysis failed (the next push analyses the vehicles whole): {e}"
+            )),
+        }
+        stats.add([fixes, added.len()], started.elapsed(), |[fixes, vehicles], secs, busy| {
+            format!(
+                "ingest: analysed {fixes} fixes of {vehicles} vehicle rounds in {secs:.0} s; analysing took {busy:.0}% of the time"
+            )
+        });
+    }
 }
 
-impl Throughput {
+/// Counts kept for a minute of work and then logged: the operator's view of the
+/// feed's rate and of where its two threads' time goes.
+#[derive(Default)]
+struct Minute {
+    since: Option<Instant>,
+    counts: [usize; 2],
+    busy: Duration,
+}
+
+impl Minute {
     const EVERY: Duration = Duration::from_secs(60);
 
-    fn add(&mut self, requests: usize, fixes: usize, committing: Duration, analysing: Duration) {
+    /// Adds one step's counts and time; once a minute has passed, logs
+    /// `say(counts, seconds, busy %)` and starts again.
+    fn add(
+        &mut self,
+        counts: [usize; 2],
+        busy: Duration,
+        say: impl Fn([usize; 2], f64, f64) -> String,
+    ) {
         let since = *self.since.get_or_insert_with(Instant::now);
-        self.groups += 1;
-        self.requests += requests;
-        self.fixes += fixes;
-        self.committing += committing;
-        self.analysing += analysing;
-        let elapsed = since.elapsed();
-        if elapsed < Self::EVERY {
-            return;
+        self.counts[0] += counts[0];
+        self.counts[1] += counts[1];
+        self.busy += busy;
+        let secs = since.elapsed().as_secs_f64();
+        if secs >= Self::EVERY.as_secs_f64() {
+            logging::info(&say(
+                self.counts,
+                secs,
+                100.0 * self.busy.as_secs_f64() / secs,
+            ));
+            *self = Minute::default();
         }
-        let share = |d: Duration| 100.0 * d.as_secs_f64() / elapsed.as_secs_f64();
-        logging::info(&format!(
-            "ingest: {} fixes in {:.0} s ({:.0}/s) from {} requests in {} groups; the writer spent {:.0}% committing, {:.0}% analysing",
-            self.fixes,
-            elapsed.as_secs_f64(),
-            self.fixes as f64 / elapsed.as_secs_f64(),
-            self.requests,
-            self.groups,
-            share(self.committing),
-            share(self.analysing),
-        ));
-        *self = Throughput::default();
     }
 }
 
@@ -280,7 +304,6 @@ pub(super) async fn answer(
                     "stored": accepted.stored,
                     "duplicates": accepted.duplicates,
                     "ignored": accepted.ignored,
-                    "analysed": accepted.analysed,
                 })
                 .to_string()
             };

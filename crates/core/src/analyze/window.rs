@@ -236,6 +236,12 @@ impl Tail {
         self.held.last().map(|f| f.ts)
     }
 
+    /// Whether a fix at `ts` is among those held (the store keeps one fix per
+    /// vehicle and instant, so it is that very fix).
+    pub fn holds(&self, ts: i64) -> bool {
+        self.held.binary_search_by_key(&ts, |f| f.ts).is_ok()
+    }
+
     /// Fixes held since the last cut.
     pub fn held(&self) -> usize {
         self.held.len()

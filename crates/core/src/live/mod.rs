@@ -10,11 +10,12 @@ use crate::analyze::{self, window::Tail};
 use crate::clock::FleetZone;
 use crate::error::{Error, ErrorCode, Result};
 use crate::ingest::units::SpeedUnit;
-use crate::model::{Event, EventKey, Fix};
+use crate::model::{Event, EventKey, Fix, VehicleAnalysis};
 use crate::store::{self, WrittenRows};
 use protocols::{Batch, Reading};
 use rusqlite::{Connection, TransactionBehavior};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// Creates an empty database for a live fleet at `path` (never over an existing
 /// file): its zone, and the wall clock as its "now". Vehicles are then added with
@@ -77,9 +78,6 @@ pub struct Accepted {
     pub duplicates: usize,
     /// Messages without a fix, ignored on purpose, with why.
     pub ignored: Vec<String>,
-    /// Whether the reports show the fixes (false: stored, but their analysis
-    /// failed; the next push analyses the vehicle whole).
-    pub analysed: bool,
 }
 
 /// How the feed reads and whom it takes.
@@ -236,7 +234,6 @@ impl Ingestor {
             stored: 0,
             duplicates: 0,
             ignored: batch.ignored,
-            analysed: true,
         };
         let mut new = Vec::new();
         for (vehicle, fixes) in by_vehicle {
@@ -250,11 +247,24 @@ impl Ingestor {
 }
 
 /// The feed's one writing connection (`store::live::open_writer`: WAL,
-/// `synchronous = FULL`), what reads its requests, and each vehicle's detection
-/// kept open (`analyze::window::Tail`).
+/// `synchronous = FULL`), shared by the two halves of the feed: the [`Writer`]
+/// that commits pushed fixes, and the [`Analyser`] that brings the derived rows up
+/// to date after them. Each holds it only while it touches the database.
+type SharedConnection = Arc<Mutex<Connection>>;
+
+/// Commits pushed requests in groups on the feed's connection.
 pub struct Writer {
-    conn: Connection,
+    conn: SharedConnection,
     ingestor: Ingestor,
+    /// The database's `data_version` when the zone was read: another connection's
+    /// commit (`settings`, an import) changes it.
+    seen_version: i64,
+}
+
+/// Re-analyses the vehicles that got fixes, each from its open detection
+/// (`analyze::window::Tail`), on the feed's connection.
+pub struct Analyser {
+    conn: SharedConnection,
     ctx: analyze::Context,
     /// The database's `data_version` when `ctx` was read: another connection's
     /// commit (an import, `vehicles set`, `analyze`) changes it.
@@ -270,7 +280,7 @@ struct LiveVehicle {
     provisional_events: HashSet<EventKey>,
 }
 
-/// How a group's fixes were analysed, and the events they brought.
+/// How a round of analysis went, and the events it brought.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Analysed {
     /// Vehicles whose new fixes followed all they had: only the stretch after
@@ -286,39 +296,79 @@ pub struct Analysed {
     pub new_events: Vec<Event>,
 }
 
-impl Writer {
-    /// Opens the database at `path` for the feed.
-    pub fn open(path: &std::path::Path, options: Options) -> Result<Writer> {
-        let conn = store::live::open_writer(path)?;
-        let ingestor = Ingestor::new(&conn, options)?;
-        let ctx = crate::pipeline::stored_context(&conn)?;
-        let seen_version = store::live::data_version(&conn)?;
-        Ok(Writer {
-            conn,
+/// Opens the database at `path` for the feed: its writer and its analyser.
+pub fn open(path: &std::path::Path, options: Options) -> Result<(Writer, Analyser)> {
+    let conn = store::live::open_writer(path)?;
+    let ingestor = Ingestor::new(&conn, options)?;
+    let ctx = crate::pipeline::stored_context(&conn)?;
+    let seen_version = store::live::data_version(&conn)?;
+    let conn = Arc::new(Mutex::new(conn));
+    Ok((
+        Writer {
+            conn: conn.clone(),
             ingestor,
+            seen_version,
+        },
+        Analyser {
+            conn,
             ctx,
             seen_version,
             tails: HashMap::new(),
-        })
-    }
+        },
+    ))
+}
 
+/// The feed's connection, even if the other half panicked while holding it (its
+/// transaction then rolled back when dropped).
+fn lock(conn: &SharedConnection) -> MutexGuard<'_, Connection> {
+    conn.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Writer {
     /// Commits a group of requests (`Ingestor::commit`) with the wall clock `now`.
     pub fn commit(&mut self, group: &[Request], now: i64) -> Committed {
-        self.ingestor.commit(&mut self.conn, group, now)
+        let mut conn = lock(&self.conn);
+        match store::live::data_version(&conn) {
+            Ok(version) if version == self.seen_version => {}
+            Ok(version) => {
+                // Somebody else wrote: the zone naive local times are read in may differ.
+                match store::read_zone(&conn) {
+                    Ok(zone) => self.ingestor.zone = zone,
+                    Err(e) => return self.ingestor.all_failed(group.len(), &e.message),
+                }
+                self.seen_version = version;
+            }
+            Err(e) => return self.ingestor.all_failed(group.len(), &e.message),
+        }
+        self.ingestor.commit(&mut conn, group, now)
     }
+}
 
-    /// Brings the derived rows up to date with the fixes a group added, in one
-    /// transaction. A vehicle whose fixes all follow its newest is resumed from its
-    /// last finished stop (its provisional rows replaced); any other is analysed
-    /// whole. The result equals a full `analyze` of the same positions.
+/// One vehicle's share of a round: its new fixes, and what resuming its open
+/// detection made of them (worked out before the connection is taken).
+struct Resumed {
+    vehicle: i64,
+    done_rows: VehicleAnalysis,
+    provisional: VehicleAnalysis,
+}
+
+impl Analyser {
+    /// Brings the derived rows up to date with fixes committed since the last call,
+    /// by vehicle (several groups' worth at once is the point: a vehicle's detection
+    /// runs once for all its new fixes), in one transaction. A vehicle whose new
+    /// fixes all follow its newest is resumed from its last finished stop (its
+    /// provisional rows replaced); any other is analysed whole. The result equals a
+    /// full `analyze` of the same positions.
     pub fn analyse(&mut self, added: &BTreeMap<i64, Vec<Fix>>) -> Result<Analysed> {
-        let version = store::live::data_version(&self.conn)?;
-        if version != self.seen_version {
-            // Somebody else wrote: settings, geofences or derived rows may differ.
-            self.ctx = crate::pipeline::stored_context(&self.conn)?;
-            self.ingestor.zone = self.ctx.zone.clone();
-            self.tails.clear();
-            self.seen_version = version;
+        {
+            let conn = lock(&self.conn);
+            let version = store::live::data_version(&conn)?;
+            if version != self.seen_version {
+                // Somebody else wrote: settings, geofences or derived rows may differ.
+                self.ctx = crate::pipeline::stored_context(&conn)?;
+                self.tails.clear();
+                self.seen_version = version;
+            }
         }
         let done = self.analyse_in_one_transaction(added);
         if done.is_err() {
@@ -331,40 +381,60 @@ impl Writer {
 
     fn analyse_in_one_transaction(&mut self, added: &BTreeMap<i64, Vec<Fix>>) -> Result<Analysed> {
         let mut done = Analysed::default();
-        let tx = self.conn.transaction().map_err(savepoint_err)?;
+        // The detection runs without the connection, so that commits go on meanwhile.
+        let mut resumed = Vec::new();
+        let mut rebuild_whole = Vec::new();
         for (&vehicle, fixes) in added {
-            let mut fixes = fixes.clone();
+            let Some(live) = self.tails.get_mut(&vehicle) else {
+                rebuild_whole.push(vehicle);
+                continue;
+            };
+            // A vehicle analysed whole since these fixes were committed holds them.
+            let mut fixes: Vec<Fix> = fixes
+                .iter()
+                .filter(|f| !live.tail.holds(f.ts))
+                .copied()
+                .collect();
             fixes.sort_by_key(|f| f.ts);
-            let follows = self
-                .tails
-                .get(&vehicle)
-                .is_some_and(|v| v.tail.last_ts().is_none_or(|last| fixes[0].ts > last));
-            if follows {
-                let live = self.tails.get_mut(&vehicle).expect("just found");
-                let done_rows = live.tail.push(fixes, &self.ctx);
-                let provisional = live.tail.provisional(&self.ctx);
-                let announced = std::mem::take(&mut live.provisional_events);
-                done.new_events.extend(
-                    (done_rows.events.iter().chain(&provisional.events))
-                        .filter(|e| !announced.contains(&e.key()))
-                        .cloned(),
-                );
-                live.provisional_events = provisional.events.iter().map(Event::key).collect();
-                // The last provisional rows go first: a day they held may now be final.
-                store::delete_rows(&tx, &live.provisional)?;
-                store::write_rows(&tx, &done_rows)?;
-                live.provisional = store::write_rows(&tx, &provisional)?;
-                done.resumed += 1;
-            } else {
-                let known = store::live::event_keys(&tx, vehicle)?;
-                let live = rebuild(&tx, vehicle, &self.ctx, |e| {
-                    if !known.contains(&e.key()) {
-                        done.new_events.push(e.clone());
-                    }
-                })?;
-                self.tails.insert(vehicle, live);
-                done.rebuilt += 1;
+            let Some(first) = fixes.first() else { continue };
+            if live.tail.last_ts().is_some_and(|last| first.ts <= last) {
+                rebuild_whole.push(vehicle);
+                continue;
             }
+            let done_rows = live.tail.push(fixes, &self.ctx);
+            let provisional = live.tail.provisional(&self.ctx);
+            let announced = std::mem::take(&mut live.provisional_events);
+            done.new_events.extend(
+                (done_rows.events.iter().chain(&provisional.events))
+                    .filter(|e| !announced.contains(&e.key()))
+                    .cloned(),
+            );
+            live.provisional_events = provisional.events.iter().map(Event::key).collect();
+            resumed.push(Resumed {
+                vehicle,
+                done_rows,
+                provisional,
+            });
+        }
+        let mut conn = lock(&self.conn);
+        let tx = conn.transaction().map_err(savepoint_err)?;
+        for r in resumed {
+            let live = self.tails.get_mut(&r.vehicle).expect("resumed above");
+            // The last provisional rows go first: a day they held may now be final.
+            store::delete_rows(&tx, &live.provisional)?;
+            store::write_rows(&tx, &r.done_rows)?;
+            live.provisional = store::write_rows(&tx, &r.provisional)?;
+            done.resumed += 1;
+        }
+        for vehicle in rebuild_whole {
+            let known = store::live::event_keys(&tx, vehicle)?;
+            let live = rebuild(&tx, vehicle, &self.ctx, |e| {
+                if !known.contains(&e.key()) {
+                    done.new_events.push(e.clone());
+                }
+            })?;
+            self.tails.insert(vehicle, live);
+            done.rebuilt += 1;
         }
         tx.commit().map_err(savepoint_err)?;
         Ok(done)
@@ -428,7 +498,7 @@ mod tests {
             store::live::add_vehicle(conn, "P-1", Some("d1")).map(drop)
         })
         .unwrap();
-        let mut writer = Writer::open(
+        let (mut writer, mut analyser) = open(
             &path,
             Options {
                 auto_register: false,
@@ -453,7 +523,7 @@ mod tests {
             lat += speed_kmh / 3.6 * 15.0 / 111_000.0;
             let c = writer.commit(&[push(t0 + k * 15, lat, speed_kmh)], t0 + 10_000);
             assert!(c.outcomes[0].is_ok(), "{:?}", c.outcomes[0]);
-            let a = writer.analyse(&c.added).unwrap();
+            let a = analyser.analyse(&c.added).unwrap();
             resumed += a.resumed;
             rebuilt += a.rebuilt;
             announced.extend(a.new_events.iter().map(|e| (k, e.kind, e.start_ts)));
@@ -466,7 +536,7 @@ mod tests {
             vec![(6, crate::model::EventKind::Speeding, t0 + 5 * 15)]
         );
         let late = writer.commit(&[push(t0 + 7, 14.6, 26.6)], t0 + 10_000);
-        let a = writer.analyse(&late.added).unwrap();
+        let a = analyser.analyse(&late.added).unwrap();
         assert_eq!((a.resumed, a.rebuilt), (0, 1));
         assert_eq!(
             a.new_events,

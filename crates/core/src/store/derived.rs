@@ -114,11 +114,9 @@ pub struct WrittenRows {
 /// replaced when the analysis has one) and says which rows they are.
 pub fn write_rows(c: &Connection, a: &VehicleAnalysis) -> Result<WrittenRows> {
     if let Some(f) = &a.latest {
-        c.execute(
-            "DELETE FROM latest_fix WHERE vehicle_id = ?1",
-            [f.vehicle_id],
-        )
-        .map_err(db_write_err)?;
+        c.prepare_cached("DELETE FROM latest_fix WHERE vehicle_id = ?1")
+            .and_then(|mut st| st.execute([f.vehicle_id]))
+            .map_err(db_write_err)?;
         insert_latest_fix(c, f)?;
     }
     let mut written = WrittenRows::default();
@@ -145,10 +143,10 @@ pub fn write_rows(c: &Connection, a: &VehicleAnalysis) -> Result<WrittenRows> {
 /// Takes back rows [`write_rows`] wrote, inside the caller's transaction.
 pub fn delete_rows(c: &Connection, rows: &WrittenRows) -> Result<()> {
     for (table, ids) in &rows.tables {
-        c.execute(
-            &format!("DELETE FROM {table} WHERE rowid BETWEEN ?1 AND ?2"),
-            [ids.start(), ids.end()],
-        )
+        c.prepare_cached(&format!(
+            "DELETE FROM {table} WHERE rowid BETWEEN ?1 AND ?2"
+        ))
+        .and_then(|mut st| st.execute([ids.start(), ids.end()]))
         .map_err(db_write_err)?;
     }
     Ok(())
