@@ -533,6 +533,18 @@ pub struct VehicleAnalysis {
     pub latest: Option<Fix>,
 }
 
+impl VehicleAnalysis {
+    /// Adds the rows found after these (the next window's), in order.
+    pub fn append(&mut self, mut next: VehicleAnalysis) {
+        self.stops.append(&mut next.stops);
+        self.trips.append(&mut next.trips);
+        self.events.append(&mut next.events);
+        self.visits.append(&mut next.visits);
+        self.daily.append(&mut next.daily);
+        self.latest = next.latest.or(self.latest);
+    }
+}
+
 /// One fix as a device pushed it, checked, before its device is looked up.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pushed {

@@ -50,10 +50,44 @@ struct Push {
     reply: tokio::sync::oneshot::Sender<Result<live::Accepted>>,
 }
 
+/// What the writer thread takes: pushed requests, and the analyser's rows.
+enum Work {
+    Push(Push),
+    Rows(live::Rows),
+    /// The server stops: have every fix analysed, store the rows, then say so.
+    Stop(mpsc::Sender<()>),
+    /// The analyser sent the rows of every fix committed before the stop.
+    Flushed,
+}
+
+/// What the analyser thread takes from the writer.
+enum Committed {
+    /// Fixes stored, by vehicle.
+    Fixes(BTreeMap<i64, Vec<Fix>>),
+    /// Start again from what is stored, at this epoch.
+    Restart(u64),
+    /// Answer `Work::Flushed` once the rows of everything before are sent.
+    Flush,
+}
+
 /// The feed as the request handlers see it.
 pub(super) struct Feed {
     token: Vec<u8>,
-    pushes: SyncSender<Push>,
+    pushes: SyncSender<Work>,
+}
+
+impl Feed {
+    /// Once no request is in hand: waits until every fix acknowledged is analysed
+    /// and its rows stored (at most `within`), so that a stopped server leaves
+    /// every report up to date.
+    pub(super) fn finish(&self, within: Duration) {
+        let (done, finished) = mpsc::channel();
+        if self.pushes.send(Work::Stop(done)).is_ok() && finished.recv_timeout(within).is_err() {
+            logging::info(
+                "ingest: stopped before the last fixes were analysed; the next `fleetctl analyze` (or their next fixes) brings those vehicles up to date",
+            );
+        }
+    }
 }
 
 /// Opens the writing connection (WAL, `synchronous = FULL`) and starts the writer
@@ -70,39 +104,55 @@ pub(super) fn start(db: &Path, opts: IngestOptions) -> Result<Feed> {
     let alerts = super::alerts::Alerts::start(db, opts.alert_webhook)?;
     let (pushes, queue) = mpsc::sync_channel(QUEUE);
     let (committed, to_analyse) = mpsc::channel();
+    let rows = pushes.clone();
     std::thread::spawn(move || write_loop(writer, queue, committed));
-    std::thread::spawn(move || analyse_loop(analyser, to_analyse, alerts));
+    std::thread::spawn(move || analyse_loop(analyser, to_analyse, rows, alerts));
     Ok(Feed {
         token: opts.token.into_bytes(),
         pushes,
     })
 }
 
-/// Commits what has queued as one group, answers the group's requests (a 200 means
-/// the fixes are on disk) and hands the fixes to the analyser; until every sender
-/// is gone.
-fn write_loop(
-    mut writer: live::Writer,
-    queue: Receiver<Push>,
-    analyser: mpsc::Sender<BTreeMap<i64, Vec<Fix>>>,
-) {
+/// Commits what has queued as one group — requests, and the analyser's rows —
+/// answers the group's requests (a 200 means the fixes are on disk) and hands the
+/// fixes to the analyser; until every sender is gone.
+fn write_loop(mut writer: live::Writer, queue: Receiver<Work>, analyser: mpsc::Sender<Committed>) {
     let mut refusals_said = HashSet::new();
     let mut stats = Minute::default();
+    let mut stopping = None;
     while let Ok(first) = queue.recv() {
         let started = Instant::now();
-        let mut group = vec![first];
-        while group.len() < MAX_GROUP {
+        let (mut pushes, mut rows, mut flushed) = (Vec::new(), Vec::new(), false);
+        let mut take = |work| match work {
+            Work::Push(push) => pushes.push(push),
+            Work::Rows(r) => rows.push(r),
+            Work::Stop(done) => {
+                let _ = analyser.send(Committed::Flush);
+                stopping = Some(done);
+            }
+            Work::Flushed => flushed = true,
+        };
+        take(first);
+        for _ in 1..MAX_GROUP {
             match queue.try_recv() {
-                Ok(push) => group.push(push),
+                Ok(work) => take(work),
                 Err(_) => break,
             }
         }
         let (requests, replies): (Vec<_>, Vec<_>) =
-            group.into_iter().map(|p| (p.request, p.reply)).unzip();
-        let committed = writer.commit(&requests, clock::wall_clock_now());
+            pushes.into_iter().map(|p| (p.request, p.reply)).unzip();
+        let committed = writer.commit(&requests, rows, clock::wall_clock_now());
+        if let Some(why) = &committed.rows_failed {
+            logging::info(&format!(
+                "ingest: the analysis's rows could not be stored (the vehicles are analysed whole on their next fixes): {why}"
+            ));
+        }
+        if let Some(epoch) = committed.restart {
+            let _ = analyser.send(Committed::Restart(epoch));
+        }
         let fixes = committed.added.values().map(Vec::len).sum();
         if fixes > 0 {
-            let _ = analyser.send(committed.added);
+            let _ = analyser.send(Committed::Fixes(committed.added));
         }
         for (reply, outcome) in replies.into_iter().zip(committed.outcomes) {
             if let Err(e) = &outcome
@@ -121,40 +171,70 @@ fn write_loop(
         }
         stats.add([requests.len(), fixes], started.elapsed(), |[requests, fixes], secs, busy| {
             format!(
-                "ingest: {fixes} fixes in {secs:.0} s ({:.0}/s) from {requests} requests; committing took {busy:.0}% of the time",
+                "ingest: {fixes} fixes in {secs:.0} s ({:.0}/s) from {requests} requests; the writer was busy {busy:.0}% of the time",
                 fixes as f64 / secs
             )
         });
+        if flushed && let Some(done) = stopping.take() {
+            let _ = done.send(());
+        }
     }
 }
 
-/// Analyses the vehicles that got fixes, all that were committed since its last
-/// round at once (a vehicle's detection then runs once for all its new fixes, so
-/// that the analysis keeps up however fast they come), and hands the events found
-/// to the alerts; until the writer is gone.
+/// Works out the derived rows for every fix committed since its last round at
+/// once (a vehicle's detection then runs once for all its new fixes, so that the
+/// analysis keeps up however fast they come), sends them to the writer, and hands
+/// the events found to the alerts; until the writer is gone.
 fn analyse_loop(
     mut analyser: live::Analyser,
-    committed: Receiver<BTreeMap<i64, Vec<Fix>>>,
+    committed: Receiver<Committed>,
+    writer: SyncSender<Work>,
     alerts: super::alerts::Alerts,
 ) {
     let mut stats = Minute::default();
-    while let Ok(mut added) = committed.recv() {
+    while let Ok(first) = committed.recv() {
         let started = Instant::now();
-        while let Ok(more) = committed.try_recv() {
-            for (vehicle, fixes) in more {
-                added.entry(vehicle).or_default().extend(fixes);
+        let mut added: BTreeMap<i64, Vec<Fix>> = BTreeMap::new();
+        let (mut restart, mut flush) = (None, false);
+        for next in std::iter::once(first).chain(committed.try_iter()) {
+            match next {
+                Committed::Fixes(fixes) => {
+                    for (vehicle, f) in fixes {
+                        added.entry(vehicle).or_default().extend(f);
+                    }
+                }
+                // The fixes already taken are analysed after it, from the store.
+                Committed::Restart(epoch) => restart = Some(epoch),
+                Committed::Flush => flush = true,
             }
         }
+        if let Some(epoch) = restart
+            && let Err(e) = analyser.restart(epoch)
+        {
+            logging::info(&format!(
+                "ingest: the settings could not be read again: {e}"
+            ));
+        }
         let fixes = added.values().map(Vec::len).sum();
-        match analyser.analyse(&added) {
-            Ok(analysed) => alerts.found(analysed.new_events),
-            Err(e) => logging::info(&format!(
-                "ingest: fixes are stored but their analysis failed (the next push analyses the vehicles whole): {e}"
-            )),
+        if fixes > 0 {
+            match analyser.analyse(&added) {
+                Ok((rows, analysed)) => {
+                    if writer.send(Work::Rows(rows)).is_err() {
+                        return;
+                    }
+                    alerts.found(analysed.new_events);
+                }
+                Err(e) => logging::info(&format!(
+                    "ingest: fixes are stored but their analysis failed (the vehicles are analysed whole on their next fixes): {e}"
+                )),
+            }
+        }
+        if flush && writer.send(Work::Flushed).is_err() {
+            return;
         }
         stats.add([fixes, added.len()], started.elapsed(), |[fixes, vehicles], secs, busy| {
             format!(
-                "ingest: analysed {fixes} fixes of {vehicles} vehicle rounds in {secs:.0} s; analysing took {busy:.0}% of the time"
+                "ingest: analysed {fixes} fixes as {vehicles} vehicle rounds in {secs:.0} s; the analyser was busy {busy:.0}% of the time"
             )
         });
     }
@@ -278,7 +358,7 @@ pub(super) async fn answer(
         },
         reply,
     };
-    match feed.pushes.try_send(push) {
+    match feed.pushes.try_send(Work::Push(push)) {
         Ok(()) => {}
         Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
             return Err(Box::new(error_answer(

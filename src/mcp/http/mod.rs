@@ -324,6 +324,9 @@ async fn accept_loop(
         logging::info("http: closing the connections still open");
         tasks.abort_all();
     }
+    if let Some(feed) = &shared.ingest {
+        feed.finish(Duration::from_secs(30));
+    }
     logging::info("http: stopped");
     Ok(())
 }

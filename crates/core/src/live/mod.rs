@@ -15,7 +15,6 @@ use crate::store::{self, WrittenRows};
 use protocols::{Batch, Reading};
 use rusqlite::{Connection, TransactionBehavior};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// Creates an empty database for a live fleet at `path` (never over an existing
 /// file): its zone, and the wall clock as its "now". Vehicles are then added with
@@ -102,6 +101,11 @@ pub struct Committed {
     pub outcomes: Vec<Result<Accepted>>,
     /// The fixes stored, by vehicle (to analyse).
     pub added: BTreeMap<i64, Vec<Fix>>,
+    /// The analysis must start again from what is stored ([`Analyser::restart`]
+    /// with this epoch): another program wrote, or its rows could not be stored.
+    pub restart: Option<u64>,
+    /// Why the analyser's rows could not be stored (the fixes were).
+    pub rows_failed: Option<String>,
 }
 
 impl Ingestor {
@@ -151,16 +155,15 @@ impl Ingestor {
         }
     }
 
-    /// Reads and stores a group of requests in one transaction: each request whole
-    /// or not at all (a refused one leaves the others), the group committed — on
-    /// disk, `synchronous = FULL` — before this returns. A failed commit fails every
-    /// request of the group.
-    pub fn commit(&self, conn: &mut Connection, group: &[Request], now: i64) -> Committed {
+    /// Reads and stores a group of requests in the caller's transaction: each
+    /// request whole or not at all (a refused one leaves the others).
+    fn commit_in(
+        &self,
+        tx: &mut rusqlite::Transaction<'_>,
+        group: &[Request],
+        now: i64,
+    ) -> Committed {
         let mut added: BTreeMap<i64, Vec<Fix>> = BTreeMap::new();
-        let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
-            Ok(tx) => tx,
-            Err(e) => return self.all_failed(group.len(), &e.to_string()),
-        };
         let mut outcomes = Vec::with_capacity(group.len());
         for request in group {
             let outcome = match self.read(request, now) {
@@ -181,10 +184,12 @@ impl Ingestor {
                 accepted
             }));
         }
-        if let Err(e) = tx.commit() {
-            return self.all_failed(group.len(), &e.to_string());
+        Committed {
+            outcomes,
+            added,
+            restart: None,
+            rows_failed: None,
         }
-        Committed { outcomes, added }
     }
 
     fn all_failed(&self, n: usize, why: &str) -> Committed {
@@ -199,6 +204,8 @@ impl Ingestor {
                 })
                 .collect(),
             added: BTreeMap::new(),
+            restart: None,
+            rows_failed: None,
         }
     }
 
@@ -246,38 +253,54 @@ impl Ingestor {
     }
 }
 
-/// The feed's one writing connection (`store::live::open_writer`: WAL,
-/// `synchronous = FULL`), shared by the two halves of the feed: the [`Writer`]
-/// that commits pushed fixes, and the [`Analyser`] that brings the derived rows up
-/// to date after them. Each holds it only while it touches the database.
-type SharedConnection = Arc<Mutex<Connection>>;
-
-/// Commits pushed requests in groups on the feed's connection.
+/// Commits pushed requests in groups on the feed's one writing connection
+/// (`store::live::open_writer`: WAL, `synchronous = FULL`), and in the same
+/// transaction the derived rows the [`Analyser`] worked out since: one sync per
+/// group for both.
 pub struct Writer {
-    conn: SharedConnection,
+    conn: Connection,
     ingestor: Ingestor,
     /// The database's `data_version` when the zone was read: another connection's
-    /// commit (`settings`, an import) changes it.
+    /// commit (`settings`, an import, `analyze`) changes it.
     seen_version: i64,
+    /// Each vehicle's provisional rows as last written: the next rows for it
+    /// replace them.
+    provisional: HashMap<i64, WrittenRows>,
+    /// Counts the times the analysis had to start again (another program wrote, or
+    /// storing its rows failed); rows worked out before are dropped.
+    epoch: u64,
 }
 
-/// Re-analyses the vehicles that got fixes, each from its open detection
-/// (`analyze::window::Tail`), on the feed's connection.
+/// Works out the vehicles' derived rows as their fixes arrive, each from its open
+/// detection (`analyze::window::Tail`), without writing: the [`Writer`] stores
+/// them. Reads (a vehicle's fixes, the settings) on its own connection.
 pub struct Analyser {
-    conn: SharedConnection,
+    conn: Connection,
     ctx: analyze::Context,
-    /// The database's `data_version` when `ctx` was read: another connection's
-    /// commit (an import, `vehicles set`, `analyze`) changes it.
-    seen_version: i64,
+    epoch: u64,
     tails: HashMap<i64, LiveVehicle>,
 }
 
-/// A vehicle's open detection, the provisional rows it last wrote, and the events
-/// among them (already announced).
+/// A vehicle's open detection, and the events of its open stretch (already
+/// announced).
 struct LiveVehicle {
     tail: Tail,
-    provisional: WrittenRows,
     provisional_events: HashSet<EventKey>,
+}
+
+/// Derived rows worked out by the analyser for the writer to store.
+pub struct Rows {
+    epoch: u64,
+    vehicles: Vec<VehicleRows>,
+}
+
+/// One vehicle's new rows: final ones, and its open stretch (replacing the last).
+struct VehicleRows {
+    vehicle: i64,
+    /// Analysed whole: every derived row it had goes first.
+    whole: bool,
+    done: VehicleAnalysis,
+    provisional: VehicleAnalysis,
 }
 
 /// How a round of analysis went, and the events it brought.
@@ -300,157 +323,207 @@ pub struct Analysed {
 pub fn open(path: &std::path::Path, options: Options) -> Result<(Writer, Analyser)> {
     let conn = store::live::open_writer(path)?;
     let ingestor = Ingestor::new(&conn, options)?;
-    let ctx = crate::pipeline::stored_context(&conn)?;
     let seen_version = store::live::data_version(&conn)?;
-    let conn = Arc::new(Mutex::new(conn));
+    // Opened after the writer's, so that it finds the database in WAL mode.
+    let reader = store::open_read_only(path)?;
+    let ctx = crate::pipeline::stored_context(&reader)?;
     Ok((
         Writer {
-            conn: conn.clone(),
+            conn,
             ingestor,
             seen_version,
+            provisional: HashMap::new(),
+            epoch: 0,
         },
         Analyser {
-            conn,
+            conn: reader,
             ctx,
-            seen_version,
+            epoch: 0,
             tails: HashMap::new(),
         },
     ))
 }
 
-/// The feed's connection, even if the other half panicked while holding it (its
-/// transaction then rolled back when dropped).
-fn lock(conn: &SharedConnection) -> MutexGuard<'_, Connection> {
-    conn.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl Writer {
-    /// Commits a group of requests (`Ingestor::commit`) with the wall clock `now`.
-    pub fn commit(&mut self, group: &[Request], now: i64) -> Committed {
-        let mut conn = lock(&self.conn);
-        match store::live::data_version(&conn) {
+    /// Stores the analyser's `rows` (those of its current epoch) and commits a
+    /// group of requests (`Ingestor::commit`) with the wall clock `now`, in one
+    /// transaction.
+    pub fn commit(&mut self, group: &[Request], rows: Vec<Rows>, now: i64) -> Committed {
+        let mut restart = None;
+        match store::live::data_version(&self.conn) {
             Ok(version) if version == self.seen_version => {}
             Ok(version) => {
-                // Somebody else wrote: the zone naive local times are read in may differ.
-                match store::read_zone(&conn) {
+                // Somebody else wrote: the zone, the settings or the derived rows
+                // may differ; the analysis starts again from what is stored.
+                match store::read_zone(&self.conn) {
                     Ok(zone) => self.ingestor.zone = zone,
                     Err(e) => return self.ingestor.all_failed(group.len(), &e.message),
                 }
                 self.seen_version = version;
+                restart = Some(self.restart());
             }
             Err(e) => return self.ingestor.all_failed(group.len(), &e.message),
         }
-        self.ingestor.commit(&mut conn, group, now)
+        let mut tx = match self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+        {
+            Ok(tx) => tx,
+            Err(e) => return self.ingestor.all_failed(group.len(), &e.to_string()),
+        };
+        let mut failed = None;
+        let current: Vec<Rows> = rows.into_iter().filter(|r| r.epoch == self.epoch).collect();
+        if !current.is_empty() {
+            let stored = tx.savepoint().map_err(savepoint_err).and_then(|sp| {
+                store_rows(&sp, &mut self.provisional, current)
+                    .and_then(|()| sp.commit().map_err(savepoint_err))
+            });
+            if let Err(e) = stored {
+                failed = Some(e.message);
+            }
+        }
+        let mut committed = self.ingestor.commit_in(&mut tx, group, now);
+        if let Err(e) = tx.commit() {
+            committed = self.ingestor.all_failed(group.len(), &e.to_string());
+            failed.get_or_insert(e.to_string());
+        }
+        if failed.is_some() {
+            // What the analyser counts on being stored may not be: start again.
+            restart = Some(self.restart());
+        }
+        committed.restart = restart;
+        committed.rows_failed = failed;
+        committed
+    }
+
+    fn restart(&mut self) -> u64 {
+        self.provisional.clear();
+        self.epoch += 1;
+        self.epoch
     }
 }
 
-/// One vehicle's share of a round: its new fixes, and what resuming its open
-/// detection made of them (worked out before the connection is taken).
-struct Resumed {
-    vehicle: i64,
-    done_rows: VehicleAnalysis,
-    provisional: VehicleAnalysis,
+/// Stores rows in the caller's transaction, each vehicle's open stretch replacing
+/// the one written before (`provisional`).
+fn store_rows(
+    conn: &Connection,
+    provisional: &mut HashMap<i64, WrittenRows>,
+    rows: Vec<Rows>,
+) -> Result<()> {
+    for r in rows.into_iter().flat_map(|r| r.vehicles) {
+        if r.whole {
+            store::DerivedWriter::for_vehicles(conn, &[r.vehicle])?;
+        } else {
+            let Some(last) = provisional.get(&r.vehicle) else {
+                return Err(Error::internal(format!(
+                    "vehicle {} was resumed without rows written before",
+                    r.vehicle
+                )));
+            };
+            // The last provisional rows go first: a day they held may now be final.
+            store::delete_rows(conn, last)?;
+        }
+        store::write_rows(conn, &r.done)?;
+        provisional.insert(r.vehicle, store::write_rows(conn, &r.provisional)?);
+    }
+    Ok(())
 }
 
 impl Analyser {
-    /// Brings the derived rows up to date with fixes committed since the last call,
-    /// by vehicle (several groups' worth at once is the point: a vehicle's detection
-    /// runs once for all its new fixes), in one transaction. A vehicle whose new
-    /// fixes all follow its newest is resumed from its last finished stop (its
-    /// provisional rows replaced); any other is analysed whole. The result equals a
-    /// full `analyze` of the same positions.
-    pub fn analyse(&mut self, added: &BTreeMap<i64, Vec<Fix>>) -> Result<Analysed> {
-        {
-            let conn = lock(&self.conn);
-            let version = store::live::data_version(&conn)?;
-            if version != self.seen_version {
-                // Somebody else wrote: settings, geofences or derived rows may differ.
-                self.ctx = crate::pipeline::stored_context(&conn)?;
-                self.tails.clear();
-                self.seen_version = version;
-            }
-        }
-        let done = self.analyse_in_one_transaction(added);
+    /// Forgets every open detection and reads the settings again: the writer
+    /// started epoch `epoch` (another program wrote, or rows could not be stored).
+    pub fn restart(&mut self, epoch: u64) -> Result<()> {
+        self.tails.clear();
+        self.epoch = epoch;
+        self.ctx = crate::pipeline::stored_context(&self.conn)?;
+        Ok(())
+    }
+
+    /// Works out the derived rows for fixes committed since the last call, by
+    /// vehicle (several groups' worth at once is the point: a vehicle's detection
+    /// runs once for all its new fixes). A vehicle whose new fixes all follow its
+    /// newest is resumed from its last finished stop; any other is analysed whole
+    /// from its stored fixes. Stored by the writer, the rows equal a full `analyze`
+    /// of the same positions.
+    pub fn analyse(&mut self, added: &BTreeMap<i64, Vec<Fix>>) -> Result<(Rows, Analysed)> {
+        let done = self.work_out(added);
         if done.is_err() {
-            // The transaction rolled back; the open detections may be ahead of the
-            // database: start each vehicle afresh.
+            // The open detections may be ahead of what will be stored.
             self.tails.clear();
         }
         done
     }
 
-    fn analyse_in_one_transaction(&mut self, added: &BTreeMap<i64, Vec<Fix>>) -> Result<Analysed> {
+    fn work_out(&mut self, added: &BTreeMap<i64, Vec<Fix>>) -> Result<(Rows, Analysed)> {
         let mut done = Analysed::default();
-        // The detection runs without the connection, so that commits go on meanwhile.
-        let mut resumed = Vec::new();
-        let mut rebuild_whole = Vec::new();
+        let mut rows = Rows {
+            epoch: self.epoch,
+            vehicles: Vec::new(),
+        };
         for (&vehicle, fixes) in added {
-            let Some(live) = self.tails.get_mut(&vehicle) else {
-                rebuild_whole.push(vehicle);
-                continue;
-            };
-            // A vehicle analysed whole since these fixes were committed holds them.
-            let mut fixes: Vec<Fix> = fixes
-                .iter()
-                .filter(|f| !live.tail.holds(f.ts))
-                .copied()
-                .collect();
-            fixes.sort_by_key(|f| f.ts);
-            let Some(first) = fixes.first() else { continue };
-            if live.tail.last_ts().is_some_and(|last| first.ts <= last) {
-                rebuild_whole.push(vehicle);
+            let resumable = self.tails.get_mut(&vehicle).and_then(|live| {
+                // A vehicle analysed whole since these fixes were committed holds them.
+                let mut fixes: Vec<Fix> = fixes
+                    .iter()
+                    .filter(|f| !live.tail.holds(f.ts))
+                    .copied()
+                    .collect();
+                fixes.sort_by_key(|f| f.ts);
+                let follows = live
+                    .tail
+                    .last_ts()
+                    .is_none_or(|last| fixes.first().is_none_or(|f| f.ts > last));
+                follows.then_some((live, fixes))
+            });
+            if let Some((live, fixes)) = resumable {
+                if fixes.is_empty() {
+                    continue;
+                }
+                let final_rows = live.tail.push(fixes, &self.ctx);
+                let provisional = live.tail.provisional(&self.ctx);
+                let announced = std::mem::take(&mut live.provisional_events);
+                done.new_events.extend(
+                    (final_rows.events.iter().chain(&provisional.events))
+                        .filter(|e| !announced.contains(&e.key()))
+                        .cloned(),
+                );
+                live.provisional_events = provisional.events.iter().map(Event::key).collect();
+                rows.vehicles.push(VehicleRows {
+                    vehicle,
+                    whole: false,
+                    done: final_rows,
+                    provisional,
+                });
+                done.resumed += 1;
                 continue;
             }
-            let done_rows = live.tail.push(fixes, &self.ctx);
-            let provisional = live.tail.provisional(&self.ctx);
-            let announced = std::mem::take(&mut live.provisional_events);
+            let mut known = store::live::event_keys(&self.conn, vehicle)?;
+            if let Some(old) = self.tails.remove(&vehicle) {
+                known.extend(old.provisional_events);
+            }
+            let (live, whole) = rebuild(&self.conn, vehicle, &self.ctx)?;
             done.new_events.extend(
-                (done_rows.events.iter().chain(&provisional.events))
-                    .filter(|e| !announced.contains(&e.key()))
+                (whole.done.events.iter().chain(&whole.provisional.events))
+                    .filter(|e| !known.contains(&e.key()))
                     .cloned(),
             );
-            live.provisional_events = provisional.events.iter().map(Event::key).collect();
-            resumed.push(Resumed {
-                vehicle,
-                done_rows,
-                provisional,
-            });
-        }
-        let mut conn = lock(&self.conn);
-        let tx = conn.transaction().map_err(savepoint_err)?;
-        for r in resumed {
-            let live = self.tails.get_mut(&r.vehicle).expect("resumed above");
-            // The last provisional rows go first: a day they held may now be final.
-            store::delete_rows(&tx, &live.provisional)?;
-            store::write_rows(&tx, &r.done_rows)?;
-            live.provisional = store::write_rows(&tx, &r.provisional)?;
-            done.resumed += 1;
-        }
-        for vehicle in rebuild_whole {
-            let known = store::live::event_keys(&tx, vehicle)?;
-            let live = rebuild(&tx, vehicle, &self.ctx, |e| {
-                if !known.contains(&e.key()) {
-                    done.new_events.push(e.clone());
-                }
-            })?;
             self.tails.insert(vehicle, live);
+            rows.vehicles.push(whole);
             done.rebuilt += 1;
         }
-        tx.commit().map_err(savepoint_err)?;
-        Ok(done)
+        Ok((rows, done))
     }
 }
 
-/// Analyses one vehicle whole, a window at a time, replacing its derived rows, and
-/// keeps its detection open; each event found goes to `found`.
+/// Analyses one vehicle whole from its stored fixes, a window at a time, and keeps
+/// its detection open: every row it comes to.
 fn rebuild(
     conn: &Connection,
     vehicle: i64,
     ctx: &analyze::Context,
-    mut found: impl FnMut(&Event),
-) -> Result<LiveVehicle> {
-    store::DerivedWriter::for_vehicles(conn, &[vehicle])?;
+) -> Result<(LiveVehicle, VehicleRows)> {
     let mut tail = Tail::default();
+    let mut done = VehicleAnalysis::default();
     store::read_fixes(conn, Some(vehicle), |next| {
         let mut chunk = Vec::new();
         loop {
@@ -458,22 +531,26 @@ fn rebuild(
             let end = fix.is_none();
             chunk.extend(fix);
             if end || chunk.len() >= analyze::window::WINDOW_FIXES {
-                let done = tail.push(std::mem::take(&mut chunk), ctx);
-                done.events.iter().for_each(&mut found);
-                store::write_rows(conn, &done)?;
+                done.append(tail.push(std::mem::take(&mut chunk), ctx));
             }
             if end {
                 return Ok(());
             }
         }
     })?;
-    let open = tail.provisional(ctx);
-    open.events.iter().for_each(&mut found);
-    Ok(LiveVehicle {
-        provisional: store::write_rows(conn, &open)?,
-        provisional_events: open.events.iter().map(Event::key).collect(),
-        tail,
-    })
+    let provisional = tail.provisional(ctx);
+    Ok((
+        LiveVehicle {
+            provisional_events: provisional.events.iter().map(Event::key).collect(),
+            tail,
+        },
+        VehicleRows {
+            vehicle,
+            whole: true,
+            done,
+            provisional,
+        },
+    ))
 }
 
 fn savepoint_err(e: rusqlite::Error) -> Error {
@@ -515,15 +592,26 @@ mod tests {
             json: false,
         };
         let t0 = 1_795_000_000;
+        // Each group's commit stores the rows the analysis worked out after the last.
+        let mut pending = Vec::new();
+        let mut step = |request: Request| {
+            let c = writer.commit(&[request], std::mem::take(&mut pending), t0 + 10_000);
+            assert!(c.outcomes[0].is_ok(), "{:?}", c.outcomes[0]);
+            assert_eq!(c.rows_failed, None);
+            if let Some(epoch) = c.restart {
+                analyser.restart(epoch).unwrap();
+            }
+            let (rows, a) = analyser.analyse(&c.added).unwrap();
+            pending.push(rows);
+            a
+        };
         let (mut resumed, mut rebuilt, mut announced) = (0, 0, Vec::new());
         let mut lat = 14.6;
         for k in 0..20 {
             // Fixes 5 to 11 at 133 km/h: one speeding episode of 90 s.
             let speed_kmh = if (5..12).contains(&k) { 133.2 } else { 26.6 };
             lat += speed_kmh / 3.6 * 15.0 / 111_000.0;
-            let c = writer.commit(&[push(t0 + k * 15, lat, speed_kmh)], t0 + 10_000);
-            assert!(c.outcomes[0].is_ok(), "{:?}", c.outcomes[0]);
-            let a = analyser.analyse(&c.added).unwrap();
+            let a = step(push(t0 + k * 15, lat, speed_kmh));
             resumed += a.resumed;
             rebuilt += a.rebuilt;
             announced.extend(a.new_events.iter().map(|e| (k, e.kind, e.start_ts)));
@@ -535,8 +623,7 @@ mod tests {
             announced,
             vec![(6, crate::model::EventKind::Speeding, t0 + 5 * 15)]
         );
-        let late = writer.commit(&[push(t0 + 7, 14.6, 26.6)], t0 + 10_000);
-        let a = analyser.analyse(&late.added).unwrap();
+        let a = step(push(t0 + 7, 14.6, 26.6));
         assert_eq!((a.resumed, a.rebuilt), (0, 1));
         assert_eq!(
             a.new_events,

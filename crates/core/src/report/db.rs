@@ -72,19 +72,43 @@ impl Db {
     pub fn open(path: &Path) -> Result<Db> {
         let file = file_id(path);
         let conn = store::open_read_only(path)?;
-        let version = store::live::data_version(&conn)?;
         let zone = store::read_zone(&conn)?;
+        let mut db = Db {
+            conn,
+            path: path.to_path_buf(),
+            zone,
+            now_ts: 0,
+            live_clock: false,
+            newest_fix_ts: 0,
+            vehicles: Vec::new(),
+            geofences: Vec::new(),
+            namer: Namer::for_geofences(&[], &[]),
+            places: Vec::new(),
+            thresholds: Thresholds::default(),
+            tiles: None,
+            loaded_from: (0, file),
+        };
+        db.load(file)?;
+        Ok(db)
+    }
+
+    /// Reads the data clock, zone, vehicles, geofences, places and thresholds on
+    /// this connection; on an error nothing changes.
+    fn load(&mut self, file: Option<FileId>) -> Result<()> {
+        let conn = &self.conn;
+        let version = store::live::data_version(conn)?;
+        let zone = store::read_zone(conn)?;
         // The data clock: the wall clock for a live database, else meta.data_now, or
         // (a database without one) the newest fix; never before the newest fix (a
         // generated fleet that takes live positions moves on with them, so no fix
         // is ever from the future).
         let (clock_key, wall) = store::live::CLOCK_META;
-        let live_clock = store::read_meta(&conn, clock_key)?.is_some_and(|v| v.trim() == wall);
-        let newest_fix_ts = store::read::newest_fix_ts(&conn)?.unwrap_or(0);
+        let live_clock = store::read_meta(conn, clock_key)?.is_some_and(|v| v.trim() == wall);
+        let newest_fix_ts = store::read::newest_fix_ts(conn)?.unwrap_or(0);
         let clock_ts = if live_clock {
             crate::clock::wall_clock_now()
         } else {
-            match store::read_meta(&conn, "data_now")? {
+            match store::read_meta(conn, "data_now")? {
                 Some(v) => v.trim().parse().map_err(|_| {
                     Error::new(
                         ErrorCode::DbSchema,
@@ -95,28 +119,21 @@ impl Db {
                 None => newest_fix_ts,
             }
         };
-        let now_ts = clock_ts.max(newest_fix_ts);
-        let vehicles = store::read::vehicles(&conn)?;
-        let geofences = store::read_geofences(&conn)?;
-        let known_places = store::read_places(&conn)?;
-        let namer = Namer::for_geofences(&geofences, &known_places);
-        let thresholds = crate::pipeline::stored_thresholds(&conn)?;
-        let places = resolve::place_candidates(&geofences, &known_places);
-        Ok(Db {
-            conn,
-            path: path.to_path_buf(),
-            zone,
-            now_ts,
-            live_clock,
-            newest_fix_ts,
-            vehicles,
-            geofences,
-            namer,
-            places,
-            thresholds,
-            tiles: None,
-            loaded_from: (version, file),
-        })
+        let vehicles = store::read::vehicles(conn)?;
+        let geofences = store::read_geofences(conn)?;
+        let known_places = store::read_places(conn)?;
+        let thresholds = crate::pipeline::stored_thresholds(conn)?;
+        self.namer = Namer::for_geofences(&geofences, &known_places);
+        self.places = resolve::place_candidates(&geofences, &known_places);
+        self.zone = zone;
+        self.now_ts = clock_ts.max(newest_fix_ts);
+        self.live_clock = live_clock;
+        self.newest_fix_ts = newest_fix_ts;
+        self.vehicles = vehicles;
+        self.geofences = geofences;
+        self.thresholds = thresholds;
+        self.loaded_from = (version, file);
+        Ok(())
     }
 
     /// True when the database changed since its data was loaded: another connection
@@ -137,9 +154,17 @@ impl Db {
         if !self.is_stale() {
             return Ok(false);
         }
-        let mut fresh = Db::open(&self.path)?;
-        fresh.tiles = self.tiles.take();
-        *self = fresh;
+        let file = file_id(&self.path);
+        if file == self.loaded_from.1 {
+            // The same file, changed: read it again on this connection (a live feed
+            // commits many times a second; a new connection would parse the schema
+            // each time).
+            self.load(file)?;
+        } else {
+            let mut fresh = Db::open(&self.path)?;
+            fresh.tiles = self.tiles.take();
+            *self = fresh;
+        }
         Ok(true)
     }
 
