@@ -45,6 +45,11 @@ fn main() {
         let _ = std::fs::remove_dir_all(&dir);
         return;
     }
+    if std::env::var("FLEETCTL_BENCH_ONLY").as_deref() == Ok("ingest") {
+        bench_live(&dir, quick);
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
     if std::env::var("FLEETCTL_BENCH_ONLY").as_deref() == Ok("import") {
         bench_import(&dir, quick);
         let _ = std::fs::remove_dir_all(&dir);
@@ -116,6 +121,9 @@ fn main() {
     println!("serve --http (the release binary over loopback, keep-alive connections)");
     bench_http(&dir.join("default-0.db"));
     bench_http_non_readers(&dir.join("default-0.db"));
+
+    println!();
+    bench_live(&dir, quick);
 
     println!();
     println!("serve under hostile input (peak resident memory of the server process)");
@@ -1316,4 +1324,306 @@ fn iso_utc(ts: i64) -> String {
         secs / 60 % 60,
         secs % 60
     )
+}
+
+/// The live feed: sustained ingest with freshness and tool latency under it, and
+/// the cost per fix against fleet size and history.
+fn bench_live(dir: &Path, quick: bool) {
+    println!(
+        "live ingest (the release binary: serve --http --ingest, fed by fleetctl replay over loopback keep-alive)"
+    );
+    bench_ingest(dir, quick);
+    println!();
+    println!("live analysis, in-process (cost per pushed fix: commit, analysis, rows stored)");
+    bench_incremental(dir, quick);
+}
+
+/// The ingest token of the live benchmarks' servers.
+const INGEST_TOKEN: &str = "bench-ingest-token-0123456789";
+/// Their MCP token.
+const MCP_TOKEN: &str = "bench-token-0123456789abcdef";
+
+/// Starts the release binary's `serve --http --ingest --auto-register` on a free
+/// loopback port; the process and its address once it listens.
+fn start_ingest_server(db: &Path) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetctl"))
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .args(["--ingest", "--auto-register"])
+        .env("FLEETCTL_TOKEN", MCP_TOKEN)
+        .env("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve --http --ingest starts");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let addr = loop {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "server exited");
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    (child, addr)
+}
+
+/// `fleetctl replay --speed 0` of `source` into the server at `addr`.
+fn replay(source: &Path, addr: &str, connections: usize, limit: usize) -> Command {
+    let mut replay = Command::new(env!("CARGO_BIN_EXE_fleetctl"));
+    replay
+        .args(["--db", source.to_str().unwrap(), "replay", "--speed", "0"])
+        .args(["--to", &format!("http://{addr}")])
+        .args(["--devices", &connections.to_string()])
+        .args(["--limit", &limit.to_string()])
+        .env("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN)
+        .stderr(std::process::Stdio::inherit());
+    replay
+}
+
+/// A number in replay's summary line, found after `label`.
+fn figure_after(line: &str, label: &str) -> f64 {
+    line.split(label)
+        .nth(1)
+        .and_then(|rest| {
+            rest.trim_start_matches(['(', ' '])
+                .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .next()
+        })
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no {label:?} in {line:?}"))
+}
+
+/// One MCP `vehicle_position` call on a kept-alive connection: its latitude, and
+/// how long the answer took, ms.
+fn position_lat(
+    stream: &mut std::net::TcpStream,
+    buf: &mut Vec<u8>,
+    addr: &str,
+    plate: &str,
+) -> (Option<f64>, f64) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "vehicle_position", "arguments": {"plate": plate},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {MCP_TOKEN}\r\nContent-Type: application/json\r\n\
+         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: vehicle_position\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let t = Instant::now();
+    let status = http_post(stream, buf, request.as_bytes());
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    let start = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let answer: serde_json::Value = serde_json::from_slice(&buf[start..]).unwrap_or_default();
+    let lat = (status == 200)
+        .then(|| answer["result"]["structuredContent"]["lat"].as_f64())
+        .flatten();
+    (lat, ms)
+}
+
+fn percentile(times: &mut [f64], p: usize) -> f64 {
+    times.sort_by(f64::total_cmp);
+    times[(times.len() * p / 100).min(times.len() - 1)]
+}
+
+/// Sustained ingest over HTTP keep-alive (`fleetctl replay` of a generated
+/// 1,000-vehicle day into an `init` database), and meanwhile: how soon a pushed fix
+/// shows in `vehicle_position`, and how long that tool takes, against idle.
+fn bench_ingest(dir: &Path, quick: bool) {
+    use std::io::Write;
+    // One in fifteen generated vehicles is out of service: 1,072 give 1,000 devices.
+    let (vehicles, fixes) = if quick {
+        (107, 100_000)
+    } else {
+        (1072, 1_200_000)
+    };
+    let source = dir.join("ingest-source.db");
+    generate_in_child(&source, vehicles, 1, false);
+    let live = dir.join("ingest-live.db");
+    let made = Command::new(env!("CARGO_BIN_EXE_fleetctl"))
+        .args([
+            "--db",
+            live.to_str().unwrap(),
+            "init",
+            "--time-zone",
+            "America/Guatemala",
+        ])
+        .output()
+        .expect("init runs");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let (mut server, addr) = start_ingest_server(&live);
+    // Every device registers (auto-register) before the figures are taken.
+    let warm = replay(&source, &addr, 60, vehicles as usize * 2)
+        .output()
+        .expect("replay runs");
+    assert!(
+        warm.status.success(),
+        "{}",
+        String::from_utf8_lossy(&warm.stderr)
+    );
+
+    let mut probe = std::net::TcpStream::connect(&addr).expect("connect");
+    probe.set_nodelay(true).ok();
+    let mut mcp = std::net::TcpStream::connect(&addr).expect("connect");
+    mcp.set_nodelay(true).ok();
+    let (mut buf, mut answer_buf) = (Vec::new(), Vec::new());
+    let probe_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+        - 7200;
+    // Push the probe's k-th fix; its latitude tells it apart.
+    let mut push_probe = |k: usize| -> f64 {
+        let lat = 14.6 + k as f64 * 1e-4;
+        let request = format!(
+            "GET /ingest/osmand?id=bench-probe&timestamp={}&lat={lat:.4}&lon=-90.5&speed=0&token={INGEST_TOKEN} HTTP/1.1\r\nHost: {addr}\r\n\r\n",
+            probe_at + k as i64 * 15
+        );
+        probe.write_all(request.as_bytes()).expect("push");
+        assert_eq!(http_post(&mut probe, &mut buf, b""), 200, "the probe's fix");
+        lat
+    };
+    push_probe(0);
+    let mut idle = Vec::new();
+    while idle.len() < 200 {
+        let (lat, ms) = position_lat(&mut mcp, &mut answer_buf, &addr, "bench-probe");
+        if lat.is_some() {
+            idle.push(ms);
+        }
+    }
+
+    let mut load = replay(&source, &addr, 60, fixes)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("replay runs");
+    let (mut freshness, mut loaded) = (Vec::new(), Vec::new());
+    let mut k = 1;
+    while load.try_wait().expect("replay").is_none() && k < 400 {
+        let pushed = Instant::now();
+        let lat = push_probe(k);
+        loop {
+            let (seen, ms) = position_lat(&mut mcp, &mut answer_buf, &addr, "bench-probe");
+            loaded.push(ms);
+            if seen.is_some_and(|s| (s - lat).abs() < 1e-6) {
+                break;
+            }
+        }
+        freshness.push(pushed.elapsed().as_secs_f64() * 1000.0);
+        k += 1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = load.wait_with_output().expect("replay ends");
+    let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(out.status.success() && line.contains("refused 0"), "{line}");
+    let _ = server.kill();
+    let _ = server.wait();
+
+    let rate = figure_after(&line, "s (");
+    let p99 = figure_after(&line, "p99");
+    let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
+    println!("  {line}");
+    println!(
+        "  sustained ingest: {rate:.0} fixes/s, p99 {p99:.1} ms  (target ≥ 20000/s, p99 ≤ 100 ms: {})",
+        verdict(rate >= 20_000.0 && p99 <= 100.0)
+    );
+    let fresh_p99 = percentile(&mut freshness, 99);
+    println!(
+        "  freshness under that load (push → vehicle_position shows it), {} probes: p50 {:.0} ms  p99 {fresh_p99:.0} ms  (target p99 ≤ 1000 ms: {})",
+        freshness.len(),
+        percentile(&mut freshness, 50),
+        verdict(fresh_p99 <= 1000.0)
+    );
+    let (idle_p50, load_p50) = (percentile(&mut idle, 50), percentile(&mut loaded, 50));
+    println!(
+        "  MCP vehicle_position: idle p50 {idle_p50:.2} ms, p99 {:.2} ms; under load p50 {load_p50:.2} ms, p99 {:.2} ms  (target ≤ 2× idle: {})",
+        percentile(&mut idle, 99),
+        percentile(&mut loaded, 99),
+        verdict(load_p50 <= 2.0 * idle_p50)
+    );
+}
+
+/// The live feed's cost per fix (commit, analysis, rows stored), in-process: every
+/// vehicle of a generated fleet pushes one fix per round, as a fleet reporting
+/// every 15 s does; the first round (each vehicle analysed whole) is not counted.
+fn bench_incremental(dir: &Path, quick: bool) {
+    use fleetctl::live::{self, Endpoint, Request};
+    let cases: &[(u32, u32)] = if quick {
+        &[(15, 7), (100, 7), (15, 30)]
+    } else {
+        &[(15, 7), (1000, 7), (15, 90)]
+    };
+    let rounds = 20;
+    for &(vehicles, days) in cases {
+        let db = dir.join(format!("incremental-{vehicles}x{days}.db"));
+        generate_in_child(&db, vehicles, days, false);
+        let last: Vec<(String, i64, f64, f64)> = {
+            let conn = rusqlite::Connection::open(&db).expect("open");
+            conn.execute_batch("UPDATE vehicles SET device_id = plate")
+                .expect("device ids");
+            let mut st = conn
+                .prepare("SELECT v.plate, f.ts, f.lat, f.lon FROM latest_fix f JOIN vehicles v ON v.id = f.vehicle_id")
+                .expect("query");
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .expect("rows")
+                .collect::<rusqlite::Result<_>>()
+                .expect("rows")
+        };
+        let (mut writer, mut analyser) = live::open(
+            &db,
+            live::Options {
+                auto_register: false,
+                osmand_speed: fleetctl::ingest::units::SpeedUnit::Kmh,
+            },
+        )
+        .expect("open the feed");
+        let mut pending = Vec::new();
+        let mut elapsed = Duration::ZERO;
+        for round in 0..=rounds {
+            let group: Vec<Request> = last
+                .iter()
+                .map(|(plate, ts, lat, lon)| Request {
+                    endpoint: Endpoint::Osmand,
+                    query: live::protocols::form_pairs(&format!(
+                        "id={plate}&timestamp={}&lat={:.6}&lon={lon}&speed=25",
+                        ts + 15 * (round + 1) as i64,
+                        lat + 1e-3 * (round + 1) as f64
+                    )),
+                    body: Vec::new(),
+                    json: false,
+                })
+                .collect();
+            let started = Instant::now();
+            let committed = writer.commit(
+                &group,
+                std::mem::take(&mut pending),
+                fleetctl::clock::wall_clock_now(),
+            );
+            assert!(committed.outcomes.iter().all(Result::is_ok), "pushed");
+            if let Some(epoch) = committed.restart {
+                analyser.restart(epoch).expect("restart");
+            }
+            let (rows, _) = analyser.analyse(&committed.added).expect("analysed");
+            pending.push(rows);
+            if round > 0 {
+                elapsed += started.elapsed();
+            }
+        }
+        let fixes = rounds * last.len();
+        println!(
+            "  {vehicles:>4} vehicles × {days:>2} days: {:>6.1} µs per fix  ({fixes} fixes in {rounds} rounds of one per vehicle)",
+            elapsed.as_secs_f64() * 1e6 / fixes as f64
+        );
+    }
 }

@@ -18,7 +18,7 @@ use crate::model::Fix;
 use crate::{clock, logging};
 use hyper::Request;
 use hyper::body::{Bytes, Incoming};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
@@ -181,8 +181,15 @@ fn write_loop(mut writer: live::Writer, queue: Receiver<Work>, analyser: mpsc::S
     }
 }
 
-/// Works out the derived rows for every fix committed since its last round at
-/// once (a vehicle's detection then runs once for all its new fixes, so that the
+/// A vehicle's fixes are analysed at most this often: a device pushing several
+/// fixes a second (a buffer upload, a replay) has them analysed together, and its
+/// rows written once for all of them. A fix is never held longer than this, so
+/// the reports lag the feed by under a second even at full load; a vehicle
+/// reporting every few seconds, as trackers do, is analysed at once.
+const COALESCE: Duration = Duration::from_millis(250);
+
+/// Works out the derived rows of the vehicles that got fixes, each vehicle at
+/// most every `COALESCE` (all the fixes it got meanwhile at once, so that the
 /// analysis keeps up however fast they come), sends them to the writer, and hands
 /// the events found to the alerts; until the writer is gone.
 fn analyse_loop(
@@ -192,15 +199,35 @@ fn analyse_loop(
     alerts: super::alerts::Alerts,
 ) {
     let mut stats = Minute::default();
-    while let Ok(first) = committed.recv() {
+    let mut pending: BTreeMap<i64, Vec<Fix>> = BTreeMap::new();
+    let mut analysed_at: HashMap<i64, Instant> = HashMap::new();
+    let due_at = |analysed_at: &HashMap<i64, Instant>, vehicle: &i64| {
+        analysed_at.get(vehicle).map(|t| *t + COALESCE)
+    };
+    loop {
+        // Wait for fixes, or for the first vehicle held back to fall due.
+        let next_due = pending.keys().filter_map(|v| due_at(&analysed_at, v)).min();
+        let first = match next_due {
+            None if pending.is_empty() => match committed.recv() {
+                Ok(first) => Some(first),
+                Err(_) => return,
+            },
+            None => None,
+            Some(at) => {
+                match committed.recv_timeout(at.saturating_duration_since(Instant::now())) {
+                    Ok(first) => Some(first),
+                    Err(mpsc::RecvTimeoutError::Timeout) => None,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+            }
+        };
         let started = Instant::now();
-        let mut added: BTreeMap<i64, Vec<Fix>> = BTreeMap::new();
         let (mut restart, mut flush) = (None, false);
-        for next in std::iter::once(first).chain(committed.try_iter()) {
+        for next in first.into_iter().chain(committed.try_iter()) {
             match next {
                 Committed::Fixes(fixes) => {
                     for (vehicle, f) in fixes {
-                        added.entry(vehicle).or_default().extend(f);
+                        pending.entry(vehicle).or_default().extend(f);
                     }
                 }
                 // The fixes already taken are analysed after it, from the store.
@@ -215,9 +242,22 @@ fn analyse_loop(
                 "ingest: the settings could not be read again: {e}"
             ));
         }
-        let fixes = added.values().map(Vec::len).sum();
+        let now = Instant::now();
+        let due: BTreeMap<i64, Vec<Fix>> = if flush {
+            std::mem::take(&mut pending)
+        } else {
+            pending
+                .extract_if(.., |v, _| {
+                    due_at(&analysed_at, v).is_none_or(|at| at <= now)
+                })
+                .collect()
+        };
+        let fixes = due.values().map(Vec::len).sum();
         if fixes > 0 {
-            match analyser.analyse(&added) {
+            for vehicle in due.keys() {
+                analysed_at.insert(*vehicle, now);
+            }
+            match analyser.analyse(&due) {
                 Ok((rows, analysed)) => {
                     if writer.send(Work::Rows(rows)).is_err() {
                         return;
@@ -228,15 +268,15 @@ fn analyse_loop(
                     "ingest: fixes are stored but their analysis failed (the vehicles are analysed whole on their next fixes): {e}"
                 )),
             }
+            stats.add([fixes, due.len()], started.elapsed(), |[fixes, vehicles], secs, busy| {
+                format!(
+                    "ingest: analysed {fixes} fixes as {vehicles} vehicle rounds in {secs:.0} s; the analyser was busy {busy:.0}% of the time"
+                )
+            });
         }
         if flush && writer.send(Work::Flushed).is_err() {
             return;
         }
-        stats.add([fixes, added.len()], started.elapsed(), |[fixes, vehicles], secs, busy| {
-            format!(
-                "ingest: analysed {fixes} fixes as {vehicles} vehicle rounds in {secs:.0} s; the analyser was busy {busy:.0}% of the time"
-            )
-        });
     }
 }
 
