@@ -1355,7 +1355,7 @@ fn start_ingest_server(db: &Path) -> (std::process::Child, String) {
             "--http",
             "127.0.0.1:0",
         ])
-        .args(["--ingest", "--auto-register"])
+        .args(["--ingest", "--auto-register", "--max-connections", "2048"])
         .env("FLEETCTL_TOKEN", MCP_TOKEN)
         .env("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN)
         .stdout(std::process::Stdio::null())
@@ -1504,7 +1504,8 @@ fn bench_ingest(dir: &Path, quick: bool) {
         }
     }
 
-    let mut load = replay(&source, &addr, 60, fixes)
+    // A connection per device, as a real fleet's trackers each hold theirs.
+    let mut load = replay(&source, &addr, vehicles as usize, fixes)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("replay runs");

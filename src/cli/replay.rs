@@ -25,6 +25,9 @@ pub(super) struct ReplayArgs {
     speed: f64,
 
     /// Connections pushing at once, each for its share of the vehicles (1–4096).
+    /// To a loopback server, connections past the 50th come from 127.0.1.1,
+    /// 127.0.1.2, … (50 each), as a fleet's devices come from many addresses; give
+    /// the server `--max-connections` above N.
     #[arg(long, default_value_t = 16, value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..=4096))]
     devices: u16,
@@ -91,7 +94,7 @@ pub(super) fn run(db: PathBuf, args: ReplayArgs) -> Result<()> {
                 let (db, host, token) = (&db, host.as_str(), token.as_str());
                 scope.spawn(move || {
                     let fixes = share_fixes(db, &share)?;
-                    let mut client = Client::new(host, port);
+                    let mut client = Client::new(host, port, d);
                     let mut tally = Tally::default();
                     for (device, fix) in fixes.iter().take(per_device) {
                         if args.speed > 0.0 {
@@ -233,14 +236,28 @@ fn http_target(url: &str) -> Result<(String, u16)> {
 struct Client {
     host: String,
     port: u16,
+    /// The address it connects from (`None`: the system's choice).
+    source: Option<std::net::IpAddr>,
     conn: Option<BufReader<TcpStream>>,
 }
 
+/// Connections per loopback source address, under the server's cap per address
+/// (64): beyond them, a replay to a loopback server spreads its connections over
+/// 127.0.1.1, 127.0.1.2, …, as devices come from many addresses.
+const CONNECTIONS_PER_SOURCE: usize = 50;
+
 impl Client {
-    fn new(host: &str, port: u16) -> Client {
+    /// A client for connection number `index` of a replay.
+    fn new(host: &str, port: u16, index: usize) -> Client {
+        let loopback = host
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback());
+        let group = index / CONNECTIONS_PER_SOURCE;
         Client {
             host: host.to_string(),
             port,
+            source: (loopback && group > 0)
+                .then(|| std::net::Ipv4Addr::new(127, 0, 1, group as u8).into()),
             conn: None,
         }
     }
@@ -268,7 +285,11 @@ impl Client {
     fn connect(&self) -> std::io::Result<TcpStream> {
         let mut waited = Duration::ZERO;
         loop {
-            match TcpStream::connect((self.host.as_str(), self.port)) {
+            let connected = match self.source {
+                None => TcpStream::connect((self.host.as_str(), self.port)),
+                Some(source) => self.connect_from(source),
+            };
+            match connected {
                 Err(e)
                     if e.kind() == std::io::ErrorKind::ConnectionRefused
                         && waited < Duration::from_secs(10) =>
@@ -279,6 +300,25 @@ impl Client {
                 other => return other,
             }
         }
+    }
+
+    /// Connects from `source` (std cannot bind before connecting; tokio's socket
+    /// can, on a runtime made for the moment).
+    fn connect_from(&self, source: std::net::IpAddr) -> std::io::Result<TcpStream> {
+        let to = std::net::SocketAddr::new(
+            self.host
+                .parse()
+                .map_err(|_| std::io::Error::other("not an IP address"))?,
+            self.port,
+        );
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind(std::net::SocketAddr::new(source, 0))?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()?;
+        let stream = runtime.block_on(socket.connect(to))?.into_std()?;
+        stream.set_nonblocking(false)?;
+        Ok(stream)
     }
 
     fn try_get(&mut self, path: &str, token: &str) -> std::io::Result<(u16, String)> {

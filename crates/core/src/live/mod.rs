@@ -168,6 +168,10 @@ impl Ingestor {
         for request in group {
             let outcome = match self.read(request, now) {
                 Err(e) => Err(e),
+                // One fix is one insert, whole or not at all by itself: no savepoint
+                // to pay for. (With --auto-register its device's new vehicle may come
+                // first; that registration stands on its own.)
+                Ok(batch) if batch.fixes.len() <= 1 => self.store_batch(tx, batch),
                 Ok(batch) => match tx.savepoint() {
                     Err(e) => Err(savepoint_err(e)),
                     // Dropped without commit, a savepoint rolls its request back.
