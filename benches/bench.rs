@@ -139,6 +139,12 @@ fn main() {
 /// Starts the release binary's `serve --http` on a free loopback port; returns the
 /// process and its address once it says it listens.
 fn start_http_server(db: &Path, token: &str) -> (std::process::Child, String) {
+    start_server(db, &[], &[("FLEETCTL_TOKEN", token)])
+}
+
+/// Starts `serve --http` on a free loopback port with more arguments and
+/// environment; the process and its address once it listens.
+fn start_server(db: &Path, args: &[&str], env: &[(&str, &str)]) -> (std::process::Child, String) {
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_fleetctl"))
         .args([
@@ -148,7 +154,8 @@ fn start_http_server(db: &Path, token: &str) -> (std::process::Child, String) {
             "--http",
             "127.0.0.1:0",
         ])
-        .env("FLEETCTL_TOKEN", token)
+        .args(args)
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -987,10 +994,8 @@ fn http_post(stream: &mut std::net::TcpStream, buf: &mut Vec<u8>, request: &[u8]
     }
 }
 
-fn bench_http(db: &Path) {
-    let token = "bench-token-0123456789abcdef";
-    let (mut child, addr) = start_http_server(db, token);
-    let plate = Db::open(db).expect("open").vehicles[0].0.plate.clone();
+/// The HTTP request of an MCP `vehicle_position` call (the stateless revision).
+fn vehicle_position_request(addr: &str, token: &str, plate: &str) -> String {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "vehicle_position", "arguments": {"plate": plate},
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}})
@@ -1000,6 +1005,14 @@ fn bench_http(db: &Path) {
          MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: vehicle_position\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
+    request
+}
+
+fn bench_http(db: &Path) {
+    let token = "bench-token-0123456789abcdef";
+    let (mut child, addr) = start_http_server(db, token);
+    let plate = Db::open(db).expect("open").vehicles[0].0.plate.clone();
+    let request = vehicle_position_request(&addr, token, &plate);
     let (connections, per_connection) = (10, 400);
     let started = Instant::now();
     let threads: Vec<_> = (0..connections)
@@ -1353,33 +1366,14 @@ const MCP_TOKEN: &str = "bench-token-0123456789abcdef";
 /// Starts the release binary's `serve --http --ingest --auto-register` on a free
 /// loopback port; the process and its address once it listens.
 fn start_ingest_server(db: &Path) -> (std::process::Child, String) {
-    use std::io::BufRead;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetctl"))
-        .args([
-            "--db",
-            db.to_str().unwrap(),
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-        ])
-        .args(["--ingest", "--auto-register", "--max-connections", "2048"])
-        .env("FLEETCTL_TOKEN", MCP_TOKEN)
-        .env("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("serve --http --ingest starts");
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let addr = loop {
-        line.clear();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "server exited");
-        if let Some(rest) = line.split("listening on http://").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    (child, addr)
+    start_server(
+        db,
+        &["--ingest", "--auto-register", "--max-connections", "2048"],
+        &[
+            ("FLEETCTL_TOKEN", MCP_TOKEN),
+            ("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN),
+        ],
+    )
 }
 
 /// `fleetctl replay --speed 0` of `source` into the server at `addr`.
@@ -1416,15 +1410,7 @@ fn position_lat(
     addr: &str,
     plate: &str,
 ) -> (Option<f64>, f64) {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "vehicle_position", "arguments": {"plate": plate},
-        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}})
-    .to_string();
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {MCP_TOKEN}\r\nContent-Type: application/json\r\n\
-         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: vehicle_position\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
+    let request = vehicle_position_request(addr, MCP_TOKEN, plate);
     let t = Instant::now();
     let status = http_post(stream, buf, request.as_bytes());
     let ms = t.elapsed().as_secs_f64() * 1000.0;
