@@ -652,6 +652,23 @@ id,deviceId,protocol,serverTime,deviceTime,fixTime,valid,latitude,longitude,alti
     assert_eq!(p["speed_kmh"], json!(22.2), "12 knots: {p}");
     assert_eq!(p["odometer_km"], json!(5.15));
     assert_eq!(p["heading"], json!("S"));
+    // A Traccar export names its devices: each vehicle it adds is known by that id
+    // to the live feed (`serve --ingest`), as `vehicles add --device-id` would set.
+    let devices: Vec<(String, Option<String>)> = rusqlite::Connection::open(&db)
+        .unwrap()
+        .prepare("SELECT plate, device_id FROM vehicles ORDER BY plate")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(
+        devices,
+        [
+            ("7".to_string(), Some("7".to_string())),
+            ("9".to_string(), Some("9".to_string()))
+        ]
+    );
 }
 
 #[test]

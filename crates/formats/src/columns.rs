@@ -62,6 +62,7 @@ impl Field {
                 "vehicleid",
                 "device",
                 "deviceid",
+                "uniqueid",
                 "name",
                 "unit",
                 "imei",
@@ -126,6 +127,9 @@ pub struct ColumnMap {
     /// The time column's name says UTC (`time_utc`, `timestamp_utc`, `fix_time_z`):
     /// its naive times are UTC, not the fleet's local time.
     pub time_utc: bool,
+    /// The plate column holds device ids (`deviceId`, `uniqueId`, `imei`): the
+    /// vehicles it adds are known by them to the live feed.
+    pub plate_is_device_id: bool,
 }
 
 impl ColumnMap {
@@ -176,6 +180,12 @@ impl ColumnMap {
             .index
             .get(&Field::Time)
             .is_some_and(|&i| says_utc(&header[i]));
+        map.plate_is_device_id = map.index.get(&Field::Plate).is_some_and(|&i| {
+            matches!(
+                normalise(&header[i]).as_str(),
+                "deviceid" | "uniqueid" | "imei"
+            )
+        });
         map.date_index = header
             .iter()
             .position(|h| matches!(normalise(h).as_str(), "date" | "gpsdate" | "day"))
@@ -334,5 +344,21 @@ mod tests {
         )
         .unwrap();
         assert!(mapped.time_utc);
+    }
+
+    #[test]
+    fn a_plate_column_named_for_devices_holds_device_ids() {
+        for (name, device) in [
+            ("deviceId", true),
+            ("uniqueId", true),
+            ("IMEI", true),
+            ("plate", false),
+            ("device", false),
+            ("name", false),
+        ] {
+            let m = ColumnMap::from_header(&header(&[name, "time", "lat", "lon"]), &[]).unwrap();
+            assert_eq!(m.index[&Field::Plate], 0, "{name}");
+            assert_eq!(m.plate_is_device_id, device, "{name}");
+        }
     }
 }

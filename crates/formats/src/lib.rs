@@ -262,6 +262,9 @@ impl Source<'_, '_, '_, '_> {
         };
         // The import checks the file's figures against these when it ends.
         self.ingest.file_units(self.file, &units);
+        if columns.is_some_and(|c| c.plate_is_device_id) {
+            self.ingest.plates_name_devices(self.file);
+        }
         units
     }
 

@@ -118,6 +118,9 @@ pub struct Ingest<'c, 'r> {
     order: Order,
     checker: Checker,
     plates: HashMap<String, i64>,
+    /// Files whose plate column names devices (`deviceId`, `uniqueId`, `imei`): a
+    /// vehicle they add is known by that id to the live feed too.
+    device_files: HashSet<usize>,
     books: Books<'r>,
 }
 
@@ -176,6 +179,14 @@ impl<'c, 'r> Ingest<'c, 'r> {
         self.books.files.len() - 1
     }
 
+    /// Says that file `file`'s plate column holds device ids (a Traccar export's
+    /// `deviceId`, a tracker's `imei`): each vehicle its rows add, or find without
+    /// one, gets its plate as device id, so that the device's pushes to `serve
+    /// --ingest` land on it.
+    pub fn plates_name_devices(&mut self, file: usize) {
+        self.device_files.insert(file);
+    }
+
     /// Records the units file `file` is read in (its figures are checked against
     /// its positions when the import ends).
     pub fn file_units(&mut self, file: usize, read_in: &FileUnits) {
@@ -189,7 +200,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
         self.books.files[file].rows_read += 1;
         match self.checker.check(row, units, file) {
             Ok((plate, staged)) => {
-                let vehicle = self.vehicle(plate).map_err(|e| e.message);
+                let vehicle = self.vehicle(plate, file).map_err(|e| e.message);
                 self.stage_as(file, row.line, vehicle, staged)
             }
             Err((reason, detail)) => self.reject(file, row.line, reason, detail),
@@ -237,7 +248,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
             };
             let vehicle = vehicles[plate as usize]
                 .get_or_insert_with(|| {
-                    self.vehicle(&batch.plates[plate as usize])
+                    self.vehicle(&batch.plates[plate as usize], file)
                         .map_err(|e| e.message)
                 })
                 .clone();
@@ -498,6 +509,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
             order,
             checker,
             plates: HashMap::new(),
+            device_files: HashSet::new(),
             books: Books {
                 files: Vec::new(),
                 growing: HashMap::new(),
@@ -510,11 +522,13 @@ impl<'c, 'r> Ingest<'c, 'r> {
         }
     }
 
-    fn vehicle(&mut self, plate: &str) -> Result<i64> {
+    fn vehicle(&mut self, plate: &str, file: usize) -> Result<i64> {
         if let Some(&id) = self.plates.get(plate) {
             return Ok(id);
         }
-        let (id, added) = self.importer.vehicle_id(plate)?;
+        let (id, added) = self
+            .importer
+            .vehicle_id(plate, self.device_files.contains(&file))?;
         if added {
             self.books.added.insert(id);
         }

@@ -38,23 +38,37 @@ impl<'c> Importer<'c> {
     }
 
     /// The id of the vehicle with this plate, added (kind `unknown`, no driver) when
-    /// the database has none; true when it was added.
-    pub fn vehicle_id(&self, plate: &str) -> Result<(i64, bool)> {
+    /// the database has none; true when it was added. With `device_id`, the plate is
+    /// a device's id: the vehicle gets it as its device id, unless it has one or
+    /// another vehicle has this one.
+    pub fn vehicle_id(&self, plate: &str, device_id: bool) -> Result<(i64, bool)> {
         let found: Option<i64> = self
             .conn
             .prepare_cached("SELECT id FROM vehicles WHERE plate = ?1")
             .and_then(|mut st| st.query_row([plate], |r| r.get(0)).optional())
             .map_err(db_err)?;
-        if let Some(id) = found {
-            return Ok((id, false));
+        let (id, added) = match found {
+            Some(id) => (id, false),
+            None => {
+                self.conn
+                    .prepare_cached(
+                        "INSERT INTO vehicles (plate, kind, driver, active, route) VALUES (?1, 'unknown', '', 1, NULL)",
+                    )
+                    .and_then(|mut st| st.execute([plate]))
+                    .map_err(db_write_err)?;
+                (self.conn.last_insert_rowid(), true)
+            }
+        };
+        if device_id {
+            self.conn
+                .prepare_cached(
+                    "UPDATE vehicles SET device_id = ?1 WHERE id = ?2 AND device_id IS NULL \
+                     AND NOT EXISTS (SELECT 1 FROM vehicles WHERE device_id = ?1)",
+                )
+                .and_then(|mut st| st.execute(params![plate, id]))
+                .map_err(db_write_err)?;
         }
-        self.conn
-            .prepare_cached(
-                "INSERT INTO vehicles (plate, kind, driver, active, route) VALUES (?1, 'unknown', '', 1, NULL)",
-            )
-            .and_then(|mut st| st.execute([plate]))
-            .map_err(db_write_err)?;
-        Ok((self.conn.last_insert_rowid(), true))
+        Ok((id, added))
     }
 
     /// The positions already stored for a vehicle from `from_ts` to `to_ts`
