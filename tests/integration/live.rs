@@ -382,6 +382,40 @@ fn every_acknowledged_fix_survives_kill_9() {
     assert_eq!(stored, acknowledged);
 }
 
+/// A server stopped (SIGTERM) right after its last acknowledged push leaves the
+/// reports up to date: it analyses what it holds and stores the rows before it
+/// exits, so the database answers about every fix without a poll.
+#[test]
+fn a_stopped_server_leaves_every_fix_analysed() {
+    let dir = TempDir::new("ingest-stop");
+    let (db, mut s) = live_fleet(&dir, &[]);
+    let auth = bearer(INGEST_TOKEN);
+    // Several fixes a second: the analysis holds them back to do them together.
+    for k in 0..30 {
+        let path = format!(
+            "/ingest/osmand?id=48241179&lat={}&lon=-90.5&speed=30&timestamp={}",
+            14.6 + k as f64 * 1e-3,
+            DATA_NOW - 1800 + k * 15
+        );
+        assert_eq!(
+            send(&s, "POST", &path, &[("Authorization", &auth)], "").0,
+            200
+        );
+    }
+    let status = crate::harness::sigterm_and_wait(&mut s.child);
+    assert!(status.success(), "{status:?}");
+    let (newest, analysed): (i64, Option<i64>) = open(&db)
+        .query_row(
+            "SELECT (SELECT max(p.ts) FROM positions p JOIN vehicles v ON v.id = p.vehicle_id WHERE v.plate = 'P-900LIV'), \
+                    (SELECT f.ts FROM latest_fix f JOIN vehicles v ON v.id = f.vehicle_id WHERE v.plate = 'P-900LIV')",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(analysed, Some(newest));
+    assert_eq!(newest, DATA_NOW - 1800 + 29 * 15);
+}
+
 /// Without `--ingest` the server takes no positions, and says how to turn it on.
 #[test]
 fn a_server_without_ingest_says_how_to_turn_it_on() {
