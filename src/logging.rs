@@ -45,14 +45,23 @@ pub fn start_background() {
     let spawned = std::thread::Builder::new()
         .name("log".into())
         .spawn(move || {
-            for line in queue {
+            // The lines queued meanwhile go out in one write (a busy server logs
+            // thousands a second), each whole.
+            let mut batch = String::new();
+            while let Ok(first) = queue.recv() {
                 let dropped = DROPPED.swap(0, Ordering::Relaxed);
                 if dropped > 0 {
-                    write_line(&format!(
-                        "{dropped} log lines dropped: stderr did not keep up"
-                    ));
+                    push_line(
+                        &mut batch,
+                        &format!("{dropped} log lines dropped: stderr did not keep up"),
+                    );
                 }
-                write_line(&line);
+                push_line(&mut batch, &first);
+                for line in queue.try_iter().take(BATCH_LINES) {
+                    push_line(&mut batch, &line);
+                }
+                let _ = std::io::stderr().lock().write_all(batch.as_bytes());
+                batch.clear();
             }
             let _ = finished.send(());
         });
@@ -69,6 +78,16 @@ pub fn stop_background(wait: std::time::Duration) {
         drop(lines);
         let _ = done.recv_timeout(wait);
     }
+}
+
+/// Lines the background writer gathers into one write at most.
+const BATCH_LINES: usize = 256;
+
+/// Adds one line to a batch, as [`write_line`] writes it.
+fn push_line(batch: &mut String, line: &str) {
+    batch.push_str("fleetctl: ");
+    batch.push_str(line);
+    batch.push('\n');
 }
 
 /// Writes one escaped line to stderr (blocking).
