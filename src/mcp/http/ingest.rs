@@ -3,11 +3,12 @@
 //! the MCP token: an ingest token only appends positions, and the MCP token never
 //! writes), its body is read within the shared budget, and it joins the queue of
 //! the one writer thread, which commits whatever has queued as one group
-//! (`live::Ingestor::commit`, WAL with `synchronous = FULL`) and then answers each
-//! request: a 200 means the fixes are on disk. The analyser thread then brings the
-//! vehicles' reports up to date, all the fixes committed since its last round at
-//! once, so that it keeps up at any rate (docs/live.md: within milliseconds idle,
-//! under a second at full load).
+//! (`live::Writer::commit`, WAL with `synchronous = FULL`) and then answers each
+//! request: a 200 means the fixes are on disk. The analyser thread works out the
+//! vehicles' rows from those fixes (each vehicle at most every `COALESCE`, all its
+//! new fixes at once, so that it keeps up at any rate), and the writer stores them
+//! with its next group (docs/live.md: within milliseconds idle, under a second at
+//! full load).
 
 use super::policy;
 use super::request::{Answer, Refused, authenticate, error_answer, read_body, refuse, respond};

@@ -1,8 +1,10 @@
 //! The live feed: positions that trackers and phone apps push to `fleetctl serve
 //! --http --ingest`, read from their own protocols (`protocols`) and committed to the
-//! store in groups (`Ingestor::commit`), each device known by its id
-//! (`vehicles.device_id`). The transport (HTTP, the group's queue, the answers) is
-//! the server's; what a request means and what is stored is decided here.
+//! store in groups (`Writer::commit`), each device known by its id
+//! (`vehicles.device_id`), and their derived rows worked out beside them
+//! (`Analyser`) and stored with the next group. The transport (HTTP, the queues,
+//! the threads, the answers) is the server's; what a request means and what is
+//! stored is decided here.
 
 pub mod protocols;
 
@@ -350,7 +352,7 @@ pub fn open(path: &std::path::Path, options: Options) -> Result<(Writer, Analyse
 
 impl Writer {
     /// Stores the analyser's `rows` (those of its current epoch) and commits a
-    /// group of requests (`Ingestor::commit`) with the wall clock `now`, in one
+    /// group of requests (`Ingestor::commit_in`) with the wall clock `now`, in one
     /// transaction.
     pub fn commit(&mut self, group: &[Request], rows: Vec<Rows>, now: i64) -> Committed {
         let mut restart = None;
