@@ -120,17 +120,14 @@ pub(super) fn start(db: &Path, opts: IngestOptions) -> Result<Feed> {
 fn write_loop(mut writer: live::Writer, queue: Receiver<Work>, analyser: mpsc::Sender<Committed>) {
     let mut refusals_said = HashSet::new();
     let mut stats = Minute::default();
-    let mut stopping = None;
+    let (mut stopping, mut flush_asked) = (None, false);
     while let Ok(first) = queue.recv() {
         let started = Instant::now();
         let (mut pushes, mut rows, mut flushed) = (Vec::new(), Vec::new(), false);
         let mut take = |work| match work {
             Work::Push(push) => pushes.push(push),
             Work::Rows(r) => rows.push(r),
-            Work::Stop(done) => {
-                let _ = analyser.send(Committed::Flush);
-                stopping = Some(done);
-            }
+            Work::Stop(done) => stopping = Some(done),
             Work::Flushed => flushed = true,
         };
         take(first);
@@ -155,6 +152,12 @@ fn write_loop(mut writer: live::Writer, queue: Receiver<Work>, analyser: mpsc::S
         if fixes > 0 {
             let _ = analyser.send(Committed::Fixes(committed.added));
         }
+        if stopping.is_some() && !flush_asked {
+            // After this group's fixes: the analyser answers once it has sent the
+            // rows of every fix committed.
+            let _ = analyser.send(Committed::Flush);
+            flush_asked = true;
+        }
         for (reply, outcome) in replies.into_iter().zip(committed.outcomes) {
             if let Err(e) = &outcome
                 && e.code == ErrorCode::NotFound
@@ -177,7 +180,10 @@ fn write_loop(mut writer: live::Writer, queue: Receiver<Work>, analyser: mpsc::S
             )
         });
         if flushed && let Some(done) = stopping.take() {
+            // Every row is stored: the feed ends here (the analyser with it, its
+            // queue closed), and the connection closes.
             let _ = done.send(());
+            return;
         }
     }
 }
@@ -202,6 +208,7 @@ fn analyse_loop(
     let mut stats = Minute::default();
     let mut pending: BTreeMap<i64, Vec<Fix>> = BTreeMap::new();
     let mut analysed_at: HashMap<i64, Instant> = HashMap::new();
+    let mut last_error = None;
     let due_at = |analysed_at: &HashMap<i64, Instant>, vehicle: &i64| {
         analysed_at.get(vehicle).map(|t| *t + COALESCE)
     };
@@ -236,12 +243,17 @@ fn analyse_loop(
                 Committed::Flush => flush = true,
             }
         }
-        if let Some(epoch) = restart
-            && let Err(e) = analyser.restart(epoch)
-        {
-            logging::info(&format!(
-                "ingest: the settings could not be read again: {e}"
-            ));
+        if let Some(epoch) = restart {
+            // Rows worked out for these vehicles may have been dropped: each is
+            // analysed whole again, fixes or not.
+            for vehicle in analyser.forget() {
+                pending.entry(vehicle).or_default();
+            }
+            if let Err(e) = analyser.restart(epoch) {
+                logging::info(&format!(
+                    "ingest: the settings could not be read again: {e}"
+                ));
+            }
         }
         let now = Instant::now();
         let due: BTreeMap<i64, Vec<Fix>> = if flush {
@@ -254,7 +266,7 @@ fn analyse_loop(
                 .collect()
         };
         let fixes = due.values().map(Vec::len).sum();
-        if fixes > 0 {
+        if !due.is_empty() {
             for vehicle in due.keys() {
                 analysed_at.insert(*vehicle, now);
             }
@@ -265,9 +277,20 @@ fn analyse_loop(
                     }
                     alerts.found(analysed.new_events);
                 }
-                Err(e) => logging::info(&format!(
-                    "ingest: fixes are stored but their analysis failed (the vehicles are analysed whole on their next fixes): {e}"
-                )),
+                Err(e) => {
+                    // Tried again whole, a round later.
+                    for vehicle in analyser.forget().into_iter().chain(due.keys().copied()) {
+                        pending.entry(vehicle).or_default();
+                    }
+                    let said = e.to_string();
+                    if last_error.as_ref() != Some(&said) {
+                        logging::info(&format!(
+                            "ingest: fixes are stored but their analysis failed (tried again, each vehicle whole, every {} ms): {said}",
+                            COALESCE.as_millis()
+                        ));
+                        last_error = Some(said);
+                    }
+                }
             }
             stats.add([fixes, due.len()], started.elapsed(), |[fixes, vehicles], secs, busy| {
                 format!(

@@ -284,15 +284,17 @@ pub struct Analyser {
     conn: Connection,
     ctx: analyze::Context,
     epoch: u64,
-    tails: HashMap<i64, LiveVehicle>,
+    /// Each vehicle's open detection.
+    tails: HashMap<i64, Tail>,
+    /// Each vehicle's events announced lately (their rows may not be stored yet):
+    /// kept across a vehicle's whole re-analysis and a restart, so that no event
+    /// is announced twice.
+    announced: HashMap<i64, HashSet<EventKey>>,
 }
 
-/// A vehicle's open detection, and the events of its open stretch (already
-/// announced).
-struct LiveVehicle {
-    tail: Tail,
-    provisional_events: HashSet<EventKey>,
-}
+/// How long an announced event's key is kept, seconds before the vehicle's newest
+/// fix: longer than any of its rows waits to be stored.
+const ANNOUNCED_KEPT_S: i64 = 2 * 86_400;
 
 /// Derived rows worked out by the analyser for the writer to store.
 pub struct Rows {
@@ -346,6 +348,7 @@ pub fn open(path: &std::path::Path, options: Options) -> Result<(Writer, Analyse
             ctx,
             epoch: 0,
             tails: HashMap::new(),
+            announced: HashMap::new(),
         },
     ))
 }
@@ -355,28 +358,37 @@ impl Writer {
     /// group of requests (`Ingestor::commit_in`) with the wall clock `now`, in one
     /// transaction.
     pub fn commit(&mut self, group: &[Request], rows: Vec<Rows>, now: i64) -> Committed {
-        let mut restart = None;
-        match store::live::data_version(&self.conn) {
-            Ok(version) if version == self.seen_version => {}
-            Ok(version) => {
-                // Somebody else wrote: the zone, the settings or the derived rows
-                // may differ; the analysis starts again from what is stored.
-                match store::read_zone(&self.conn) {
-                    Ok(zone) => self.ingestor.zone = zone,
-                    Err(e) => return self.ingestor.all_failed(group.len(), &e.message),
-                }
-                self.seen_version = version;
-                restart = Some(self.restart());
-            }
-            Err(e) => return self.ingestor.all_failed(group.len(), &e.message),
+        match self.commit_locked(group, rows, now) {
+            Ok(committed) => committed,
+            Err(why) => self.failed(group.len(), &why),
         }
-        let mut tx = match self
+    }
+
+    /// [`Writer::commit`] once the write lock is taken; `Err`: nothing was written.
+    fn commit_locked(
+        &mut self,
+        group: &[Request],
+        rows: Vec<Rows>,
+        now: i64,
+    ) -> std::result::Result<Committed, String> {
+        let mut tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-        {
-            Ok(tx) => tx,
-            Err(e) => return self.ingestor.all_failed(group.len(), &e.to_string()),
-        };
+            .map_err(|e| e.to_string())?;
+        // Read once the write lock is held: a program that wrote before it (an
+        // `analyze` rewriting every derived row) has committed by now.
+        let mut restart = None;
+        let version = store::live::data_version(&tx).map_err(|e| e.message)?;
+        if version != self.seen_version {
+            // Somebody else wrote: the zone, the settings or the derived rows (and
+            // so the provisional rows' ids) may differ; the analysis starts again
+            // from what is stored, and the rows worked out before are dropped.
+            self.ingestor.zone = store::read_zone(&tx).map_err(|e| e.message)?;
+            self.seen_version = version;
+            self.provisional.clear();
+            self.epoch += 1;
+            restart = Some(self.epoch);
+        }
         let mut failed = None;
         let current: Vec<Rows> = rows.into_iter().filter(|r| r.epoch == self.epoch).collect();
         if !current.is_empty() {
@@ -399,6 +411,15 @@ impl Writer {
         }
         committed.restart = restart;
         committed.rows_failed = failed;
+        Ok(committed)
+    }
+
+    /// Every request of the group failed before anything was written: the rows
+    /// given with it are lost too, so the analysis starts again.
+    fn failed(&mut self, n: usize, why: &str) -> Committed {
+        let mut committed = self.ingestor.all_failed(n, why);
+        committed.restart = Some(self.restart());
+        committed.rows_failed = Some(why.to_string());
         committed
     }
 
@@ -436,8 +457,15 @@ fn store_rows(
 }
 
 impl Analyser {
-    /// Forgets every open detection and reads the settings again: the writer
-    /// started epoch `epoch` (another program wrote, or rows could not be stored).
+    /// Forgets every open detection: the vehicles that had one, to analyse whole
+    /// again (rows worked out for them may never be stored). After an error of
+    /// [`Analyser::analyse`], or before a [`Analyser::restart`].
+    pub fn forget(&mut self) -> Vec<i64> {
+        self.tails.drain().map(|(vehicle, _)| vehicle).collect()
+    }
+
+    /// Reads the settings again for the writer's epoch `epoch` (another program
+    /// wrote, or rows could not be stored); the open detections are forgotten.
     pub fn restart(&mut self, epoch: u64) -> Result<()> {
         self.tails.clear();
         self.epoch = epoch;
@@ -451,49 +479,41 @@ impl Analyser {
     /// newest is resumed from its last finished stop; any other is analysed whole
     /// from its stored fixes. Stored by the writer, the rows equal a full `analyze`
     /// of the same positions.
+    /// A vehicle given with no fixes is analysed whole. On an error the open
+    /// detections may be ahead of what will be stored: [`Analyser::forget`] them.
     pub fn analyse(&mut self, added: &BTreeMap<i64, Vec<Fix>>) -> Result<(Rows, Analysed)> {
-        let done = self.work_out(added);
-        if done.is_err() {
-            // The open detections may be ahead of what will be stored.
-            self.tails.clear();
-        }
-        done
-    }
-
-    fn work_out(&mut self, added: &BTreeMap<i64, Vec<Fix>>) -> Result<(Rows, Analysed)> {
         let mut done = Analysed::default();
         let mut rows = Rows {
             epoch: self.epoch,
             vehicles: Vec::new(),
         };
         for (&vehicle, fixes) in added {
-            let resumable = self.tails.get_mut(&vehicle).and_then(|live| {
+            let resumable = self.tails.get_mut(&vehicle).and_then(|tail| {
                 // A vehicle analysed whole since these fixes were committed holds them.
                 let mut fixes: Vec<Fix> = fixes
                     .iter()
-                    .filter(|f| !live.tail.holds(f.ts))
+                    .filter(|f| !tail.holds(f.ts))
                     .copied()
                     .collect();
                 fixes.sort_by_key(|f| f.ts);
-                let follows = live
-                    .tail
+                let follows = tail
                     .last_ts()
                     .is_none_or(|last| fixes.first().is_none_or(|f| f.ts > last));
-                follows.then_some((live, fixes))
+                follows.then_some((tail, fixes))
             });
-            if let Some((live, fixes)) = resumable {
+            let announced = self.announced.entry(vehicle).or_default();
+            if let Some((tail, fixes)) = resumable {
                 if fixes.is_empty() {
                     continue;
                 }
-                let final_rows = live.tail.push(fixes, &self.ctx);
-                let provisional = live.tail.provisional(&self.ctx);
-                let announced = std::mem::take(&mut live.provisional_events);
-                done.new_events.extend(
-                    (final_rows.events.iter().chain(&provisional.events))
-                        .filter(|e| !announced.contains(&e.key()))
-                        .cloned(),
+                let final_rows = tail.push(fixes, &self.ctx);
+                let provisional = tail.provisional(&self.ctx);
+                announce(
+                    announced,
+                    final_rows.events.iter().chain(&provisional.events),
+                    tail.last_ts(),
+                    &mut done.new_events,
                 );
-                live.provisional_events = provisional.events.iter().map(Event::key).collect();
                 rows.vehicles.push(VehicleRows {
                     vehicle,
                     whole: false,
@@ -503,17 +523,16 @@ impl Analyser {
                 done.resumed += 1;
                 continue;
             }
-            let mut known = store::live::event_keys(&self.conn, vehicle)?;
-            if let Some(old) = self.tails.remove(&vehicle) {
-                known.extend(old.provisional_events);
-            }
-            let (live, whole) = rebuild(&self.conn, vehicle, &self.ctx)?;
-            done.new_events.extend(
-                (whole.done.events.iter().chain(&whole.provisional.events))
-                    .filter(|e| !known.contains(&e.key()))
-                    .cloned(),
+            // Stored events are known; so are those announced but not stored yet.
+            announced.extend(store::live::event_keys(&self.conn, vehicle)?);
+            let (tail, whole) = rebuild(&self.conn, vehicle, &self.ctx)?;
+            announce(
+                announced,
+                whole.done.events.iter().chain(&whole.provisional.events),
+                tail.last_ts(),
+                &mut done.new_events,
             );
-            self.tails.insert(vehicle, live);
+            self.tails.insert(vehicle, tail);
             rows.vehicles.push(whole);
             done.rebuilt += 1;
         }
@@ -521,13 +540,26 @@ impl Analyser {
     }
 }
 
+/// Adds the events not `announced` yet to `new`, and keeps the keys of the recent
+/// ones (within `ANNOUNCED_KEPT_S` of the vehicle's newest fix, `newest_ts`).
+fn announce<'e>(
+    announced: &mut HashSet<EventKey>,
+    events: impl Iterator<Item = &'e Event>,
+    newest_ts: Option<i64>,
+    new: &mut Vec<Event>,
+) {
+    for e in events {
+        if announced.insert(e.key()) {
+            new.push(e.clone());
+        }
+    }
+    let horizon = newest_ts.map_or(i64::MIN, |ts| ts - ANNOUNCED_KEPT_S);
+    announced.retain(|key| key.1 >= horizon);
+}
+
 /// Analyses one vehicle whole from its stored fixes, a window at a time, and keeps
 /// its detection open: every row it comes to.
-fn rebuild(
-    conn: &Connection,
-    vehicle: i64,
-    ctx: &analyze::Context,
-) -> Result<(LiveVehicle, VehicleRows)> {
+fn rebuild(conn: &Connection, vehicle: i64, ctx: &analyze::Context) -> Result<(Tail, VehicleRows)> {
     let mut tail = Tail::default();
     let mut done = VehicleAnalysis::default();
     store::read_fixes(conn, Some(vehicle), |next| {
@@ -546,10 +578,7 @@ fn rebuild(
     })?;
     let provisional = tail.provisional(ctx);
     Ok((
-        LiveVehicle {
-            provisional_events: provisional.events.iter().map(Event::key).collect(),
-            tail,
-        },
+        tail,
         VehicleRows {
             vehicle,
             whole: true,
