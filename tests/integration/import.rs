@@ -669,6 +669,36 @@ id,deviceId,protocol,serverTime,deviceTime,fixTime,valid,latitude,longitude,alti
             ("9".to_string(), Some("9".to_string()))
         ]
     );
+    // A plate met first in a file of plates, then in one of device ids: the
+    // second names its device all the same.
+    std::fs::write(
+        dir.join("plates.csv"),
+        "plate,time,lat,lon,speed\n5,2026-11-24 07:00:00,51.45,-0.2,0\n",
+    )
+    .unwrap();
+    let five = json!([{"deviceId": 5, "fixTime": "2026-11-24T08:00:00.000+00:00",
+        "latitude": 51.45, "longitude": -0.2, "speed": 0.0, "course": 0.0, "valid": true}]);
+    std::fs::write(dir.join("five.json"), five.to_string()).unwrap();
+    let both = dir.join("both.db");
+    import(
+        &both,
+        &[
+            "--time-zone",
+            "Europe/London",
+            dir.join("plates.csv").to_str().unwrap(),
+            dir.join("five.json").to_str().unwrap(),
+        ],
+    )
+    .ok();
+    let device: Option<String> = rusqlite::Connection::open(&both)
+        .unwrap()
+        .query_row(
+            "SELECT device_id FROM vehicles WHERE plate = '5'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(device.as_deref(), Some("5"));
 }
 
 #[test]

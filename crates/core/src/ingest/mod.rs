@@ -121,6 +121,8 @@ pub struct Ingest<'c, 'r> {
     /// Files whose plate column names devices (`deviceId`, `uniqueId`, `imei`): a
     /// vehicle they add is known by that id to the live feed too.
     device_files: HashSet<usize>,
+    /// Vehicles whose device id a device file has set (or found set).
+    devices_named: HashSet<i64>,
     books: Books<'r>,
 }
 
@@ -510,6 +512,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
             checker,
             plates: HashMap::new(),
             device_files: HashSet::new(),
+            devices_named: HashSet::new(),
             books: Books {
                 files: Vec::new(),
                 growing: HashMap::new(),
@@ -523,12 +526,18 @@ impl<'c, 'r> Ingest<'c, 'r> {
     }
 
     fn vehicle(&mut self, plate: &str, file: usize) -> Result<i64> {
+        let device = self.device_files.contains(&file);
         if let Some(&id) = self.plates.get(plate) {
+            // First seen in a file whose plates are no device ids: this one's are.
+            if device && self.devices_named.insert(id) {
+                self.importer.vehicle_id(plate, true)?;
+            }
             return Ok(id);
         }
-        let (id, added) = self
-            .importer
-            .vehicle_id(plate, self.device_files.contains(&file))?;
+        let (id, added) = self.importer.vehicle_id(plate, device)?;
+        if device {
+            self.devices_named.insert(id);
+        }
         if added {
             self.books.added.insert(id);
         }
