@@ -339,25 +339,31 @@ fn ingest_refuses_what_it_cannot_store_and_its_token_reads_nothing() {
     );
 }
 
+/// Pushes `n` fixes of P-900LIV's device, `every_s` apart from `first_ts`, each
+/// `lat_step` degrees further north, at `speed_kmh`; each must be acknowledged.
+fn push_track(s: &Server, n: i64, first_ts: i64, every_s: i64, lat_step: f64, speed_kmh: f64) {
+    let auth = bearer(INGEST_TOKEN);
+    for k in 0..n {
+        let path = format!(
+            "/ingest/osmand?id=48241179&lat={}&lon=-90.5&speed={speed_kmh}&timestamp={}",
+            14.6 + k as f64 * lat_step,
+            first_ts + k * every_s
+        );
+        assert_eq!(
+            send(s, "POST", &path, &[("Authorization", &auth)], "").0,
+            200
+        );
+    }
+}
+
 /// A 200 means committed: after a `kill -9` every acknowledged fix is in the
 /// database (the answers are the condition; nothing waits on time).
 #[test]
 fn every_acknowledged_fix_survives_kill_9() {
     let dir = TempDir::new("ingest-kill");
     let (db, mut s) = live_fleet(&dir, &[]);
-    let auth = bearer(INGEST_TOKEN);
     let acknowledged = 40;
-    for k in 0..acknowledged {
-        let path = format!(
-            "/ingest/osmand?id=48241179&lat={}&lon=-90.5&speed=20&timestamp={}",
-            14.6 + k as f64 * 1e-4,
-            DATA_NOW - 3600 + k * 10
-        );
-        assert_eq!(
-            send(&s, "POST", &path, &[("Authorization", &auth)], "").0,
-            200
-        );
-    }
+    push_track(&s, acknowledged, DATA_NOW - 3600, 10, 1e-4, 20.0);
     // SIGKILL: no shutdown, no checkpoint.
     s.child.kill().unwrap();
     s.child.wait().unwrap();
@@ -389,19 +395,8 @@ fn every_acknowledged_fix_survives_kill_9() {
 fn a_stopped_server_leaves_every_fix_analysed() {
     let dir = TempDir::new("ingest-stop");
     let (db, mut s) = live_fleet(&dir, &[]);
-    let auth = bearer(INGEST_TOKEN);
     // Several fixes a second: the analysis holds them back to do them together.
-    for k in 0..30 {
-        let path = format!(
-            "/ingest/osmand?id=48241179&lat={}&lon=-90.5&speed=30&timestamp={}",
-            14.6 + k as f64 * 1e-3,
-            DATA_NOW - 1800 + k * 15
-        );
-        assert_eq!(
-            send(&s, "POST", &path, &[("Authorization", &auth)], "").0,
-            200
-        );
-    }
+    push_track(&s, 30, DATA_NOW - 1800, 15, 1e-3, 30.0);
     let status = crate::harness::sigterm_and_wait(&mut s.child);
     assert!(status.success(), "{status:?}");
     let (newest, analysed): (i64, Option<i64>) = open(&db)

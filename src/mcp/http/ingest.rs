@@ -19,7 +19,7 @@ use crate::model::Fix;
 use crate::{clock, logging};
 use hyper::Request;
 use hyper::body::{Bytes, Incoming};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
@@ -206,38 +206,26 @@ fn analyse_loop(
     alerts: super::alerts::Alerts,
 ) {
     let mut stats = Minute::default();
-    let mut pending: BTreeMap<i64, Vec<Fix>> = BTreeMap::new();
-    let mut analysed_at: HashMap<i64, Instant> = HashMap::new();
+    let mut backlog = live::Backlog::new(COALESCE);
     let mut last_error = None;
-    let due_at = |analysed_at: &HashMap<i64, Instant>, vehicle: &i64| {
-        analysed_at.get(vehicle).map(|t| *t + COALESCE)
-    };
     loop {
         // Wait for fixes, or for the first vehicle held back to fall due.
-        let next_due = pending.keys().filter_map(|v| due_at(&analysed_at, v)).min();
-        let first = match next_due {
-            None if pending.is_empty() => match committed.recv() {
+        let first = match backlog.wait(Instant::now()) {
+            None => match committed.recv() {
                 Ok(first) => Some(first),
                 Err(_) => return,
             },
-            None => None,
-            Some(at) => {
-                match committed.recv_timeout(at.saturating_duration_since(Instant::now())) {
-                    Ok(first) => Some(first),
-                    Err(mpsc::RecvTimeoutError::Timeout) => None,
-                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
-                }
-            }
+            Some(wait) => match committed.recv_timeout(wait) {
+                Ok(first) => Some(first),
+                Err(mpsc::RecvTimeoutError::Timeout) => None,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            },
         };
         let started = Instant::now();
         let (mut restart, mut flush) = (None, false);
         for next in first.into_iter().chain(committed.try_iter()) {
             match next {
-                Committed::Fixes(fixes) => {
-                    for (vehicle, f) in fixes {
-                        pending.entry(vehicle).or_default().extend(f);
-                    }
-                }
+                Committed::Fixes(fixes) => backlog.add(fixes),
                 // The fixes already taken are analysed after it, from the store.
                 Committed::Restart(epoch) => restart = Some(epoch),
                 Committed::Flush => flush = true,
@@ -246,30 +234,16 @@ fn analyse_loop(
         if let Some(epoch) = restart {
             // Rows worked out for these vehicles may have been dropped: each is
             // analysed whole again, fixes or not.
-            for vehicle in analyser.forget() {
-                pending.entry(vehicle).or_default();
-            }
+            backlog.again(analyser.forget());
             if let Err(e) = analyser.restart(epoch) {
                 logging::info(&format!(
                     "ingest: the settings could not be read again: {e}"
                 ));
             }
         }
-        let now = Instant::now();
-        let due: BTreeMap<i64, Vec<Fix>> = if flush {
-            std::mem::take(&mut pending)
-        } else {
-            pending
-                .extract_if(.., |v, _| {
-                    due_at(&analysed_at, v).is_none_or(|at| at <= now)
-                })
-                .collect()
-        };
+        let due = backlog.take_due(Instant::now(), flush);
         let fixes = due.values().map(Vec::len).sum();
         if !due.is_empty() {
-            for vehicle in due.keys() {
-                analysed_at.insert(*vehicle, now);
-            }
             match analyser.analyse(&due) {
                 Ok((rows, analysed)) => {
                     if writer.send(Work::Rows(rows)).is_err() {
@@ -279,9 +253,7 @@ fn analyse_loop(
                 }
                 Err(e) => {
                     // Tried again whole, a round later.
-                    for vehicle in analyser.forget().into_iter().chain(due.keys().copied()) {
-                        pending.entry(vehicle).or_default();
-                    }
+                    backlog.again(analyser.forget().into_iter().chain(due.keys().copied()));
                     let said = e.to_string();
                     if last_error.as_ref() != Some(&said) {
                         logging::info(&format!(

@@ -269,12 +269,27 @@ pub struct Writer {
     /// The database's `data_version` when the zone was read: another connection's
     /// commit (`settings`, an import, `analyze`) changes it.
     seen_version: i64,
+    stored: StoredRows,
+}
+
+/// What the writer knows of the derived rows it stored.
+#[derive(Default)]
+struct StoredRows {
     /// Each vehicle's provisional rows as last written: the next rows for it
     /// replace them.
     provisional: HashMap<i64, WrittenRows>,
     /// Counts the times the analysis had to start again (another program wrote, or
     /// storing its rows failed); rows worked out before are dropped.
     epoch: u64,
+}
+
+impl StoredRows {
+    /// Starts a new epoch: what was written before is no longer known.
+    fn restart(&mut self) -> u64 {
+        self.provisional.clear();
+        self.epoch += 1;
+        self.epoch
+    }
 }
 
 /// Works out the vehicles' derived rows as their fixes arrive, each from its open
@@ -340,8 +355,7 @@ pub fn open(path: &std::path::Path, options: Options) -> Result<(Writer, Analyse
             conn,
             ingestor,
             seen_version,
-            provisional: HashMap::new(),
-            epoch: 0,
+            stored: StoredRows::default(),
         },
         Analyser {
             conn: reader,
@@ -385,15 +399,14 @@ impl Writer {
             // from what is stored, and the rows worked out before are dropped.
             self.ingestor.zone = store::read_zone(&tx).map_err(|e| e.message)?;
             self.seen_version = version;
-            self.provisional.clear();
-            self.epoch += 1;
-            restart = Some(self.epoch);
+            restart = Some(self.stored.restart());
         }
         let mut failed = None;
-        let current: Vec<Rows> = rows.into_iter().filter(|r| r.epoch == self.epoch).collect();
+        let epoch = self.stored.epoch;
+        let current: Vec<Rows> = rows.into_iter().filter(|r| r.epoch == epoch).collect();
         if !current.is_empty() {
             let stored = tx.savepoint().map_err(savepoint_err).and_then(|sp| {
-                store_rows(&sp, &mut self.provisional, current)
+                store_rows(&sp, &mut self.stored.provisional, current)
                     .and_then(|()| sp.commit().map_err(savepoint_err))
             });
             if let Err(e) = stored {
@@ -407,7 +420,7 @@ impl Writer {
         }
         if failed.is_some() {
             // What the analyser counts on being stored may not be: start again.
-            restart = Some(self.restart());
+            restart = Some(self.stored.restart());
         }
         committed.restart = restart;
         committed.rows_failed = failed;
@@ -418,15 +431,9 @@ impl Writer {
     /// given with it are lost too, so the analysis starts again.
     fn failed(&mut self, n: usize, why: &str) -> Committed {
         let mut committed = self.ingestor.all_failed(n, why);
-        committed.restart = Some(self.restart());
+        committed.restart = Some(self.stored.restart());
         committed.rows_failed = Some(why.to_string());
         committed
-    }
-
-    fn restart(&mut self) -> u64 {
-        self.provisional.clear();
-        self.epoch += 1;
-        self.epoch
     }
 }
 
@@ -540,6 +547,73 @@ impl Analyser {
     }
 }
 
+/// Fixes committed and not analysed yet, by vehicle, and when each vehicle was
+/// last analysed: a vehicle falls due at most every `every`, with all the fixes it
+/// got meanwhile (a device pushing several a second has them analysed together;
+/// one reporting every few seconds is due at once).
+pub struct Backlog {
+    every: std::time::Duration,
+    pending: BTreeMap<i64, Vec<Fix>>,
+    analysed_at: HashMap<i64, std::time::Instant>,
+}
+
+impl Backlog {
+    /// An empty backlog whose vehicles are due at most every `every`.
+    pub fn new(every: std::time::Duration) -> Backlog {
+        Backlog {
+            every,
+            pending: BTreeMap::new(),
+            analysed_at: HashMap::new(),
+        }
+    }
+
+    /// Adds fixes committed, by vehicle.
+    pub fn add(&mut self, fixes: BTreeMap<i64, Vec<Fix>>) {
+        for (vehicle, f) in fixes {
+            self.pending.entry(vehicle).or_default().extend(f);
+        }
+    }
+
+    /// Has these vehicles analysed again, fixes or not (with none, whole).
+    pub fn again(&mut self, vehicles: impl IntoIterator<Item = i64>) {
+        for vehicle in vehicles {
+            self.pending.entry(vehicle).or_default();
+        }
+    }
+
+    /// How long until a vehicle falls due (zero: one is due now); `None` when
+    /// nothing is pending.
+    pub fn wait(&self, now: std::time::Instant) -> Option<std::time::Duration> {
+        self.pending
+            .keys()
+            .map(|v| {
+                self.analysed_at
+                    .get(v)
+                    .map_or(std::time::Duration::ZERO, |at| {
+                        (*at + self.every).saturating_duration_since(now)
+                    })
+            })
+            .min()
+    }
+
+    /// Takes the vehicles due at `now` (`all`: every one pending) with their fixes,
+    /// and counts them as analysed at `now`.
+    pub fn take_due(&mut self, now: std::time::Instant, all: bool) -> BTreeMap<i64, Vec<Fix>> {
+        let every = self.every;
+        let analysed_at = &self.analysed_at;
+        let due: BTreeMap<i64, Vec<Fix>> = self
+            .pending
+            .extract_if(.., |v, _| {
+                all || analysed_at.get(v).is_none_or(|at| *at + every <= now)
+            })
+            .collect();
+        for vehicle in due.keys() {
+            self.analysed_at.insert(*vehicle, now);
+        }
+        due
+    }
+}
+
 /// Adds the events not `announced` yet to `new`, and keeps the keys of the recent
 /// ones (within `ANNOUNCED_KEPT_S` of the vehicle's newest fix, `newest_ts`).
 fn announce<'e>(
@@ -595,6 +669,54 @@ fn savepoint_err(e: rusqlite::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_vehicle_analysed_is_held_back_until_its_interval_passes_with_all_its_fixes() {
+        use std::time::{Duration, Instant};
+        let fix = |vehicle_id: i64, ts: i64| Fix {
+            vehicle_id,
+            ts,
+            lat: 14.6,
+            lon: -90.5,
+            speed_kmh: 0.0,
+            speed_derived: false,
+            heading_deg: None,
+            ignition: None,
+            odometer_km: None,
+        };
+        let every = Duration::from_millis(250);
+        let t0 = Instant::now();
+        let mut backlog = Backlog::new(every);
+        assert_eq!(backlog.wait(t0), None, "nothing pending");
+        backlog.add(BTreeMap::from([(1, vec![fix(1, 0)])]));
+        assert_eq!(
+            backlog.wait(t0),
+            Some(Duration::ZERO),
+            "never analysed: due now"
+        );
+        assert_eq!(backlog.take_due(t0, false)[&1].len(), 1);
+        // Two more fixes of vehicle 1 and one of vehicle 2, 100 ms later.
+        let t1 = t0 + Duration::from_millis(100);
+        backlog.add(BTreeMap::from([
+            (1, vec![fix(1, 15)]),
+            (2, vec![fix(2, 15)]),
+        ]));
+        backlog.add(BTreeMap::from([(1, vec![fix(1, 30)])]));
+        let due = backlog.take_due(t1, false);
+        assert_eq!(
+            due.keys().collect::<Vec<_>>(),
+            [&2],
+            "vehicle 1 is held back"
+        );
+        assert_eq!(backlog.wait(t1), Some(Duration::from_millis(150)));
+        let due = backlog.take_due(t0 + every, false);
+        assert_eq!(due[&1].iter().map(|f| f.ts).collect::<Vec<_>>(), [15, 30]);
+        // Asked again (a restart), with no fixes: due at once when taken all.
+        backlog.again([1, 2]);
+        let all = backlog.take_due(t0 + every, true);
+        assert_eq!((all.len(), all[&1].len()), (2, 0));
+        assert_eq!(backlog.wait(t0 + every), None);
+    }
 
     #[test]
     fn fixes_that_follow_resume_a_late_one_rebuilds_and_each_event_is_announced_once() {
