@@ -329,12 +329,13 @@ impl Client {
             self.conn = Some(BufReader::new(stream));
         }
         let conn = self.conn.as_mut().expect("connected above");
-        write!(
-            conn.get_mut(),
+        // One write, one segment: `write!` on the socket would send each formatted
+        // piece as its own segment (no delay), and wake the server for each.
+        let request = format!(
             "GET {path} HTTP/1.1\r\nHost: {}:{}\r\nAuthorization: Bearer {token}\r\n\r\n",
-            self.host,
-            self.port
-        )?;
+            self.host, self.port
+        );
+        conn.get_mut().write_all(request.as_bytes())?;
         let mut line = String::new();
         conn.read_line(&mut line)?;
         let status: u16 = line
