@@ -124,7 +124,8 @@ pub(super) async fn turn_away(mut stream: tokio::net::TcpStream) {
 
 /// One connection's life: requests served with keep-alive until the client leaves,
 /// a deadline passes, or the server stops (then the request in hand is finished).
-/// Each request is logged with its status and time.
+/// Each request is logged with its status and time (an accepted ingest request
+/// only with `--verbose`).
 pub(super) async fn serve_connection(
     io: hyper_util::rt::TokioIo<Deadlined<tokio::net::TcpStream>>,
     conn: Arc<Conn>,
@@ -139,12 +140,22 @@ pub(super) async fn serve_connection(
             let line = format!("{} {}", req.method(), req.uri().path());
             let started = Instant::now();
             let answer = handle(req, &conn, &shared).await;
-            logging::info(&format!(
-                "http: {} {line} {} {:.2} ms",
-                conn.ip,
-                answer.status().as_u16(),
-                started.elapsed().as_secs_f64() * 1000.0
-            ));
+            let said = || {
+                format!(
+                    "http: {} {line} {} {:.2} ms",
+                    conn.ip,
+                    answer.status().as_u16(),
+                    started.elapsed().as_secs_f64() * 1000.0
+                )
+            };
+            // A fleet pushes thousands of fixes a second: each accepted one is in the
+            // feed's minute summary, and its own line only with --verbose. A refusal
+            // keeps its line (the reason a device owner will ask about).
+            if answer.status().is_success() && line.contains(" /ingest/") {
+                logging::verbose(said);
+            } else {
+                logging::info(&said());
+            }
             Ok::<_, std::convert::Infallible>(answer)
         }
     });
