@@ -771,7 +771,7 @@ pub fn import(
             ))
             .with_hint("add --time-zone with an IANA name, e.g. --time-zone Europe/London")
         })?;
-        store::build_new(&opts.db, false, |w| {
+        store::build_new(&opts.db, false, store::BULK_PAGE_SIZE, |w| {
             w.set_meta("schema_version", &store::SCHEMA_VERSION.to_string())?;
             w.set_meta("time_zone", &zone.name)?;
             // The new file has no journal: the stream's rows are deleted instead.

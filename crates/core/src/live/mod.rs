@@ -27,7 +27,7 @@ pub fn init(path: &std::path::Path, zone: &FleetZone) -> Result<()> {
             "a live fleet starts from an empty database: give another --db path; an existing fleet takes pushed positions as it is (`serve --http --ingest`)",
         ));
     }
-    store::build_new(path, false, |w| {
+    store::build_new(path, false, store::LIVE_PAGE_SIZE, |w| {
         w.set_meta("schema_version", &store::SCHEMA_VERSION.to_string())?;
         w.set_meta("time_zone", &zone.name)?;
         w.set_meta(store::live::CLOCK_META.0, store::live::CLOCK_META.1)
@@ -724,7 +724,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("live.db");
         let _ = std::fs::remove_file(&path);
-        store::build_new(&path, false, |w| {
+        store::build_new(&path, false, store::LIVE_PAGE_SIZE, |w| {
             w.set_meta("schema_version", &store::SCHEMA_VERSION.to_string())
         })
         .unwrap();

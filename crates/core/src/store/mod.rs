@@ -25,7 +25,7 @@ mod writer;
 
 pub use derived::{DerivedWriter, WrittenRows, delete_rows, write_rows};
 pub(crate) use writer::append_fixes;
-pub use writer::{Writer, build_new};
+pub use writer::{BULK_PAGE_SIZE, LIVE_PAGE_SIZE, Writer, build_new};
 
 pub use file::{APPLICATION_ID, Probe, probe};
 
@@ -468,7 +468,7 @@ mod geofence_insert_tests {
             radius_m: Some(300.0),
             speed_limit_kmh: Some(30.0),
         };
-        let w = super::Writer::create(&path).unwrap();
+        let w = super::Writer::create(&path, super::BULK_PAGE_SIZE).unwrap();
         w.insert_geofence(&zone("School, built")).unwrap();
         super::insert_geofence(w.connection(), &zone("School, edited")).unwrap();
         let limits: Vec<Option<f64>> = super::read_geofences(w.connection())

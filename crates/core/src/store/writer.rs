@@ -8,6 +8,18 @@ use crate::model::{Fix, InjectedEvent, Vehicle};
 use rusqlite::{Connection, OpenFlags, params};
 use std::path::{Path, PathBuf};
 
+/// The page size of a database filled in bulk (generate, import): 16 KiB pages
+/// append faster than SQLite's default 4 KiB and read as fast; 64 KiB pages append
+/// faster still but slow the range reports down. "Where an import's time goes" in
+/// docs/benchmarks.md gives the measurements behind both.
+pub const BULK_PAGE_SIZE: u32 = 16384;
+
+/// The page size of a database made to be fed live (`init`): a live commit writes
+/// each page it touched whole to the journal, a vehicle's positions page and its
+/// open rows' pages for a few fixes, so small pages cost less (4 KiB against 16 KiB:
+/// 21,500 against 20,300 fixes/s in "How fast" of docs/live.md).
+pub const LIVE_PAGE_SIZE: u32 = 4096;
+
 /// A new database being filled in one transaction, tuned for a bulk load into a
 /// temporary file (no journal, no fsync: the caller renames the file into place only
 /// once it is complete).
@@ -18,8 +30,8 @@ pub struct Writer {
 
 impl Writer {
     /// Creates the tables in the new, empty file at `path` (see `file::create_private`),
-    /// marked as fleetctl's with `application_id`.
-    pub fn create(path: &Path) -> Result<Writer> {
+    /// marked as fleetctl's with `application_id`, with pages of `page_size` bytes.
+    pub fn create(path: &Path, page_size: u32) -> Result<Writer> {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -30,13 +42,10 @@ impl Writer {
         };
         // No foreign-key lookup per row (the bundled SQLite enforces them by default):
         // a new database's rows take their vehicle ids from its own vehicles table,
-        // written by the same program. 16 KiB pages (set before the first table)
-        // append faster than SQLite's default 4 KiB and read as fast; 64 KiB pages
-        // append faster still but slow the range reports down. "Where an import's time
-        // goes" in docs/benchmarks.md gives the measurements behind both.
+        // written by the same program. The page size is set before the first table.
         w.conn
             .execute_batch(
-                &format!("PRAGMA page_size = 16384; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536; PRAGMA foreign_keys = OFF; PRAGMA application_id = {APPLICATION_ID};"),
+                &format!("PRAGMA page_size = {page_size}; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536; PRAGMA foreign_keys = OFF; PRAGMA application_id = {APPLICATION_ID};"),
             )
             .map_err(|e| w.fail(e))?;
         w.conn
@@ -186,10 +195,11 @@ pub(crate) fn append_fixes<'f>(
 /// filled it: the file is written under a temporary name beside the target (a
 /// killed run leaves the target as it was) and installed the way `file::Target`
 /// says (never over a file that is not a fleetctl database; over one only with
-/// `force`).
+/// `force`), with pages of `page_size` bytes.
 pub fn build_new<T>(
     path: &Path,
     force: bool,
+    page_size: u32,
     build: impl FnOnce(&Writer) -> Result<T>,
 ) -> Result<T> {
     let target = file::Target::check(path, force)?;
@@ -205,7 +215,7 @@ pub fn build_new<T>(
     let _ = std::fs::remove_file(&tmp);
     let mut guard = TempFile(Some(tmp.clone()));
     file::create_private(&tmp)?;
-    let writer = Writer::create(&tmp)?;
+    let writer = Writer::create(&tmp, page_size)?;
     let out = build(&writer)?;
     writer.finish()?;
     target.install(&tmp)?;
@@ -242,7 +252,7 @@ mod writer_tests {
             radius_m: Some(150.0),
             speed_limit_kmh: Some(30.0),
         };
-        let w = Writer::create(&dir.join("fleet.db")).unwrap();
+        let w = Writer::create(&dir.join("fleet.db"), BULK_PAGE_SIZE).unwrap();
         w.insert_geofence(&school("Escuela A")).unwrap();
         insert_geofence(w.connection(), &school("Escuela B")).unwrap();
         let limits: Vec<(String, Option<f64>, Option<f64>)> = w

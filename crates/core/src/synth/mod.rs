@@ -185,9 +185,10 @@ pub fn generate(opts: &GenerateOptions, progress: &mut dyn FnMut(f64)) -> Result
     let started = std::time::Instant::now();
     validate(opts)?;
     let plan = plan_fleet(opts)?;
-    let (truth, positions) = store::build_new(&opts.path, opts.force, |writer| {
-        fill(writer, opts, &plan, progress)
-    })?;
+    let (truth, positions) =
+        store::build_new(&opts.path, opts.force, store::BULK_PAGE_SIZE, |writer| {
+            fill(writer, opts, &plan, progress)
+        })?;
     let zone = &opts.zone;
     let mut notes = plan.notes;
     let planted = PlantedKind::ALL
