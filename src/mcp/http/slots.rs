@@ -138,6 +138,7 @@ pub(super) async fn serve_connection(
         let (conn, shared) = (conn.clone(), shared.clone());
         async move {
             let line = format!("{} {}", req.method(), req.uri().path());
+            let ingest = req.uri().path().starts_with("/ingest/");
             let started = Instant::now();
             let answer = handle(req, &conn, &shared).await;
             let said = || {
@@ -151,7 +152,7 @@ pub(super) async fn serve_connection(
             // A fleet pushes thousands of fixes a second: each accepted one is in the
             // feed's minute summary, and its own line only with --verbose. A refusal
             // keeps its line (the reason a device owner will ask about).
-            if answer.status().is_success() && line.contains(" /ingest/") {
+            if answer.status().is_success() && ingest {
                 logging::verbose(said);
             } else {
                 logging::info(&said());

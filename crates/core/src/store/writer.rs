@@ -17,7 +17,7 @@ pub const BULK_PAGE_SIZE: u32 = 16384;
 /// The page size of a database made to be fed live (`init`): a live commit writes
 /// each page it touched whole to the journal, a vehicle's positions page and its
 /// open rows' pages for a few fixes, so small pages cost less (4 KiB against 16 KiB:
-/// 21,500 against 20,300 fixes/s in "How fast" of docs/live.md).
+/// about 22,000 against 20,300 fixes/s, "How fast" in docs/live.md).
 pub const LIVE_PAGE_SIZE: u32 = 4096;
 
 /// A new database being filled in one transaction, tuned for a bulk load into a
