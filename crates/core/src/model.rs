@@ -212,7 +212,7 @@ pub struct Trip {
     /// Distance from the fixes, jitter and teleports filtered out, km.
     pub distance_km: f64,
     /// The odometer's km over the trip, when every fix has a reading and they earn
-    /// their use (`analyze::distance::odometer_verdict`).
+    /// their use (`analyze::distance::span_distance`).
     pub odometer_km: Option<f64>,
     /// Straight-line km across signal losses inside the trip, not in `distance_km`.
     pub gap_km: f64,
@@ -476,7 +476,7 @@ pub struct DailyRollup {
     /// Straight-line km across signal losses while moving, not in `gps_distance_km`.
     pub gap_km: f64,
     /// Distance from the odometer, km, when every fix has a reading and they earn
-    /// their use (`analyze::distance::odometer_verdict`).
+    /// their use (`analyze::distance::span_distance`).
     pub odometer_distance_km: Option<f64>,
     /// Why the day's odometer readings were not used, when every fix had one.
     pub odometer_rejected: Option<OdometerRejected>,

@@ -2,68 +2,102 @@
 //! reports read a handful of rows instead of thousands of fixes.
 
 use super::Context;
-use super::distance::{SpanDistance, span_distance};
+use super::Thresholds;
+use super::distance::SpanWalk;
 use crate::clock::Date;
 use crate::model::{DailyRollup, Fix};
 
-/// Rolls up the local days of one vehicle's `fixes` (time-ordered) that begin at
-/// index `from` or later and end before index `until` (`fixes.len()` when the slice
-/// ends with the vehicle's data), and says where the first day left out begins. A
-/// day's distance is the one span distance over that day's fixes, counted from the
-/// vehicle's last fix before it (the step across midnight is the new day's); the
+/// One vehicle's daily rollup, read a fix at a time as detection settles them, so
+/// that a day's figures are worked out once however it is cut into windows (a live
+/// vehicle's open day is not measured again at every fix).
+///
+/// A day's distance is the one span distance over that day's fixes, counted from
+/// the vehicle's last fix before it (the step across midnight is the new day's); the
 /// time between consecutive fixes (short gaps only) goes to moving, idle or parked
-/// by `in_stop` (a fix that opens an interval inside a stop). The counts of trips,
-/// stops and events are left to the caller (0 here).
-pub fn day_rows(
-    fixes: &[Fix],
-    from: usize,
-    until: usize,
-    in_stop: &[bool],
-    ctx: &Context,
-) -> (Vec<(Date, DailyRollup)>, Option<usize>) {
-    let (th, zone) = (&ctx.thresholds, &ctx.zone);
-    let mut rows = Vec::new();
-    let mut start = from;
-    while start < fixes.len() {
-        let date = zone.local_date(fixes[start].ts);
-        let end = start
-            + fixes[start..]
-                .iter()
-                .take_while(|f| zone.local_date(f.ts) == date)
-                .count();
-        if end > until {
-            return (rows, Some(start));
-        }
-        let day = &fixes[start..end];
-        let mut acc = Acc {
-            distance: span_distance(&fixes[start.saturating_sub(1)..end], th),
-            first_ts: day[0].ts,
-            last_ts: day[day.len() - 1].ts,
-            max_speed: day.iter().map(|f| f.speed_kmh).fold(0.0, f64::max),
-            ..Acc::default()
-        };
-        for k in start..end.min(fixes.len() - 1) {
-            let dt = fixes[k + 1].ts - fixes[k].ts;
-            if dt > th.signal_loss_s() {
-                continue;
-            }
-            // Stopped with the ignition unreported counts as parked: idling is
-            // only ever claimed from an ignition that says so.
-            match (in_stop[k], fixes[k].ignition) {
-                (false, _) => acc.moving_s += dt,
-                (true, Some(true)) => acc.idle_s += dt,
-                (true, _) => acc.parked_s += dt,
-            }
-        }
-        rows.push((date, acc.row(fixes[start].vehicle_id, date)));
-        start = end;
-    }
-    (rows, None)
+/// by `in_stop` (a fix that opens an interval inside a stop), to the day of the
+/// fix that opens it. The counts of trips, stops and events are left to the caller
+/// (0 here).
+#[derive(Debug, Clone, Default)]
+pub struct Rollup {
+    /// The next fix to read (the vehicle's index).
+    pub next: usize,
+    /// The day of the last fix read, and its figures so far.
+    open: Option<(Date, Acc)>,
+    /// The last fix read: the next day's distance starts from it.
+    last: Option<Fix>,
 }
 
-#[derive(Default)]
+impl Rollup {
+    /// Reads `fixes` (the vehicle's from index `base` on, time-ordered) from `next`
+    /// up to index `until` of the slice, `in_stop` settled for each, and returns the
+    /// days that ended: those whose every fix, and the one after, is before
+    /// `until` (`at_end`: the slice ends the vehicle's fixes, and `until` with it).
+    pub fn read(
+        &mut self,
+        fixes: &[Fix],
+        base: usize,
+        until: usize,
+        in_stop: &[bool],
+        ctx: &Context,
+        at_end: bool,
+    ) -> Vec<(Date, DailyRollup)> {
+        let (th, zone) = (&ctx.thresholds, &ctx.zone);
+        let mut rows = Vec::new();
+        for k in self.next - base..until {
+            let f = fixes[k];
+            let date = zone.local_date(f.ts);
+            if self.open.as_ref().is_none_or(|(d, _)| *d != date) {
+                rows.extend(self.roll());
+                let mut acc = Acc::new(th);
+                if let Some(last) = self.last {
+                    acc.distance.push(last);
+                }
+                acc.first_ts = f.ts;
+                self.open = Some((date, acc));
+            }
+            let (_, acc) = self.open.as_mut().expect("opened above");
+            acc.distance.push(f);
+            acc.max_speed = acc.max_speed.max(f.speed_kmh);
+            acc.last_ts = f.ts;
+            if let Some(next) = fixes.get(k + 1) {
+                let dt = next.ts - f.ts;
+                // Stopped with the ignition unreported counts as parked: idling is
+                // only ever claimed from an ignition that says so.
+                if dt <= th.signal_loss_s() {
+                    match (in_stop[k], f.ignition) {
+                        (false, _) => acc.moving_s += dt,
+                        (true, Some(true)) => acc.idle_s += dt,
+                        (true, _) => acc.parked_s += dt,
+                    }
+                }
+            }
+            self.last = Some(f);
+        }
+        self.next = self.next.max(base + until);
+        let ended = match fixes.get(until) {
+            Some(after) => self
+                .open
+                .as_ref()
+                .is_some_and(|(d, _)| *d != zone.local_date(after.ts)),
+            None => at_end,
+        };
+        if ended {
+            rows.extend(self.roll());
+        }
+        rows
+    }
+
+    /// The open day's row, closed.
+    fn roll(&mut self) -> Option<(Date, DailyRollup)> {
+        let (date, acc) = self.open.take()?;
+        let vehicle_id = self.last.expect("a day holds a fix").vehicle_id;
+        Some((date, acc.row(vehicle_id, date)))
+    }
+}
+
+#[derive(Debug, Clone)]
 struct Acc {
-    distance: SpanDistance,
+    distance: SpanWalk,
     moving_s: i64,
     idle_s: i64,
     parked_s: i64,
@@ -73,16 +107,29 @@ struct Acc {
 }
 
 impl Acc {
+    fn new(th: &Thresholds) -> Acc {
+        Acc {
+            distance: SpanWalk::new(th),
+            moving_s: 0,
+            idle_s: 0,
+            parked_s: 0,
+            max_speed: 0.0,
+            first_ts: 0,
+            last_ts: 0,
+        }
+    }
+
     fn row(self, vehicle_id: i64, date: Date) -> DailyRollup {
         let a = self;
+        let distance = a.distance.finish();
         let moving_h = a.moving_s as f64 / 3600.0;
         DailyRollup {
             vehicle_id,
             date: date.to_string(),
-            gps_distance_km: a.distance.gps_km,
-            gap_km: a.distance.gap_km,
-            odometer_distance_km: a.distance.odometer_km,
-            odometer_rejected: a.distance.odometer_rejected,
+            gps_distance_km: distance.gps_km,
+            gap_km: distance.gap_km,
+            odometer_distance_km: distance.odometer_km,
+            odometer_rejected: distance.odometer_rejected,
             moving_min: a.moving_s as f64 / 60.0,
             idle_min: a.idle_s as f64 / 60.0,
             parked_min: a.parked_s as f64 / 60.0,
@@ -90,7 +137,7 @@ impl Acc {
             stops: 0,
             max_speed_kmh: a.max_speed,
             avg_moving_speed_kmh: if moving_h > 0.0 {
-                a.distance.gps_km / moving_h
+                distance.gps_km / moving_h
             } else {
                 0.0
             },

@@ -8,6 +8,7 @@ use super::Thresholds;
 use crate::geo::{LatLon, haversine_m};
 use crate::model::Fix;
 pub use crate::model::{OdometerRejected, SpanDistance};
+use std::collections::VecDeque;
 
 /// Steps shorter than this from the last counted point are jitter, metres.
 pub const JITTER_M: f64 = 15.0;
@@ -47,33 +48,108 @@ pub const STILL_MAX_M: f64 = 30.0;
 /// bus crawling in a jam keeps moving along a path, and is not. A step across a gap
 /// is not still (the vehicle was unseen; see `span_distance` for its distance).
 pub fn still_steps(fixes: &[Fix], gap_s: i64) -> Vec<bool> {
-    let reports_moving = |f: &Fix| !f.speed_derived && f.speed_kmh >= super::events::MOVING_KMH;
-    let gap_after = |k: usize| fixes[k + 1].ts - fixes[k].ts > gap_s;
-    let n = fixes.len();
-    let mut still = Vec::with_capacity(n.saturating_sub(1));
-    let (mut a, mut b) = (0, 0);
-    for k in 0..n.saturating_sub(1) {
-        if gap_after(k) {
-            still.push(false);
-            a = k + 1;
-            continue;
+    let mut window = StillWindow::new(gap_s);
+    let mut still = Vec::with_capacity(fixes.len().saturating_sub(1));
+    for f in fixes {
+        window.push(*f);
+        while let Some((s, _)) = window.decide(false) {
+            still.push(s);
         }
-        while a < k && fixes[a].ts < fixes[k].ts - STILL_HALF_WINDOW_S {
-            a += 1;
+    }
+    while let Some((s, _)) = window.decide(true) {
+        still.push(s);
+    }
+    still
+}
+
+/// [`still_steps`] a fix at a time: each step is decided once the fixes after it
+/// reach past its window (or the span ends), holding only the fixes a window needs.
+#[derive(Debug, Clone)]
+struct StillWindow {
+    gap_s: i64,
+    /// The span's fixes from `first` on: from the earliest a later step's window
+    /// can reach back to.
+    held: VecDeque<Fix>,
+    /// The span index of `held[0]`.
+    first: usize,
+    /// Fixes pushed.
+    len: usize,
+    /// The next step to decide (fix `next` to `next + 1`).
+    next: usize,
+    /// The window's ends for the last step decided: both only move forward.
+    a: usize,
+    b: usize,
+}
+
+impl StillWindow {
+    fn new(gap_s: i64) -> StillWindow {
+        StillWindow {
+            gap_s,
+            held: VecDeque::new(),
+            first: 0,
+            len: 0,
+            next: 0,
+            a: 0,
+            b: 0,
         }
-        b = b.max(k + 1);
-        while b + 1 < n && !gap_after(b) && fixes[b + 1].ts <= fixes[k + 1].ts + STILL_HALF_WINDOW_S
+    }
+
+    fn push(&mut self, fix: Fix) {
+        self.held.push_back(fix);
+        self.len += 1;
+    }
+
+    fn at(&self, k: usize) -> &Fix {
+        &self.held[k - self.first]
+    }
+
+    /// Decides the next step if the fixes pushed settle it (`at_end`: no more
+    /// follow): whether it stood still, and the fix it reaches.
+    fn decide(&mut self, at_end: bool) -> Option<(bool, Fix)> {
+        let k = self.next;
+        if k + 1 >= self.len {
+            return None;
+        }
+        let gap_after = |w: &StillWindow, j: usize| w.at(j + 1).ts - w.at(j).ts > w.gap_s;
+        let (from, to) = (*self.at(k), *self.at(k + 1));
+        if gap_after(self, k) {
+            // Nothing before a gap is in a later step's window.
+            self.next = k + 1;
+            self.a = k + 1;
+            self.drop_before(k + 1);
+            return Some((false, to));
+        }
+        let mut b = self.b.max(k + 1);
+        while b + 1 < self.len
+            && !gap_after(self, b)
+            && self.at(b + 1).ts <= to.ts + STILL_HALF_WINDOW_S
         {
             b += 1;
         }
-        still.push(
-            haversine_m(at(&fixes[a]), at(&fixes[b])) <= STILL_MAX_M
-                && haversine_m(at(&fixes[k]), at(&fixes[k + 1])) <= STILL_MAX_M
-                && !reports_moving(&fixes[k])
-                && !reports_moving(&fixes[k + 1]),
-        );
+        if b + 1 == self.len && !at_end {
+            // The next fix may still belong to this step's window.
+            return None;
+        }
+        let mut a = self.a;
+        while a < k && self.at(a).ts < from.ts - STILL_HALF_WINDOW_S {
+            a += 1;
+        }
+        let reports_moving = |f: &Fix| !f.speed_derived && f.speed_kmh >= super::events::MOVING_KMH;
+        let still = haversine_m(at(self.at(a)), at(self.at(b))) <= STILL_MAX_M
+            && haversine_m(at(&from), at(&to)) <= STILL_MAX_M
+            && !reports_moving(&from)
+            && !reports_moving(&to);
+        (self.a, self.b, self.next) = (a, b, k + 1);
+        self.drop_before(a);
+        Some((still, to))
     }
-    still
+
+    fn drop_before(&mut self, k: usize) {
+        while self.first < k {
+            self.held.pop_front();
+            self.first += 1;
+        }
+    }
 }
 
 /// The distance over `fixes` (one vehicle, time-ordered), a pure function of them:
@@ -87,77 +163,150 @@ pub fn still_steps(fixes: &[Fix], gap_s: i64) -> Vec<bool> {
 ///   moved no more than `STILL_MAX_M` (a parked tracker's heartbeat: nothing);
 /// - a fix implying more than `teleport_kmh` from the last one kept is skipped
 ///   (`analyze::is_jump`, the import's rule too);
-/// - the odometer (see [`odometer_verdict`]) is used only when it earns it.
+/// - the odometer is used only when it earns it: no reading steps back more than
+///   `ODOMETER_STEP_BACK_KM`, and its km fit the GPS ([`odometer_fits`]).
 pub fn span_distance(fixes: &[Fix], th: &Thresholds) -> SpanDistance {
-    if fixes.is_empty() {
-        return SpanDistance::default();
+    let mut walk = SpanWalk::new(th);
+    for f in fixes {
+        walk.push(*f);
     }
-    let gap_s = th.signal_loss_s();
-    let still = still_steps(fixes, gap_s);
-    let (mut driven_m, mut gap_m) = (0.0, 0.0);
-    let mut counted = 0; // the last point a step was counted to
-    let mut good = 0; // the last fix not dropped as a teleport
-    let mut path_m = 0.0; // the fixes' own path since `counted`
-    for k in 1..fixes.len() {
-        let dt = (fixes[k].ts - fixes[good].ts).max(1) as f64;
-        let step = haversine_m(at(&fixes[good]), at(&fixes[k]));
-        if super::is_jump(step, dt, th.teleport_kmh) {
-            continue;
-        }
-        let across_gap = fixes[k].ts - fixes[good].ts > gap_s;
-        let standing = still[k - 1] || (across_gap && step <= STILL_MAX_M);
-        good = k;
-        if standing {
-            // Noise while standing: not added, and the point counted to stays
-            // where the vehicle arrived, so that leaving counts from there.
-            continue;
-        }
-        path_m += step;
-        let d = haversine_m(at(&fixes[counted]), at(&fixes[k]));
-        if across_gap {
-            gap_m += d;
-            counted = k;
-            path_m = 0.0;
-        } else if d >= JITTER_M {
-            let quick = fixes[k].ts - fixes[counted].ts <= DENSE_S;
-            driven_m += if quick { path_m.max(d) } else { d };
-            counted = k;
-            path_m = 0.0;
+    walk.finish()
+}
+
+/// [`span_distance`] a fix at a time, holding a few minutes of fixes: a span that
+/// grows (a live vehicle's open day) is measured once, not again at every fix.
+/// Its figure equals `span_distance` over the same fixes, to the last bit: the same
+/// steps, in the same order.
+#[derive(Debug, Clone)]
+pub struct SpanWalk {
+    teleport_kmh: f64,
+    still: StillWindow,
+    /// The first fix, and the last point a step was counted to.
+    counted: Option<Fix>,
+    /// The last fix not dropped as a teleport.
+    good: Option<Fix>,
+    /// The fixes' own path since `counted`, metres.
+    path_m: f64,
+    driven_m: f64,
+    gap_m: f64,
+    odometer: OdometerWalk,
+}
+
+/// What the odometer's verdict needs of the readings so far.
+#[derive(Debug, Clone)]
+struct OdometerWalk {
+    /// Every fix had a reading.
+    complete: bool,
+    /// A reading stepped back more than `ODOMETER_STEP_BACK_KM`.
+    decreasing: bool,
+    low: Option<f64>,
+    high: f64,
+}
+
+impl SpanWalk {
+    /// An empty span.
+    pub fn new(th: &Thresholds) -> SpanWalk {
+        SpanWalk {
+            teleport_kmh: th.teleport_kmh,
+            still: StillWindow::new(th.signal_loss_s()),
+            counted: None,
+            good: None,
+            path_m: 0.0,
+            driven_m: 0.0,
+            gap_m: 0.0,
+            odometer: OdometerWalk {
+                complete: true,
+                decreasing: false,
+                low: None,
+                high: f64::NEG_INFINITY,
+            },
         }
     }
-    let gps_km = driven_m / 1000.0;
-    let gap_km = gap_m / 1000.0;
-    let (odometer_km, odometer_rejected) = if fixes.iter().all(|f| f.odometer_km.is_some()) {
-        match odometer_verdict(fixes, gps_km, gap_km) {
-            Ok(km) => (Some(km), None),
-            Err(why) => (None, Some(why)),
+
+    /// Adds the span's next fix (time order).
+    pub fn push(&mut self, fix: Fix) {
+        let o = &mut self.odometer;
+        match fix.odometer_km {
+            Some(r) => {
+                o.decreasing |= r < o.high - ODOMETER_STEP_BACK_KM;
+                o.high = o.high.max(r);
+                o.low.get_or_insert(r);
+            }
+            None => o.complete = false,
         }
-    } else {
-        (None, None)
-    };
-    SpanDistance {
-        gps_km,
-        gap_km,
-        odometer_km,
-        odometer_rejected,
+        if self.counted.is_none() {
+            (self.counted, self.good) = (Some(fix), Some(fix));
+        }
+        self.still.push(fix);
+        self.walk(false);
+    }
+
+    /// The span's distance so far.
+    pub fn finish(mut self) -> SpanDistance {
+        if self.counted.is_none() {
+            return SpanDistance::default();
+        }
+        self.walk(true);
+        let gps_km = self.driven_m / 1000.0;
+        let gap_km = self.gap_m / 1000.0;
+        let o = &self.odometer;
+        let (odometer_km, odometer_rejected) = if !o.complete {
+            (None, None)
+        } else if o.decreasing {
+            (None, Some(OdometerRejected::Decreasing))
+        } else {
+            match odometer_fits((o.high - o.low.unwrap_or(0.0)).max(0.0), gps_km, gap_km) {
+                Ok(km) => (Some(km), None),
+                Err(why) => (None, Some(why)),
+            }
+        };
+        SpanDistance {
+            gps_km,
+            gap_km,
+            odometer_km,
+            odometer_rejected,
+        }
+    }
+
+    /// Counts the steps the fixes pushed settle (`at_end`: all of them).
+    fn walk(&mut self, at_end: bool) {
+        let gap_s = self.still.gap_s;
+        while let Some((still, fix)) = self.still.decide(at_end) {
+            let (Some(good), Some(counted)) = (self.good, self.counted) else {
+                unreachable!("the first fix is pushed before any step");
+            };
+            let dt = (fix.ts - good.ts).max(1) as f64;
+            let step = haversine_m(at(&good), at(&fix));
+            if super::is_jump(step, dt, self.teleport_kmh) {
+                continue;
+            }
+            let across_gap = fix.ts - good.ts > gap_s;
+            let standing = still || (across_gap && step <= STILL_MAX_M);
+            self.good = Some(fix);
+            if standing {
+                // Noise while standing: not added, and the point counted to stays
+                // where the vehicle arrived, so that leaving counts from there.
+                continue;
+            }
+            self.path_m += step;
+            let d = haversine_m(at(&counted), at(&fix));
+            if across_gap {
+                self.gap_m += d;
+                (self.counted, self.path_m) = (Some(fix), 0.0);
+            } else if d >= JITTER_M {
+                let quick = fix.ts - counted.ts <= DENSE_S;
+                self.driven_m += if quick { self.path_m.max(d) } else { d };
+                (self.counted, self.path_m) = (Some(fix), 0.0);
+            }
+        }
     }
 }
 
-/// The odometer's km over `fixes` (every one with a reading), if it earns its use:
-/// it never steps back more than `ODOMETER_STEP_BACK_KM`, and its distance is
-/// between `ODOMETER_MIN_RATIO` × the GPS path and `ODOMETER_MAX_RATIO` × the GPS
-/// path with the gaps' chords, each give or take `ODOMETER_SLACK_KM`.
-pub fn odometer_verdict(fixes: &[Fix], gps_km: f64, gap_km: f64) -> Result<f64, OdometerRejected> {
-    let readings = || fixes.iter().filter_map(|f| f.odometer_km);
-    let mut high = f64::NEG_INFINITY;
-    for r in readings() {
-        if r < high - ODOMETER_STEP_BACK_KM {
-            return Err(OdometerRejected::Decreasing);
-        }
-        high = high.max(r);
-    }
-    let low = readings().next().unwrap_or(0.0);
-    let km = (high - low).max(0.0);
+/// Whether an odometer's `km` over a span earns its use against the GPS: between
+/// `ODOMETER_MIN_RATIO` × the GPS path and `ODOMETER_MAX_RATIO` × the GPS path with
+/// the gaps' chords, each give or take `ODOMETER_SLACK_KM`. (Readings that step back
+/// more than `ODOMETER_STEP_BACK_KM` are rejected before: `decreasing`.)
+fn odometer_fits(km: f64, gps_km: f64, gap_km: f64) -> Result<f64, OdometerRejected> {
     let floor = ODOMETER_MIN_RATIO * gps_km - ODOMETER_SLACK_KM;
     let ceiling = ODOMETER_MAX_RATIO * (gps_km + gap_km) + ODOMETER_SLACK_KM;
     if (floor..=ceiling).contains(&km) {
@@ -256,5 +405,168 @@ mod tests {
         }));
         let d = span_distance(&both, &th);
         assert!((d.gps_km - 1.0).abs() < 0.03, "{d:?}");
+    }
+
+    // The definitions written plainly over a whole slice (as they were before the
+    // walk): the reference the walk must equal, bit for bit.
+    fn plain_still_steps(fixes: &[Fix], gap_s: i64) -> Vec<bool> {
+        let reports_moving =
+            |f: &Fix| !f.speed_derived && f.speed_kmh >= crate::analyze::events::MOVING_KMH;
+        let gap_after = |k: usize| fixes[k + 1].ts - fixes[k].ts > gap_s;
+        let n = fixes.len();
+        let mut still = Vec::with_capacity(n.saturating_sub(1));
+        let (mut a, mut b) = (0, 0);
+        for k in 0..n.saturating_sub(1) {
+            if gap_after(k) {
+                still.push(false);
+                a = k + 1;
+                continue;
+            }
+            while a < k && fixes[a].ts < fixes[k].ts - STILL_HALF_WINDOW_S {
+                a += 1;
+            }
+            b = b.max(k + 1);
+            while b + 1 < n
+                && !gap_after(b)
+                && fixes[b + 1].ts <= fixes[k + 1].ts + STILL_HALF_WINDOW_S
+            {
+                b += 1;
+            }
+            still.push(
+                haversine_m(at(&fixes[a]), at(&fixes[b])) <= STILL_MAX_M
+                    && haversine_m(at(&fixes[k]), at(&fixes[k + 1])) <= STILL_MAX_M
+                    && !reports_moving(&fixes[k])
+                    && !reports_moving(&fixes[k + 1]),
+            );
+        }
+        still
+    }
+
+    fn plain_span_distance(fixes: &[Fix], th: &Thresholds) -> SpanDistance {
+        if fixes.is_empty() {
+            return SpanDistance::default();
+        }
+        let gap_s = th.signal_loss_s();
+        let still = plain_still_steps(fixes, gap_s);
+        let (mut driven_m, mut gap_m) = (0.0, 0.0);
+        let mut counted = 0; // the last point a step was counted to
+        let mut good = 0; // the last fix not dropped as a teleport
+        let mut path_m = 0.0; // the fixes' own path since `counted`
+        for k in 1..fixes.len() {
+            let dt = (fixes[k].ts - fixes[good].ts).max(1) as f64;
+            let step = haversine_m(at(&fixes[good]), at(&fixes[k]));
+            if crate::analyze::is_jump(step, dt, th.teleport_kmh) {
+                continue;
+            }
+            let across_gap = fixes[k].ts - fixes[good].ts > gap_s;
+            let standing = still[k - 1] || (across_gap && step <= STILL_MAX_M);
+            good = k;
+            if standing {
+                // Noise while standing: not added, and the point counted to stays
+                // where the vehicle arrived, so that leaving counts from there.
+                continue;
+            }
+            path_m += step;
+            let d = haversine_m(at(&fixes[counted]), at(&fixes[k]));
+            if across_gap {
+                gap_m += d;
+                counted = k;
+                path_m = 0.0;
+            } else if d >= JITTER_M {
+                let quick = fixes[k].ts - fixes[counted].ts <= DENSE_S;
+                driven_m += if quick { path_m.max(d) } else { d };
+                counted = k;
+                path_m = 0.0;
+            }
+        }
+        let gps_km = driven_m / 1000.0;
+        let gap_km = gap_m / 1000.0;
+        let (odometer_km, odometer_rejected) = if fixes.iter().all(|f| f.odometer_km.is_some()) {
+            match plain_odometer_verdict(fixes, gps_km, gap_km) {
+                Ok(km) => (Some(km), None),
+                Err(why) => (None, Some(why)),
+            }
+        } else {
+            (None, None)
+        };
+        SpanDistance {
+            gps_km,
+            gap_km,
+            odometer_km,
+            odometer_rejected,
+        }
+    }
+
+    fn plain_odometer_verdict(
+        fixes: &[Fix],
+        gps_km: f64,
+        gap_km: f64,
+    ) -> Result<f64, OdometerRejected> {
+        let readings = || fixes.iter().filter_map(|f| f.odometer_km);
+        let mut high = f64::NEG_INFINITY;
+        for r in readings() {
+            if r < high - ODOMETER_STEP_BACK_KM {
+                return Err(OdometerRejected::Decreasing);
+            }
+            high = high.max(r);
+        }
+        let low = readings().next().unwrap_or(0.0);
+        let km = (high - low).max(0.0);
+        let floor = ODOMETER_MIN_RATIO * gps_km - ODOMETER_SLACK_KM;
+        let ceiling = ODOMETER_MAX_RATIO * (gps_km + gap_km) + ODOMETER_SLACK_KM;
+        if (floor..=ceiling).contains(&km) {
+            Ok(km)
+        } else {
+            Err(OdometerRejected::Implausible)
+        }
+    }
+
+    #[test]
+    fn a_span_walked_a_fix_at_a_time_measures_each_prefix_as_the_whole_pass_does() {
+        let th = Thresholds::default();
+        // Parked jitter, a drive, a signal loss, a teleport, a slow walk, the
+        // odometer missing on one fix: every rule's state crosses the pushes.
+        let mut fixes: Vec<Fix> = (0..20)
+            .map(|k| {
+                fix(
+                    k * 15,
+                    if k % 2 == 0 { 0.0 } else { 20.0 },
+                    0.0,
+                    Some(100.0),
+                )
+            })
+            .collect();
+        fixes.extend((1..40).map(|k| {
+            fix(
+                300 + k * 10,
+                k as f64 * 90.0,
+                32.0,
+                Some(100.0 + k as f64 * 0.09),
+            )
+        }));
+        fixes.push(fix(1400, 9000.0, 40.0, Some(104.5)));
+        fixes.push(fix(1410, 60_000.0, 40.0, Some(104.6)));
+        fixes.extend((0..30).map(|k| {
+            fix(
+                1420 + k * 15,
+                9000.0 + k as f64 * 8.0,
+                2.0,
+                (k != 7).then_some(105.0),
+            )
+        }));
+        let mut walk = SpanWalk::new(&th);
+        for (n, f) in fixes.iter().enumerate() {
+            walk.push(*f);
+            let prefix = &fixes[..=n];
+            assert_eq!(
+                walk.clone().finish(),
+                plain_span_distance(prefix, &th),
+                "after fix {n}"
+            );
+            assert_eq!(
+                still_steps(prefix, th.signal_loss_s()),
+                plain_still_steps(prefix, th.signal_loss_s())
+            );
+        }
     }
 }

@@ -7,10 +7,11 @@
 //! rule then restarts there exactly: the stop scan resumes on the next fix, movement
 //! (trips) runs from that fix, no speeding run crosses it, and the pairwise rules
 //! (signal losses, ignition) take the pairs that start before it. Geofences are a
-//! state machine carried across windows; a local day is rolled up once all its fixes
-//! (and the one after) are in one window. The next window keeps what these need:
-//! from the cut, the open day's previous fix, or a geofence's pending flip, whichever
-//! is earliest. A window with no such stop (a vehicle parked, or driving, for more
+//! state machine carried across windows, and so is the daily rollup: each fix is
+//! read into its local day once nothing more can be found on it (before the cut and
+//! every geofence's reading), and a day is closed with the first fix of the next.
+//! The next window keeps what these need: from the cut, or a geofence's pending
+//! flip, whichever is earliest. A window with no such stop (a vehicle parked, or driving, for more
 //! than a whole window) grows until it has one, or holds the vehicle.
 
 use super::{Context, daily, events, motion};
@@ -52,8 +53,8 @@ struct Run {
     movement_from: usize,
     /// Events anchored before this fix are found.
     events_from: usize,
-    /// The first fix of the first local day not rolled up.
-    days_from: usize,
+    /// The local days read so far, and the one still open.
+    rollup: daily::Rollup,
     /// The stops found that may still cover a fix in memory.
     recent_stops: Vec<(usize, usize)>,
     /// Each geofence's state, in `ctx.geofences` order (set by the first window).
@@ -147,8 +148,9 @@ impl Run {
             .iter()
             .map(|w| w.next - base)
             .fold(until, usize::min);
-        let (days, open_day) =
-            daily::day_rows(fixes, self.days_from - base, days_until, &in_stop, ctx);
+        let days = self
+            .rollup
+            .read(fixes, base, days_until, &in_stop, ctx, at_end);
         for (date, mut row) in days {
             let c = self.day_counts.remove(&date).unwrap_or_default();
             (row.trips, row.stops, row.events, row.signal_losses) =
@@ -164,18 +166,16 @@ impl Run {
             self.found.latest = fixes.last().copied();
             return Pass::Done;
         };
-        let open_day = open_day.expect("the day holding the cut is not rolled up");
         let keep_from = self
             .geofences
             .iter()
             .map(|w| w.next - base)
-            .chain([cut, open_day.saturating_sub(1)])
+            .chain([cut, self.rollup.next - base])
             .min()
             .expect("the cut is a candidate");
         self.scan_from = base + cut + 1;
         self.movement_from = base + cut;
         self.events_from = base + cut;
-        self.days_from = base + open_day;
         self.recent_stops
             .extend(stops.iter().map(|r| (base + r.0, base + r.1)));
         self.recent_stops.retain(|&(_, b)| b > base + keep_from);
