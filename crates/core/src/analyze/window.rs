@@ -11,8 +11,9 @@
 //! read into its local day once nothing more can be found on it (before the cut and
 //! every geofence's reading), and a day is closed with the first fix of the next.
 //! The next window keeps what these need: from the cut, or a geofence's pending
-//! flip, whichever is earliest. A window with no such stop (a vehicle parked, or driving, for more
-//! than a whole window) grows until it has one, or holds the vehicle.
+//! flip, whichever is earliest. A window with no such stop (a vehicle parked, or
+//! driving, for more than a whole window) grows until it has one, or holds the
+//! vehicle.
 
 use super::{Context, daily, events, motion};
 use crate::clock::Date;
