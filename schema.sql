@@ -1,8 +1,10 @@
--- fleetctl store, schema version 5 (2: latest_fix and the partial indexes; 3: imported
+-- fleetctl store, schema version 8 (2: latest_fix and the partial indexes; 3: imported
 -- data: fractional seconds, derived speeds, unknown heading and ignition, one fix per
--- vehicle and instant; 4: positions keyed by vehicle and instant, with no rowid; a trip's moving and idle
--- time, a stop's time without ignition, stops and trips by time; 5: a trip's odometer km and
--- why a day's odometer was not used; `fleetctl analyze` brings a version-4 file up to date).
+-- vehicle and instant; 4: positions keyed by vehicle and instant; a trip's moving and
+-- idle time, a stop's time without ignition, stops and trips by time; 5: a trip's
+-- odometer km and why a day's odometer was not used; 6: a day's events; 7: vehicles'
+-- device ids; 8: positions in fixed-point integers under one key. `fleetctl migrate`
+-- brings a file of version 4 to 7 up to date, keeping every position).
 -- Times are UTC epoch seconds (INTEGER); coordinates are WGS84 degrees; units are in
 -- the column names. The indexes after the marker line at the end are built after a bulk
 -- load, which is several times faster than maintaining them row by row.
@@ -26,22 +28,37 @@ CREATE TABLE vehicles (
 );
 CREATE UNIQUE INDEX vehicles_device_id ON vehicles (device_id);
 
+-- One fix per vehicle and instant, in fixed-point integers (SQLite stores each in as
+-- few bytes as its value needs: about 34 bytes a fix; store/positions.rs).
 CREATE TABLE positions (
-    vehicle_id    INTEGER NOT NULL REFERENCES vehicles(id),
-    ts            INTEGER NOT NULL,     -- UTC epoch seconds, whole
-    ts_ms         INTEGER NOT NULL DEFAULT 0,  -- the source's fraction of that second, 0..999 ms
-    lat           REAL NOT NULL,
-    lon           REAL NOT NULL,
-    speed_kmh     REAL NOT NULL,
-    speed_derived INTEGER NOT NULL DEFAULT 0,  -- 1: the source had no speed; derived from the fixes around it
-    heading_deg   REAL,                 -- clockwise from north, [0, 360); NULL when unknown
-    ignition      INTEGER,              -- 1 on, 0 off, NULL when the source does not say
-    odometer_km   REAL,                 -- NULL when the device has no odometer
-    -- One fix per vehicle and instant. The table is stored in this order (no rowid):
-    -- a vehicle's day is one range read, and rows written in vehicle and time order
-    -- (as generate and import write them) are appended, with no index to build.
-    PRIMARY KEY (vehicle_id, ts, ts_ms)
-) WITHOUT ROWID;
+    -- vehicle_id × 2^42 + UTC epoch milliseconds: the table is stored in this order,
+    -- so a vehicle's day is one range read, and rows written in vehicle and time
+    -- order (as generate and import write them) are appended to full pages.
+    vehicle_time   INTEGER PRIMARY KEY,
+    lat_e7         INTEGER NOT NULL,    -- latitude × 10^7 (1.1 cm)
+    lon_e7         INTEGER NOT NULL,    -- longitude × 10^7
+    speed_kmh_e2   INTEGER NOT NULL,    -- km/h × 100
+    speed_derived  INTEGER NOT NULL,    -- 1: the source had no speed; derived from the fixes around it
+    heading_deg_e1 INTEGER,             -- degrees clockwise from north × 10, [0, 3600); NULL when unknown
+    ignition       INTEGER,             -- 1 on, 0 off, NULL when the source does not say
+    odometer_m     INTEGER              -- metres; NULL when the device has no odometer
+);
+-- The positions in degrees, km/h and km, for people and tools that read this file
+-- (sqlite3, DuckDB); fleetctl reads the table. A filter on vehicle_id or ts here
+-- reads every row: a vehicle's range is vehicle_time BETWEEN id << 42 AND
+-- ((id + 1) << 42) - 1.
+CREATE VIEW fixes AS SELECT
+    vehicle_time >> 42 AS vehicle_id,
+    (vehicle_time & 4398046511103) / 1000 AS ts,
+    (vehicle_time & 4398046511103) % 1000 AS ts_ms,
+    lat_e7 / 1e7 AS lat,
+    lon_e7 / 1e7 AS lon,
+    speed_kmh_e2 / 1e2 AS speed_kmh,
+    speed_derived,
+    heading_deg_e1 / 1e1 AS heading_deg,
+    ignition,
+    odometer_m / 1e3 AS odometer_km
+FROM positions;
 
 -- A polygon is WKT in lon lat order: POLYGON((lon lat, lon lat, ...)), closed ring.
 -- A circle is WKT POINT(lon lat) with its radius in radius_m (NULL for polygons).

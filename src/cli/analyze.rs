@@ -1,5 +1,6 @@
 //! `fleetctl analyze`: detection run again, with the thresholds its flags give (one
-//! flag per settable threshold of `analyze::THRESHOLDS`).
+//! flag per settable threshold of `analyze::THRESHOLDS`); and `fleetctl migrate`,
+//! the same run on a database of an earlier schema, brought up to date first.
 
 use super::*;
 use crate::error::Result;
@@ -82,4 +83,35 @@ pub(super) fn analyze(path: PathBuf, args: AnalyzeArgs) -> Result<()> {
     bar.finish();
     let summary = summary?;
     print_stdout(&render::analyze_summary(&path, &summary))
+}
+
+pub(super) fn migrate(path: PathBuf) -> Result<()> {
+    use crate::store::{Probe, SCHEMA_VERSION, is_upgradable};
+    let from = match crate::store::probe(&path)? {
+        Probe::Fleet { schema_version } if schema_version == SCHEMA_VERSION => {
+            return print_stdout(&format!(
+                "{} is at schema version {schema_version} already; nothing to do\n",
+                path.display()
+            ));
+        }
+        Probe::Fleet { schema_version } if is_upgradable(schema_version) => schema_version,
+        // Missing, not ours, or of a version this fleetctl cannot bring up to date:
+        // the refusal (and advice) every command gives.
+        _ => return crate::store::open_read_only(&path).map(drop),
+    };
+    let bytes = || std::fs::metadata(&path).map_or(0, |m| m.len());
+    let before = bytes();
+    let mut bar = ProgressBar::new("migrating");
+    let summary = crate::pipeline::reanalyze(&path, &|_| {}, &mut |f| bar.set(f));
+    bar.finish();
+    let summary = summary?;
+    print_stdout(&format!(
+        "{}: schema version {from} → {}; {} positions of {} vehicles kept and analysed again; {:.1} MB → {:.1} MB\n",
+        path.display(),
+        SCHEMA_VERSION,
+        summary.fixes,
+        summary.vehicles,
+        before as f64 / 1e6,
+        bytes() as f64 / 1e6
+    ))
 }

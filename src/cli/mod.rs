@@ -66,6 +66,13 @@ enum Command {
     /// Example: fleetctl analyze --stop-radius-m 100 --speed-limit 60
     Analyze(AnalyzeArgs),
 
+    /// Bring a database of an earlier schema version up to this fleetctl's, in
+    /// place: every position kept (rewritten in the current layout), detection run
+    /// again, the file compacted. A failure leaves it as it was.
+    ///
+    /// Example: fleetctl --db fleet.db migrate
+    Migrate,
+
     /// Show the database's time zone and detection thresholds.
     Settings,
 
@@ -241,6 +248,7 @@ pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Generate(args) => generate(db, args),
         Command::Analyze(args) => analyze(db, args),
+        Command::Migrate => analyze::migrate(db),
         Command::Import(args) => import::run(db, args),
         Command::Export(args) => export::run(db, args),
         Command::Places(cmd) => places::run_places(db, cmd),

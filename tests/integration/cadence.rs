@@ -26,7 +26,7 @@ fn fixture_rows() -> Vec<(String, Vec<Row>)> {
     let mut st = conn
         .prepare(
             "SELECT v.plate, p.ts, p.lat, p.lon, p.speed_kmh, p.heading_deg, p.ignition, p.odometer_km \
-             FROM positions p JOIN vehicles v ON v.id = p.vehicle_id ORDER BY v.plate, p.ts",
+             FROM fixes p JOIN vehicles v ON v.id = p.vehicle_id ORDER BY v.plate, p.ts",
         )
         .unwrap();
     let mut out: Vec<(String, Vec<Row>)> = Vec::new();

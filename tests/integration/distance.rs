@@ -159,7 +159,7 @@ fn compare_every_vehicle_day(name: &str, path: &Path, dir: &TempDir) -> (usize, 
 fn driven_path_km(path: &Path) -> f64 {
     let conn = open(path);
     let mut st = conn
-        .prepare("SELECT vehicle_id, ts, lat, lon FROM positions ORDER BY vehicle_id, ts")
+        .prepare("SELECT vehicle_id, ts, lat, lon FROM fixes ORDER BY vehicle_id, ts")
         .unwrap();
     let rows: Vec<(i64, i64, f64, f64)> = st
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
@@ -266,10 +266,11 @@ fn a_database_of_the_previous_schema_is_brought_up_to_date_by_analyze() {
     rusqlite::Connection::open(&v5)
         .unwrap()
         .execute_batch(
-            "DROP INDEX daily_date_counts; CREATE INDEX daily_date ON daily (date); \
+            &(crate::harness::POSITIONS_AS_VERSION_7.to_string()
+                + "DROP INDEX daily_date_counts; CREATE INDEX daily_date ON daily (date); \
              ALTER TABLE daily DROP COLUMN events; \
              DROP INDEX vehicles_device_id; ALTER TABLE vehicles DROP COLUMN device_id; \
-             UPDATE meta SET value = '5' WHERE key = 'schema_version';",
+             UPDATE meta SET value = '5' WHERE key = 'schema_version';"),
         )
         .unwrap();
     run(fleetctl(&[
@@ -301,19 +302,20 @@ fn a_database_of_the_previous_schema_is_brought_up_to_date_by_analyze() {
     rusqlite::Connection::open(&db)
         .unwrap()
         .execute_batch(
-            "DROP INDEX daily_date_counts; CREATE INDEX daily_date ON daily (date); \
+            &(crate::harness::POSITIONS_AS_VERSION_7.to_string()
+                + "DROP INDEX daily_date_counts; CREATE INDEX daily_date ON daily (date); \
              ALTER TABLE trips DROP COLUMN odometer_km; \
              ALTER TABLE daily DROP COLUMN odometer_rejected; \
              ALTER TABLE daily DROP COLUMN events; \
              DROP INDEX vehicles_device_id; ALTER TABLE vehicles DROP COLUMN device_id; \
-             UPDATE meta SET value = '4' WHERE key = 'schema_version';",
+             UPDATE meta SET value = '4' WHERE key = 'schema_version';"),
         )
         .unwrap();
     let refused = run(fleetctl(&["--db", db_arg, "query", "trip", "CAR"])).fails(4);
     let said = format!("{}{}", refused.stdout, refused.stderr);
     assert!(
         said.contains("schema version 4")
-            && said.contains(&format!("fleetctl --db {db_arg} analyze")),
+            && said.contains(&format!("fleetctl --db {db_arg} migrate")),
         "{said}"
     );
     // `generate --if-missing` (what `make run` does) keeps such a fleet: it brings it

@@ -96,7 +96,7 @@ fn parquet_holds_every_fix_with_utc_timestamps_and_units_in_column_names() {
     let conn = open(fixture_db());
     let stored: Vec<(i64, f64, f64)> = conn
         .prepare(
-            "SELECT p.ts, p.lat, p.lon FROM positions p JOIN vehicles v ON v.id = p.vehicle_id \
+            "SELECT p.ts, p.lat, p.lon FROM fixes p JOIN vehicles v ON v.id = p.vehicle_id \
              WHERE v.plate = 'P-701JFG' ORDER BY p.ts",
         )
         .unwrap()
@@ -373,7 +373,7 @@ fn map_formats_hold_a_line_per_trip_or_vehicle_day_and_a_point_per_stop() {
     let text = std::fs::read_to_string(&gpx).unwrap();
     let fixes: i64 = open(fixture_db())
         .query_row(
-            "SELECT COUNT(*) FROM positions p JOIN vehicles v ON v.id = p.vehicle_id \
+            "SELECT COUNT(*) FROM fixes p JOIN vehicles v ON v.id = p.vehicle_id \
              WHERE v.plate = 'P-701JFG' AND date(p.ts - 6 * 3600, 'unixepoch') = '2026-11-24'",
             [],
             |r| r.get(0),

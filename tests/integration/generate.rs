@@ -19,7 +19,7 @@ struct Row {
 
 fn positions(conn: &Connection) -> HashMap<i64, Vec<Row>> {
     let mut st = conn
-        .prepare("SELECT vehicle_id, ts, lat, lon, speed_kmh, ignition FROM positions ORDER BY vehicle_id, ts")
+        .prepare("SELECT vehicle_id, ts, lat, lon, speed_kmh, ignition FROM fixes ORDER BY vehicle_id, ts")
         .unwrap();
     let mut by_vehicle: HashMap<i64, Vec<Row>> = HashMap::new();
     let rows = st
@@ -116,7 +116,7 @@ fn the_fixture_has_the_promised_fleet_and_time_span() {
     );
     let inactive_rows = count(
         &conn,
-        "SELECT COUNT(*) FROM positions WHERE vehicle_id IN (SELECT id FROM vehicles WHERE active = 0)",
+        "SELECT COUNT(*) FROM fixes WHERE vehicle_id IN (SELECT id FROM vehicles WHERE active = 0)",
     );
     assert_eq!(inactive_rows, 0, "the inactive vehicle has no positions");
     let plates: Vec<String> = conn
@@ -144,7 +144,7 @@ fn the_fixture_has_the_promised_fleet_and_time_span() {
     assert_eq!(meta(&conn, "data_now"), now.to_string());
     let first_day = zone.day_start(zone.local_date(now).add_days(-6));
     let (min_ts, max_ts) = conn
-        .query_row("SELECT MIN(ts), MAX(ts) FROM positions", [], |r| {
+        .query_row("SELECT MIN(ts), MAX(ts) FROM fixes", [], |r| {
             Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
         })
         .unwrap();
@@ -161,7 +161,7 @@ fn the_fixture_has_the_promised_fleet_and_time_span() {
     // Every active vehicle works on most days.
     let worked = count(
         &conn,
-        "SELECT COUNT(DISTINCT vehicle_id || '-' || ((ts - 21600) / 86400)) FROM positions",
+        "SELECT COUNT(DISTINCT vehicle_id || '-' || ((ts - 21600) / 86400)) FROM fixes",
     );
     assert!(worked >= 14 * 5, "{worked} vehicle-days");
 }
@@ -695,4 +695,73 @@ fn if_missing_keeps_a_current_database_and_replaces_an_outdated_one() {
         meta(&open(&path), "schema_version"),
         fleetctl::store::SCHEMA_VERSION.to_string()
     );
+}
+
+#[test]
+fn a_version_7_database_migrates_keeping_every_position_and_answer_in_fewer_bytes() {
+    let dir = TempDir::new("migrate-v7");
+    let db = dir.join("v7.db");
+    std::fs::copy(fixture_db(), &db).unwrap();
+    let db_arg = db.to_str().unwrap();
+    let derived = |conn: &Connection| {
+        [
+            ("stops", "vehicle_id, start_ts"),
+            ("trips", "vehicle_id, start_ts"),
+            ("events", "vehicle_id, start_ts, kind"),
+            ("daily", "vehicle_id, date"),
+            ("latest_fix", "vehicle_id"),
+            ("visits", "vehicle_id, geofence_id, enter_ts"),
+        ]
+        .map(|(table, order)| crate::harness::table_rows(conn, table, order))
+    };
+    let fixes =
+        |conn: &Connection| crate::harness::table_rows(conn, "fixes", "vehicle_id, ts, ts_ms");
+    let (rows_before, fixes_before) = {
+        let conn = open(fixture_db());
+        (derived(&conn), fixes(&conn))
+    };
+    let answer =
+        |path: &Path| ["mileage", "stopped"].map(|q| crate::harness::query_json(path, &[q]));
+    let answers_before = answer(fixture_db());
+    Connection::open(&db)
+        .unwrap()
+        .execute_batch(&format!(
+            "{}UPDATE meta SET value = '7' WHERE key = 'schema_version'; VACUUM;",
+            crate::harness::POSITIONS_AS_VERSION_7
+        ))
+        .unwrap();
+    let v7_bytes = std::fs::metadata(&db).unwrap().len();
+
+    let refused = run(fleetctl(&["--db", db_arg, "query", "mileage"])).fails(4);
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("fleetctl --db {db_arg} migrate")),
+        "{}",
+        refused.stderr
+    );
+    let migrated = run(fleetctl(&["--db", db_arg, "migrate"])).ok();
+    assert!(
+        migrated.stdout.contains("schema version 7 → 8")
+            && migrated
+                .stdout
+                .contains(&format!("{} positions", fixes_before.len())),
+        "{}",
+        migrated.stdout
+    );
+    let conn = open(&db);
+    assert_eq!(
+        fixes(&conn),
+        fixes_before,
+        "every position kept, value for value"
+    );
+    assert_eq!(derived(&conn), rows_before, "every derived row the same");
+    assert_eq!(answer(&db), answers_before);
+    let v8_bytes = std::fs::metadata(&db).unwrap().len();
+    assert!(
+        v8_bytes * 10 < v7_bytes * 7,
+        "{v8_bytes} bytes after, {v7_bytes} before"
+    );
+    let again = run(fleetctl(&["--db", db_arg, "migrate"])).ok();
+    assert!(again.stdout.contains("nothing to do"), "{}", again.stdout);
 }

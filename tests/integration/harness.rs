@@ -135,6 +135,19 @@ pub fn table_rows(conn: &Connection, table: &str, order_by: &str) -> Vec<String>
     .collect()
 }
 
+/// SQL that puts a current database's positions back in the layout of schema
+/// versions 3 to 7 (floating-point columns under a `(vehicle_id, ts, ts_ms)` key), to
+/// test the upgrades of databases written by earlier fleetctls.
+pub const POSITIONS_AS_VERSION_7: &str = "\
+    CREATE TABLE positions_v7 (vehicle_id INTEGER NOT NULL REFERENCES vehicles(id), \
+        ts INTEGER NOT NULL, ts_ms INTEGER NOT NULL DEFAULT 0, lat REAL NOT NULL, \
+        lon REAL NOT NULL, speed_kmh REAL NOT NULL, speed_derived INTEGER NOT NULL DEFAULT 0, \
+        heading_deg REAL, ignition INTEGER, odometer_km REAL, \
+        PRIMARY KEY (vehicle_id, ts, ts_ms)) WITHOUT ROWID; \
+    INSERT INTO positions_v7 SELECT vehicle_id, ts, ts_ms, lat, lon, speed_kmh, \
+        speed_derived, heading_deg, ignition, odometer_km FROM fixes; \
+    DROP VIEW fixes; DROP TABLE positions; ALTER TABLE positions_v7 RENAME TO positions; ";
+
 /// Opens a database for reading.
 pub fn open(path: &Path) -> Connection {
     Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap()

@@ -23,7 +23,7 @@ pub(crate) fn write_demo_as_files(dir: &TempDir, order: impl Fn(&mut Vec<String>
     let mut st = conn
         .prepare(
             "SELECT v.plate, p.ts, p.lat, p.lon, p.speed_kmh, p.heading_deg, p.ignition, p.odometer_km \
-             FROM positions p JOIN vehicles v ON v.id = p.vehicle_id",
+             FROM fixes p JOIN vehicles v ON v.id = p.vehicle_id",
         )
         .unwrap();
     let mut lines: Vec<String> = st
@@ -387,7 +387,7 @@ A-1;2026-11-24 08:02:45.500;14.6060;-90.5;;
     // The fractional second is kept, and the missing speed is derived and marked.
     let (ms, derived): (i64, bool) = open(&db)
         .query_row(
-            "SELECT ts_ms, speed_derived FROM positions ORDER BY ts DESC LIMIT 1",
+            "SELECT ts_ms, speed_derived FROM fixes ORDER BY ts DESC LIMIT 1",
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
@@ -417,7 +417,7 @@ fn stored_positions(db: &Path) -> Vec<(String, i64, i64, String, bool)> {
     open(db)
         .prepare(
             "SELECT v.plate, p.ts, p.ts_ms, printf('%.6f %.6f %.1f', p.lat, p.lon, p.speed_kmh), p.speed_derived \
-             FROM positions p JOIN vehicles v ON v.id = p.vehicle_id ORDER BY v.plate, p.ts, p.ts_ms",
+             FROM fixes p JOIN vehicles v ON v.id = p.vehicle_id ORDER BY v.plate, p.ts, p.ts_ms",
         )
         .unwrap()
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
@@ -878,7 +878,7 @@ fn real_bus_feeds_land_in_their_own_time_zone() {
     assert_eq!(vehicles, 391);
     // Date and time in separate columns, local time without an offset.
     let first: i64 = open(&db)
-        .query_row("SELECT MIN(ts) FROM positions", [], |r| r.get(0))
+        .query_row("SELECT MIN(ts) FROM fixes", [], |r| r.get(0))
         .unwrap();
     assert_eq!(first, 1_663_660_777, "2022-09-20T02:59:37-05:00");
 }
@@ -1036,7 +1036,7 @@ fn geojson_lines_with_times_and_parquet_files_are_read() {
     assert!(text.contains(",5,negative_speed,speed -3"), "{text}");
     let (speed, derived, ignition): (f64, bool, bool) = open(&db)
         .query_row(
-            "SELECT speed_kmh, speed_derived, ignition FROM positions p JOIN vehicles v ON v.id = p.vehicle_id \
+            "SELECT speed_kmh, speed_derived, ignition FROM fixes p JOIN vehicles v ON v.id = p.vehicle_id \
              WHERE v.plate = 'PQ-1' ORDER BY ts DESC LIMIT 1",
             [],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
@@ -1053,7 +1053,7 @@ fn geojson_lines_with_times_and_parquet_files_are_read() {
     let ignition_of = |plate: &str| -> Vec<Option<bool>> {
         open(&db)
             .prepare(
-                "SELECT ignition FROM positions p JOIN vehicles v ON v.id = p.vehicle_id \
+                "SELECT ignition FROM fixes p JOIN vehicles v ON v.id = p.vehicle_id \
                  WHERE v.plate = ?1 ORDER BY ts",
             )
             .unwrap()
@@ -1297,9 +1297,7 @@ fn naive_local_times_across_the_night_the_clocks_go_back_land_on_the_same_instan
         }
         let instants = |db: &Path| -> Vec<i64> {
             let conn = open(db);
-            let mut st = conn
-                .prepare("SELECT ts FROM positions ORDER BY ts")
-                .unwrap();
+            let mut st = conn.prepare("SELECT ts FROM fixes ORDER BY ts").unwrap();
             st.query_map([], |r| r.get(0))
                 .unwrap()
                 .map(Result::unwrap)

@@ -159,7 +159,7 @@ fn analysed(db: &std::path::Path, plate: &str) {
     let conn = open(db);
     let caught_up = || -> bool {
         conn.query_row(
-            "SELECT (SELECT max(ts) FROM positions WHERE vehicle_id = v.id) \
+            "SELECT (SELECT max(ts) FROM fixes WHERE vehicle_id = v.id) \
                     IS (SELECT ts FROM latest_fix WHERE vehicle_id = v.id) \
              FROM vehicles v WHERE v.plate = ?1",
             [plate],
@@ -380,7 +380,7 @@ fn every_acknowledged_fix_survives_kill_9() {
     assert!(vehicle.stdout.contains("P-900LIV"));
     let stored: i64 = open(&db)
         .query_row(
-            "SELECT count(*) FROM positions p JOIN vehicles v ON v.id = p.vehicle_id WHERE v.plate = 'P-900LIV'",
+            "SELECT count(*) FROM fixes p JOIN vehicles v ON v.id = p.vehicle_id WHERE v.plate = 'P-900LIV'",
             [],
             |r| r.get(0),
         )
@@ -401,7 +401,7 @@ fn a_stopped_server_leaves_every_fix_analysed() {
     assert!(status.success(), "{status:?}");
     let (newest, analysed): (i64, Option<i64>) = open(&db)
         .query_row(
-            "SELECT (SELECT max(p.ts) FROM positions p JOIN vehicles v ON v.id = p.vehicle_id WHERE v.plate = 'P-900LIV'), \
+            "SELECT (SELECT max(p.ts) FROM fixes p JOIN vehicles v ON v.id = p.vehicle_id WHERE v.plate = 'P-900LIV'), \
                     (SELECT f.ts FROM latest_fix f JOIN vehicles v ON v.id = f.vehicle_id WHERE v.plate = 'P-900LIV')",
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
@@ -464,7 +464,7 @@ fn a_fleet_pushed_live_answers_as_the_generated_database() {
         let rows = conn
             .prepare(
                 "SELECT v.plate, p.ts, p.lat, p.lon, p.speed_kmh, p.heading_deg, p.ignition, p.odometer_km \
-                 FROM positions p JOIN vehicles v ON v.id = p.vehicle_id ORDER BY p.vehicle_id, p.ts",
+                 FROM fixes p JOIN vehicles v ON v.id = p.vehicle_id ORDER BY p.vehicle_id, p.ts",
             )
             .unwrap()
             .query_map([], |r| {
@@ -758,7 +758,7 @@ fn prune_archives_old_days_and_leaves_the_rest_as_analyze_would() {
         pruned.stdout
     );
     let oldest: i64 = open(&db)
-        .query_row("SELECT min(ts) FROM positions", [], |r| r.get(0))
+        .query_row("SELECT min(ts) FROM fixes", [], |r| r.get(0))
         .unwrap();
     assert!(
         oldest >= 1_795_327_200,

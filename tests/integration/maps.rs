@@ -74,7 +74,7 @@ fn fixes(plate: &str, date: &str) -> Vec<(LatLon, f64, i64)> {
     let zone = fleetctl::clock::FleetZone::default();
     let start = zone.day_start(fleetctl::clock::Date::parse(date).unwrap());
     let mut st = conn
-        .prepare("SELECT lat, lon, speed_kmh, ts FROM positions WHERE vehicle_id = (SELECT id FROM vehicles WHERE plate = ?1) AND ts >= ?2 AND ts < ?3 ORDER BY ts")
+        .prepare("SELECT lat, lon, speed_kmh, ts FROM fixes WHERE vehicle_id = (SELECT id FROM vehicles WHERE plate = ?1) AND ts >= ?2 AND ts < ?3 ORDER BY ts")
         .unwrap();
     st.query_map(rusqlite::params![plate, start, start + 86_400], |r| {
         Ok((LatLon::new(r.get(0)?, r.get(1)?), r.get(2)?, r.get(3)?))

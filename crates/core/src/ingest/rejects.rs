@@ -38,6 +38,8 @@ pub enum RejectReason {
     /// A time ahead of the file's own data clock (the server's receipt time), or
     /// more than a day ahead of the computer's clock when the file has none.
     FutureTime,
+    /// A time before 1970-01-01 or after 2109-05-15, which a fleet database does not keep.
+    TimeOutOfRange,
     /// Reaching it from the vehicle's previous fix would take over 250 km/h.
     ImpossibleJump,
     /// The same vehicle, time and place as another row of this import.
@@ -51,7 +53,7 @@ pub enum RejectReason {
 
 impl RejectReason {
     /// Every reason, in the order summaries list them.
-    pub const ALL: [RejectReason; 18] = [
+    pub const ALL: [RejectReason; 19] = [
         RejectReason::MalformedRow,
         RejectReason::MissingPlate,
         RejectReason::BadPlate,
@@ -66,6 +68,7 @@ impl RejectReason {
         RejectReason::NegativeSpeed,
         RejectReason::HeadingOutOfRange,
         RejectReason::FutureTime,
+        RejectReason::TimeOutOfRange,
         RejectReason::ImpossibleJump,
         RejectReason::ExactDuplicate,
         RejectReason::AlreadyStored,
@@ -89,6 +92,7 @@ impl RejectReason {
             RejectReason::NegativeSpeed => "negative_speed",
             RejectReason::HeadingOutOfRange => "heading_out_of_range",
             RejectReason::FutureTime => "future_time",
+            RejectReason::TimeOutOfRange => "time_out_of_range",
             RejectReason::ImpossibleJump => "impossible_jump",
             RejectReason::ExactDuplicate => "exact_duplicate",
             RejectReason::AlreadyStored => "already_stored",

@@ -209,6 +209,9 @@ impl Checker {
         if future {
             return Err((R::FutureTime, format!("time {time_text:?}")));
         }
+        if crate::store::positions::check_time(at.ts).is_err() {
+            return Err((R::TimeOutOfRange, format!("time {time_text:?}")));
+        }
         if let Some(valid) = non_empty(&row.valid)
             && parse_bool(valid) == Some(false)
         {

@@ -113,6 +113,7 @@ impl Reading<'_> {
                 fix.ts - self.now
             )));
         }
+        crate::store::positions::check_time(fix.ts)?;
         let (lat, lon) = (fix.lat, fix.lon);
         if !lat.is_finite() || !lon.is_finite() || lat.abs() > 90.0 || lon.abs() > 180.0 {
             return Err(Error::invalid(format!(

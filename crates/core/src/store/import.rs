@@ -81,12 +81,15 @@ impl<'c> Importer<'c> {
     ) -> Result<std::collections::HashMap<(i64, i64), (f64, f64)>> {
         let mut st = self
             .conn
-            .prepare_cached(
-                "SELECT ts, ts_ms, lat, lon FROM positions WHERE vehicle_id = ?1 AND ts BETWEEN ?2 AND ?3",
-            )
+            .prepare_cached(&format!(
+                "SELECT {} FROM positions WHERE vehicle_time >= ?1 AND vehicle_time < ?2",
+                super::positions::COLUMNS
+            ))
             .map_err(db_err)?;
-        st.query_map(params![vehicle_id, from_ts, to_ts], |r| {
-            Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?)))
+        let (from, to) = super::positions::key_range(vehicle_id, from_ts, to_ts.saturating_add(1));
+        st.query_map([from, to], |r| {
+            let (fix, ms) = super::positions::from_row(r)?;
+            Ok(((fix.ts, ms), (fix.lat, fix.lon)))
         })
         .and_then(|rows| rows.collect())
         .map_err(db_err)
@@ -94,6 +97,6 @@ impl<'c> Importer<'c> {
 
     /// Appends a vehicle's settled rows.
     pub fn insert_all(&self, rows: &[Staged]) -> Result<()> {
-        super::append_fixes(self.conn, rows.iter().map(|s| (&s.fix, s.ts_ms))).map_err(db_write_err)
+        super::append_fixes(self.conn, rows.iter().map(|s| (&s.fix, s.ts_ms)))
     }
 }

@@ -3,7 +3,7 @@
 //! at an instant the vehicle already has is the one stored) and in any order (a
 //! device that uploads its buffer hours late lands in place).
 
-use super::{db_err, db_write_err};
+use super::{db_err, db_write_err, positions};
 use crate::error::{Error, ErrorCode, Result};
 use crate::geo::{LatLon, haversine_m};
 use crate::model::{EventKey, EventKind, Fix, Pushed};
@@ -90,14 +90,29 @@ pub fn data_version(conn: &Connection) -> Result<i64> {
 /// Each vehicle with positions and the id it pushes as: its device id, else its
 /// plate; ordered by vehicle id.
 pub fn pushing_ids(conn: &Connection) -> Result<Vec<(i64, String)>> {
+    let vehicles: Vec<(i64, String)> = conn
+        .prepare_cached("SELECT id, COALESCE(device_id, plate) FROM vehicles ORDER BY id")
+        .and_then(|mut st| {
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(db_err)?;
+    let mut out = Vec::new();
+    for (id, pushes_as) in vehicles {
+        let (from, to) = positions::vehicle_range(id);
+        if has_positions(conn, from, to)? {
+            out.push((id, pushes_as));
+        }
+    }
+    Ok(out)
+}
+
+/// Whether any position's key is in `[from, to)`.
+fn has_positions(conn: &Connection, from: i64, to: i64) -> Result<bool> {
     conn.prepare_cached(
-        "SELECT id, COALESCE(device_id, plate) FROM vehicles v \
-         WHERE EXISTS (SELECT 1 FROM positions p WHERE p.vehicle_id = v.id) ORDER BY id",
+        "SELECT EXISTS (SELECT 1 FROM positions WHERE vehicle_time >= ?1 AND vehicle_time < ?2)",
     )
-    .and_then(|mut st| {
-        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<Vec<_>>>()
-    })
+    .and_then(|mut st| st.query_row([from, to], |r| r.get(0)))
     .map_err(db_err)
 }
 
@@ -105,24 +120,24 @@ pub fn pushing_ids(conn: &Connection) -> Result<Vec<(i64, String)>> {
 /// vehicle by vehicle along the positions' key; how many went, and from which
 /// vehicles (to analyse again).
 pub fn delete_positions_before(conn: &Connection, before_ts: i64) -> Result<(usize, Vec<i64>)> {
-    let vehicles: Vec<i64> = conn
-        .prepare_cached(
-            "SELECT id FROM vehicles v WHERE EXISTS \
-             (SELECT 1 FROM positions p WHERE p.vehicle_id = v.id AND p.ts < ?1) ORDER BY id",
-        )
+    let all: Vec<i64> = conn
+        .prepare_cached("SELECT id FROM vehicles ORDER BY id")
         .and_then(|mut st| {
-            st.query_map([before_ts], |r| r.get(0))?
+            st.query_map([], |r| r.get(0))?
                 .collect::<rusqlite::Result<Vec<_>>>()
         })
         .map_err(db_err)?;
     let mut delete = conn
-        .prepare_cached("DELETE FROM positions WHERE vehicle_id = ?1 AND ts < ?2")
+        .prepare_cached("DELETE FROM positions WHERE vehicle_time >= ?1 AND vehicle_time < ?2")
         .map_err(db_write_err)?;
-    let mut deleted = 0;
-    for v in &vehicles {
-        deleted += delete
-            .execute(params![v, before_ts])
-            .map_err(db_write_err)?;
+    let (mut deleted, mut vehicles) = (0, Vec::new());
+    for v in all {
+        let (from, to) = positions::key_range(v, positions::FIRST_TS, before_ts);
+        let gone = delete.execute([from, to]).map_err(db_write_err)?;
+        if gone > 0 {
+            deleted += gone;
+            vehicles.push(v);
+        }
     }
     Ok((deleted, vehicles))
 }
@@ -201,64 +216,45 @@ const DERIVE_SPEED_WITHIN_S: i64 = 300;
 /// the stored one stays).
 pub fn append_pushed(conn: &Connection, vehicle_id: i64, fixes: &[Pushed]) -> Result<Vec<Fix>> {
     let mut previous = conn
-        .prepare_cached(
-            "SELECT ts, lat, lon FROM positions WHERE vehicle_id = ?1 AND ts < ?2 ORDER BY ts DESC, ts_ms DESC LIMIT 1",
-        )
+        .prepare_cached(&format!(
+            "SELECT {} FROM positions WHERE vehicle_time >= ?1 AND vehicle_time < ?2 ORDER BY vehicle_time DESC LIMIT 1",
+            positions::COLUMNS
+        ))
         .map_err(db_err)?;
     let mut insert = conn
-        .prepare_cached(
-            "INSERT OR IGNORE INTO positions (vehicle_id, ts, ts_ms, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        )
+        .prepare_cached(&format!("INSERT OR IGNORE {}", positions::insert_sql(1)))
         .map_err(db_write_err)?;
     let mut added = Vec::new();
     for f in fixes {
-        let (speed_kmh, derived) = match f.speed_kmh {
-            Some(v) => (v, false),
-            None => {
-                let before: Option<(i64, f64, f64)> = previous
-                    .query_row(params![vehicle_id, f.ts], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                    })
-                    .optional()
-                    .map_err(db_err)?;
-                let speed = before
-                    .filter(|(ts, _, _)| f.ts - ts <= DERIVE_SPEED_WITHIN_S)
-                    .map_or(0.0, |(ts, lat, lon)| {
-                        let m = haversine_m(LatLon::new(lat, lon), LatLon::new(f.lat, f.lon));
-                        m / (f.ts - ts).max(1) as f64 * 3.6
-                    });
-                (speed, true)
-            }
+        let given = Fix {
+            vehicle_id,
+            ts: f.ts,
+            lat: f.lat,
+            lon: f.lon,
+            speed_kmh: f.speed_kmh.unwrap_or(0.0),
+            speed_derived: f.speed_kmh.is_none(),
+            heading_deg: f.heading_deg,
+            ignition: f.ignition,
+            odometer_km: f.odometer_km,
         };
-        let new = insert
-            .execute(params![
-                vehicle_id,
-                f.ts,
-                f.ts_ms,
-                f.lat,
-                f.lon,
-                speed_kmh,
-                derived,
-                f.heading_deg,
-                f.ignition,
-                f.odometer_km
-            ])
-            .map_err(|e| {
-                Error::new(ErrorCode::Io, format!("database write failed: {e}")).with_source(e)
-            })?;
-        if new > 0 {
-            added.push(Fix {
-                vehicle_id,
-                ts: f.ts,
-                lat: f.lat,
-                lon: f.lon,
-                speed_kmh,
-                speed_derived: derived,
-                heading_deg: f.heading_deg,
-                ignition: f.ignition,
-                odometer_km: f.odometer_km,
+        // As stored: what a batch analysis of these positions will read.
+        let mut fix = positions::as_stored(&given)?;
+        if fix.speed_derived {
+            let (from, to) = positions::key_range(vehicle_id, f.ts - DERIVE_SPEED_WITHIN_S, f.ts);
+            let before = previous
+                .query_row([from, to], positions::from_row)
+                .optional()
+                .map_err(db_err)?;
+            fix.speed_kmh = before.map_or(0.0, |(b, _)| {
+                let m = haversine_m(LatLon::new(b.lat, b.lon), LatLon::new(fix.lat, fix.lon));
+                m / (fix.ts - b.ts).max(1) as f64 * 3.6
             });
+            fix = positions::as_stored(&fix)?;
+        }
+        let stored = positions::Stored::of(&fix, f.ts_ms)?;
+        stored.bind(&mut insert, 0).map_err(db_write_err)?;
+        if insert.raw_execute().map_err(db_write_err)? > 0 {
+            added.push(fix);
         }
     }
     Ok(added)
@@ -303,9 +299,15 @@ mod tests {
         assert_eq!(added(&[pushed(1000, Some(30.0)), pushed(1030, None)]), 2);
         assert_eq!(added(&[pushed(1030, Some(99.0)), pushed(1015, None)]), 1);
         let rows: Vec<(i64, f64, bool)> = conn
-            .prepare("SELECT ts, speed_kmh, speed_derived FROM positions ORDER BY ts")
+            .prepare(&format!(
+                "SELECT {} FROM positions ORDER BY vehicle_time",
+                positions::COLUMNS
+            ))
             .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .query_map([], |r| {
+                let (f, _) = positions::from_row(r)?;
+                Ok((f.ts, f.speed_kmh, f.speed_derived))
+            })
             .unwrap()
             .collect::<rusqlite::Result<_>>()
             .unwrap();

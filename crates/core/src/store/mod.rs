@@ -20,6 +20,7 @@ pub mod file;
 pub mod import;
 pub mod live;
 pub mod mbtiles;
+pub mod positions;
 pub mod read;
 mod writer;
 
@@ -30,21 +31,22 @@ pub use writer::{BULK_PAGE_SIZE, LIVE_PAGE_SIZE, Writer, build_new};
 pub use file::{APPLICATION_ID, Probe, probe};
 
 /// The schema this binary reads and writes.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
-/// True for the schema versions `fleetctl analyze` brings up to date in place: they
-/// differ only in derived columns, which analysis fills from the positions (version 5
-/// added `trips.odometer_km` and `daily.odometer_rejected`; version 6 `daily.events`),
-/// and in columns that start empty (version 7 `vehicles.device_id`).
+/// True for the schema versions `fleetctl migrate` (or `analyze`) brings up to date
+/// in place: version 5 added `trips.odometer_km` and `daily.odometer_rejected`, 6
+/// `daily.events`, 7 `vehicles.device_id` (derived columns, which the analysis that
+/// follows fills, or columns that start empty), and 8 keeps positions in fixed-point
+/// integers (every row rewritten, none lost: `rewrite_positions`).
 pub fn is_upgradable(schema_version: i64) -> bool {
-    matches!(schema_version, 4..=6)
+    matches!(schema_version, 4..=7)
 }
 
-/// Inside a write transaction on a database of an upgradable version `from`, adds
-/// the columns `SCHEMA_VERSION` has and sets the version: the analysis that follows
-/// in the same transaction fills them, so a failure leaves the old version whole.
-/// Positions, places and settings are not touched, nor the vehicles' rows.
-fn upgrade_derived(conn: &Connection, from: i64) -> Result<()> {
+/// Inside a write transaction on a database of an upgradable version `from`, brings
+/// the layout to `SCHEMA_VERSION` and sets the version: the analysis that follows in
+/// the same transaction fills the new derived columns, so a failure leaves the old
+/// version whole. Places, settings and the vehicles' rows are not touched.
+fn upgrade_schema(conn: &Connection, from: i64) -> Result<()> {
     let mut steps = String::new();
     if from < 5 {
         steps += "ALTER TABLE trips ADD COLUMN odometer_km REAL; \
@@ -57,11 +59,72 @@ fn upgrade_derived(conn: &Connection, from: i64) -> Result<()> {
         steps += "ALTER TABLE vehicles ADD COLUMN device_id TEXT; \
                   CREATE UNIQUE INDEX vehicles_device_id ON vehicles (device_id); ";
     }
-    conn.execute_batch(&format!(
-        "{steps}UPDATE meta SET value = '{SCHEMA_VERSION}' WHERE key = 'schema_version';"
-    ))
+    conn.execute_batch(&steps).map_err(db_write_err)?;
+    if from < 8 {
+        rewrite_positions(conn)?;
+    }
+    conn.execute(
+        "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+        [SCHEMA_VERSION.to_string()],
+    )
+    .map(drop)
     .map_err(db_write_err)
 }
+
+/// Positions as versions 3 to 7 kept them (floating-point columns under a
+/// `(vehicle_id, ts, ts_ms)` key) rewritten in this version's layout, in key order,
+/// and the old table dropped once the counts agree.
+fn rewrite_positions(conn: &Connection) -> Result<()> {
+    let statement = |head: &str| {
+        SCHEMA_SQL
+            .split_once(head)
+            .and_then(|(_, rest)| rest.split_once(";\n"))
+            .map(|(body, _)| format!("{head}{body};"))
+            .ok_or_else(|| Error::internal(format!("schema.sql has no {head:?}")))
+    };
+    conn.execute_batch(&format!(
+        "ALTER TABLE positions RENAME TO positions_before_8; {} {}",
+        statement("CREATE TABLE positions (")?,
+        statement("CREATE VIEW fixes AS")?
+    ))
+    .map_err(db_write_err)?;
+    let mut old = conn
+        .prepare(
+            "SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km, ts_ms \
+             FROM positions_before_8 ORDER BY vehicle_id, ts, ts_ms",
+        )
+        .map_err(db_err)?;
+    let mut rows = old.query([]).map_err(db_err)?;
+    let mut chunk: Vec<(Fix, i64)> = Vec::with_capacity(REWRITE_CHUNK);
+    let mut read_all = false;
+    while !read_all {
+        match rows.next().map_err(db_err)? {
+            Some(r) => chunk.push((fix_from_row(r).map_err(db_err)?, r.get(9).map_err(db_err)?)),
+            None => read_all = true,
+        }
+        if chunk.len() == REWRITE_CHUNK || read_all {
+            append_fixes(conn, chunk.iter().map(|(f, ms)| (f, *ms)))?;
+            chunk.clear();
+        }
+    }
+    drop(rows);
+    drop(old);
+    let count = |table: &str| -> Result<i64> {
+        conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+            .map_err(db_err)
+    };
+    let (before, after) = (count("positions_before_8")?, count("positions")?);
+    if before != after {
+        return Err(Error::internal(format!(
+            "rewriting the positions kept {after} of {before} rows; nothing was changed"
+        )));
+    }
+    conn.execute_batch("DROP TABLE positions_before_8")
+        .map_err(db_write_err)
+}
+
+/// Rows a positions rewrite holds at once.
+const REWRITE_CHUNK: usize = 65_536;
 
 /// The whole schema, tables then indexes, split at the `-- @indexes` line.
 pub const SCHEMA_SQL: &str = include_str!("../../../../schema.sql");
@@ -113,7 +176,7 @@ pub fn open_read_only(path: &Path) -> Result<Connection> {
         Ok(Probe::Fleet { schema_version }) => {
             let hint = if is_upgradable(schema_version) {
                 format!(
-                    "run `fleetctl --db {} analyze` once to bring it up to date (positions are kept)",
+                    "run `fleetctl --db {} migrate` once to bring it up to date (every position is kept)",
                     path.display()
                 )
             } else {
@@ -218,15 +281,21 @@ fn write_transaction<T>(
             }
             _ => db_write_err(e),
         })?;
+    let mut rewrote_positions = false;
     if old {
         // Another fleetctl may have upgraded it while this one waited for the lock.
         let version = read_meta(&tx, "schema_version")?.and_then(|v| v.trim().parse::<i64>().ok());
         if let Some(from) = version.filter(|&v| is_upgradable(v)) {
-            upgrade_derived(&tx, from)?;
+            upgrade_schema(&tx, from)?;
+            rewrote_positions = from < 8;
         }
     }
     let out = f(&tx)?;
     tx.commit().map_err(|e| Error::io(path, e))?;
+    if rewrote_positions {
+        // The old positions' pages are free now: give them back to the disk.
+        conn.execute_batch("VACUUM").map_err(db_write_err)?;
+    }
     Ok(out)
 }
 
@@ -423,18 +492,18 @@ pub fn read_fixes<T>(
     vehicle_id: Option<i64>,
     f: impl FnOnce(&mut dyn FnMut() -> Result<Option<Fix>>) -> Result<T>,
 ) -> Result<T> {
-    let (filter, bound) = match vehicle_id {
-        Some(id) => ("WHERE vehicle_id = ?1", id),
-        None => ("WHERE ?1 = ?1", 0),
-    };
+    let (from, to) = vehicle_id.map_or((i64::MIN, i64::MAX), positions::vehicle_range);
     let mut st = conn
         .prepare_cached(&format!(
-            "SELECT {FIX_COLUMNS} FROM positions {filter} ORDER BY vehicle_id, ts, ts_ms"
+            "SELECT {} FROM positions WHERE vehicle_time >= ?1 AND vehicle_time < ?2 ORDER BY vehicle_time",
+            positions::COLUMNS
         ))
         .map_err(db_err)?;
-    let mut rows = st.query([bound]).map_err(db_err)?;
+    let mut rows = st.query([from, to]).map_err(db_err)?;
     f(&mut || match rows.next().map_err(db_err)? {
-        Some(row) => fix_from_row(row).map(Some).map_err(db_err),
+        Some(row) => positions::from_row(row)
+            .map(|(fix, _)| Some(fix))
+            .map_err(db_err),
         None => Ok(None),
     })
 }

@@ -29,7 +29,7 @@ pub fn vehicles(conn: &Connection) -> Result<Vec<(Vehicle, Option<String>)>> {
     rows.collect::<rusqlite::Result<_>>().map_err(db_err)
 }
 
-use super::FIX_COLUMNS;
+use super::{FIX_COLUMNS, positions};
 
 /// The newest fix of a vehicle (as of the last analysis).
 pub fn last_fix(conn: &Connection, vehicle_id: i64) -> Result<Option<Fix>> {
@@ -58,15 +58,9 @@ pub fn fixes_between(
     from_ts: i64,
     to_ts: i64,
 ) -> Result<Vec<Fix>> {
-    let mut st = conn
-        .prepare_cached(&format!(
-            "SELECT {FIX_COLUMNS} FROM positions WHERE vehicle_id = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts, ts_ms"
-        ))
-        .map_err(db_err)?;
-    let rows = st
-        .query_map(params![vehicle_id, from_ts, to_ts], super::fix_from_row)
-        .map_err(db_err)?;
-    rows.collect::<rusqlite::Result<_>>().map_err(db_err)
+    let mut fixes = Vec::new();
+    positions_between(conn, vehicle_id, from_ts, to_ts, &mut |f, _| fixes.push(*f))?;
+    Ok(fixes)
 }
 
 /// Hands `each` a vehicle's fixes in `[from_ts, to_ts)` in time order, each with its
@@ -79,35 +73,36 @@ pub fn positions_between(
     each: &mut dyn FnMut(&Fix, i64),
 ) -> Result<()> {
     let mut st = conn
-        .prepare_cached(
-            &format!(
-                "SELECT {FIX_COLUMNS}, ts_ms FROM positions WHERE vehicle_id = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts, ts_ms"
-            ),
-        )
+        .prepare_cached(&format!(
+            "SELECT {} FROM positions WHERE vehicle_time >= ?1 AND vehicle_time < ?2 ORDER BY vehicle_time",
+            positions::COLUMNS
+        ))
         .map_err(db_err)?;
-    let mut rows = st
-        .query(params![vehicle_id, from_ts, to_ts])
-        .map_err(db_err)?;
+    let (from, to) = positions::key_range(vehicle_id, from_ts, to_ts);
+    let mut rows = st.query(params![from, to]).map_err(db_err)?;
     while let Some(row) = rows.next().map_err(db_err)? {
-        let fix = super::fix_from_row(row).map_err(db_err)?;
-        each(&fix, row.get(9).map_err(db_err)?);
+        let (fix, ms) = positions::from_row(row).map_err(db_err)?;
+        each(&fix, ms);
     }
     Ok(())
 }
 
 /// Each vehicle's newest fix at or before `at_ts` (the fleet map at an instant), for
 /// the vehicles given; a vehicle with no fix by then is left out. One indexed read per
-/// vehicle, through the positions' `(vehicle_id, ts)` key.
+/// vehicle, through the positions' key.
 pub fn fixes_at_or_before(conn: &Connection, vehicle_ids: &[i64], at_ts: i64) -> Result<Vec<Fix>> {
     let mut st = conn
         .prepare_cached(&format!(
-            "SELECT {FIX_COLUMNS} FROM positions WHERE vehicle_id = ?1 AND ts <= ?2 ORDER BY ts DESC, ts_ms DESC LIMIT 1"
+            "SELECT {} FROM positions WHERE vehicle_time >= ?1 AND vehicle_time < ?2 ORDER BY vehicle_time DESC LIMIT 1",
+            positions::COLUMNS
         ))
         .map_err(db_err)?;
     let mut out = Vec::new();
     for &id in vehicle_ids {
-        if let Some(fix) = st
-            .query_row(params![id, at_ts], super::fix_from_row)
+        let (from, _) = positions::vehicle_range(id);
+        let (_, to) = positions::key_range(id, at_ts, at_ts + 1);
+        if let Some((fix, _)) = st
+            .query_row(params![from, to], positions::from_row)
             .optional()
             .map_err(db_err)?
         {
@@ -518,8 +513,16 @@ pub fn data_days_by_vehicle(conn: &Connection) -> Result<Vec<(i64, String, Strin
 /// The oldest fix time in the store.
 pub fn oldest_fix_ts(conn: &Connection) -> Result<Option<i64>> {
     // A vehicle's first fix is one look-up of the positions' key.
+    let first_key = format!(
+        "(SELECT MIN(vehicle_time) FROM positions WHERE vehicle_time >= {} AND vehicle_time < {})",
+        positions::first_key_sql("v.id"),
+        positions::first_key_sql("v.id + 1")
+    );
     conn.query_row(
-        "SELECT MIN((SELECT MIN(ts) FROM positions p WHERE p.vehicle_id = v.id)) FROM vehicles v",
+        &format!(
+            "SELECT MIN({}) FROM vehicles v",
+            positions::ts_of_key_sql(&first_key)
+        ),
         [],
         |r| r.get(0),
     )

@@ -85,7 +85,7 @@ impl Writer {
 
     /// Appends fixes (whole seconds).
     pub fn insert_fixes(&self, fixes: &[Fix]) -> Result<()> {
-        append_fixes(&self.conn, fixes.iter().map(|f| (f, 0))).map_err(|e| self.fail(e))
+        append_fixes(&self.conn, fixes.iter().map(|f| (f, 0)))
     }
 
     /// Records one planted anomaly.
@@ -144,30 +144,15 @@ const FIXES_PER_INSERT: usize = 100;
 pub(crate) fn append_fixes<'f>(
     conn: &Connection,
     fixes: impl Iterator<Item = (&'f Fix, i64)>,
-) -> rusqlite::Result<()> {
-    const COLUMNS: usize = 10;
-    let sql = |rows: usize| {
-        let one = format!("({})", ["?"; COLUMNS].join(","));
-        format!(
-            "INSERT INTO positions (vehicle_id, ts, ts_ms, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km) VALUES {}",
-            vec![one; rows].join(",")
-        )
-    };
-    let bind = |st: &mut rusqlite::Statement, rows: &[(&Fix, i64)]| -> rusqlite::Result<()> {
+) -> Result<()> {
+    let sql = |rows: usize| format!("INSERT {}", super::positions::insert_sql(rows));
+    let bind = |st: &mut rusqlite::Statement, rows: &[(&Fix, i64)]| -> Result<()> {
         for (row, (f, ms)) in rows.iter().enumerate() {
-            let at = row * COLUMNS;
-            st.raw_bind_parameter(at + 1, f.vehicle_id)?;
-            st.raw_bind_parameter(at + 2, f.ts)?;
-            st.raw_bind_parameter(at + 3, ms)?;
-            st.raw_bind_parameter(at + 4, f.lat)?;
-            st.raw_bind_parameter(at + 5, f.lon)?;
-            st.raw_bind_parameter(at + 6, f.speed_kmh)?;
-            st.raw_bind_parameter(at + 7, f.speed_derived)?;
-            st.raw_bind_parameter(at + 8, f.heading_deg)?;
-            st.raw_bind_parameter(at + 9, f.ignition)?;
-            st.raw_bind_parameter(at + 10, f.odometer_km)?;
+            super::positions::Stored::of(f, *ms)?
+                .bind(st, row)
+                .map_err(db_write_err)?;
         }
-        st.raw_execute().map(drop)
+        st.raw_execute().map(drop).map_err(db_write_err)
     };
     // Full batches through one statement (every parameter bound again each time),
     // then the last rows one statement each.
@@ -178,14 +163,17 @@ pub(crate) fn append_fixes<'f>(
         if batch.len() == FIXES_PER_INSERT {
             let st = match full.as_mut() {
                 Some(st) => st,
-                None => full.insert(conn.prepare_cached(&sql(FIXES_PER_INSERT))?),
+                None => full.insert(
+                    conn.prepare_cached(&sql(FIXES_PER_INSERT))
+                        .map_err(db_write_err)?,
+                ),
             };
             bind(st, &batch)?;
             batch.clear();
         }
     }
     if !batch.is_empty() {
-        let mut single = conn.prepare_cached(&sql(1))?;
+        let mut single = conn.prepare_cached(&sql(1)).map_err(db_write_err)?;
         batch.chunks(1).try_for_each(|row| bind(&mut single, row))?;
     }
     Ok(())

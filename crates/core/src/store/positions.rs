@@ -1,0 +1,265 @@
+//! How a fix is kept in `positions`: one integer key for the vehicle and the
+//! instant, and fixed-point integers for the figures. SQLite stores an integer in as
+//! few bytes as its value needs, so a fix takes about 34 bytes where eight-byte
+//! floats and a separate key took 67 (docs/architecture.md, "How positions are kept"), and the table is the rowid
+//! b-tree itself: a vehicle's range is one key range, and fixes written in key order
+//! fill their pages.
+//!
+//! What a fix keeps (the store's precision, applied on the way in, so that every
+//! reader, batch or live, sees the same values): latitude and longitude to 1e-7°
+//! (1.1 cm), speed to 0.01 km/h, heading to 0.1°, the odometer to the metre.
+
+use crate::error::{Error, Result};
+use crate::model::Fix;
+
+/// Bits of the key below the vehicle id: the UTC epoch milliseconds.
+const TIME_BITS: u32 = 42;
+const TIME_MASK: i64 = (1 << TIME_BITS) - 1;
+
+/// The first instant a key holds, UTC epoch seconds: 1970-01-01.
+pub const FIRST_TS: i64 = 0;
+/// The last instant a key holds, UTC epoch seconds: 2109-05-15.
+pub const LAST_TS: i64 = TIME_MASK / 1000 - 1;
+
+/// The largest vehicle id a key holds.
+const MAX_VEHICLE_ID: i64 = (1 << (63 - TIME_BITS)) - 1;
+
+/// The columns a fix is read from, in `position_from_row`'s order.
+pub(crate) const COLUMNS: &str = "vehicle_time, lat_e7, lon_e7, speed_kmh_e2, speed_derived, heading_deg_e1, ignition, odometer_m";
+
+const INSERTED_COLUMNS: usize = 8;
+
+/// `INTO positions (…) VALUES (…), …` for `rows` rows, bound by [`Stored::bind`]
+/// (after `INSERT` or `INSERT OR IGNORE`).
+pub(crate) fn insert_sql(rows: usize) -> String {
+    let one = format!("({})", ["?"; INSERTED_COLUMNS].join(","));
+    format!(
+        "INTO positions ({COLUMNS}) VALUES {}",
+        vec![one; rows].join(",")
+    )
+}
+
+/// The key of a vehicle's fix at `ts` s and `ts_ms` ms: vehicle_id × 2^42 + UTC epoch
+/// milliseconds, so that keys sort by vehicle, then time.
+pub fn key(vehicle_id: i64, ts: i64, ts_ms: i64) -> Result<i64> {
+    if !(0..=MAX_VEHICLE_ID).contains(&vehicle_id) {
+        return Err(Error::internal(format!(
+            "vehicle id {vehicle_id} is beyond what the positions' key holds (0..={MAX_VEHICLE_ID})"
+        )));
+    }
+    check_time(ts)?;
+    Ok((vehicle_id << TIME_BITS) | (ts * 1000 + ts_ms.clamp(0, 999)))
+}
+
+/// Refuses an instant the positions' key cannot hold (before 1970 or after 2109).
+pub fn check_time(ts: i64) -> Result<()> {
+    if (FIRST_TS..=LAST_TS).contains(&ts) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "time {ts} (UTC epoch seconds) is outside 1970-01-01 .. 2109-05-15, the instants a fleet database keeps"
+        )))
+    }
+}
+
+/// The keys of a vehicle's fixes in `[from_ts, to_ts)`, as `[from, to)`; times
+/// outside what a key holds are brought to its bounds.
+pub fn key_range(vehicle_id: i64, from_ts: i64, to_ts: i64) -> (i64, i64) {
+    let at = |ts: i64| (vehicle_id << TIME_BITS) | (ts.clamp(FIRST_TS, LAST_TS + 1) * 1000);
+    (at(from_ts), at(to_ts))
+}
+
+/// All the keys of a vehicle's fixes, as `[from, to)`.
+pub fn vehicle_range(vehicle_id: i64) -> (i64, i64) {
+    (vehicle_id << TIME_BITS, (vehicle_id + 1) << TIME_BITS)
+}
+
+/// SQL: the UTC epoch seconds of the key `key` (an SQL expression).
+pub(crate) fn ts_of_key_sql(key: &str) -> String {
+    format!("((({key}) & {TIME_MASK}) / 1000)")
+}
+
+/// SQL: the first key of the vehicle `vehicle_id` (an SQL expression).
+pub(crate) fn first_key_sql(vehicle_id: &str) -> String {
+    format!("(({vehicle_id}) << {TIME_BITS})")
+}
+
+/// A fix as its columns hold it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stored {
+    pub vehicle_time: i64,
+    pub lat_e7: i64,
+    pub lon_e7: i64,
+    pub speed_kmh_e2: i64,
+    pub speed_derived: bool,
+    pub heading_deg_e1: Option<i64>,
+    pub ignition: Option<bool>,
+    pub odometer_m: Option<i64>,
+}
+
+/// `x × scale`, to the nearest integer (halves away from zero).
+fn fixed(x: f64, scale: f64) -> i64 {
+    (x * scale).round() as i64
+}
+
+impl Stored {
+    /// A fix and its milliseconds past the second, as stored.
+    pub fn of(fix: &Fix, ts_ms: i64) -> Result<Stored> {
+        Ok(Stored {
+            vehicle_time: key(fix.vehicle_id, fix.ts, ts_ms)?,
+            lat_e7: fixed(fix.lat, 1e7),
+            lon_e7: fixed(fix.lon, 1e7),
+            speed_kmh_e2: fixed(fix.speed_kmh, 1e2),
+            speed_derived: fix.speed_derived,
+            heading_deg_e1: fix.heading_deg.map(|h| fixed(h, 1e1)),
+            ignition: fix.ignition,
+            odometer_m: fix.odometer_km.map(|km| fixed(km, 1e3)),
+        })
+    }
+
+    /// The fix these columns give back, and its milliseconds past the second.
+    pub fn fix(&self) -> (Fix, i64) {
+        let ms = self.vehicle_time & TIME_MASK;
+        let fix = Fix {
+            vehicle_id: self.vehicle_time >> TIME_BITS,
+            ts: ms / 1000,
+            lat: self.lat_e7 as f64 / 1e7,
+            lon: self.lon_e7 as f64 / 1e7,
+            speed_kmh: self.speed_kmh_e2 as f64 / 1e2,
+            speed_derived: self.speed_derived,
+            heading_deg: self.heading_deg_e1.map(|h| h as f64 / 1e1),
+            ignition: self.ignition,
+            odometer_km: self.odometer_m.map(|m| m as f64 / 1e3),
+        };
+        (fix, ms % 1000)
+    }
+
+    /// Binds these columns as row `row` of an [`insert_sql`] statement.
+    pub(crate) fn bind(&self, st: &mut rusqlite::Statement, row: usize) -> rusqlite::Result<()> {
+        let at = row * INSERTED_COLUMNS;
+        st.raw_bind_parameter(at + 1, self.vehicle_time)?;
+        st.raw_bind_parameter(at + 2, self.lat_e7)?;
+        st.raw_bind_parameter(at + 3, self.lon_e7)?;
+        st.raw_bind_parameter(at + 4, self.speed_kmh_e2)?;
+        st.raw_bind_parameter(at + 5, self.speed_derived)?;
+        st.raw_bind_parameter(at + 6, self.heading_deg_e1)?;
+        st.raw_bind_parameter(at + 7, self.ignition)?;
+        st.raw_bind_parameter(at + 8, self.odometer_m)
+    }
+
+    pub(crate) fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Stored> {
+        Ok(Stored {
+            vehicle_time: r.get(0)?,
+            lat_e7: r.get(1)?,
+            lon_e7: r.get(2)?,
+            speed_kmh_e2: r.get(3)?,
+            speed_derived: r.get(4)?,
+            heading_deg_e1: r.get(5)?,
+            ignition: r.get(6)?,
+            odometer_m: r.get(7)?,
+        })
+    }
+}
+
+/// A fix as a reader of the store will see it: at the store's precision.
+pub fn as_stored(fix: &Fix) -> Result<Fix> {
+    Ok(Stored::of(fix, 0)?.fix().0)
+}
+
+/// Reads a fix (and its milliseconds) from a row of [`COLUMNS`].
+pub(crate) fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(Fix, i64)> {
+    Stored::from_row(r).map(|s| s.fix())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fix(vehicle_id: i64, ts: i64) -> Fix {
+        Fix {
+            vehicle_id,
+            ts,
+            lat: 14.626528,
+            lon: -90.593236,
+            speed_kmh: 37.8,
+            speed_derived: false,
+            heading_deg: Some(357.2),
+            ignition: Some(true),
+            odometer_km: Some(97831.157),
+        }
+    }
+
+    #[test]
+    fn a_fix_at_the_generators_precision_comes_back_bit_for_bit() {
+        // The generator writes 1e-6°, 0.1 km/h, 0.1° and metres: all exact here, so a
+        // generated database answers as it did with floating-point columns.
+        let f = fix(7, 1_795_094_820);
+        let (back, ms) = Stored::of(&f, 250).unwrap().fix();
+        assert_eq!(back, f);
+        assert_eq!(ms, 250);
+    }
+
+    #[test]
+    fn keys_sort_by_vehicle_then_instant_and_ranges_hold_exactly_their_fixes() {
+        let k = |v, ts, ms| key(v, ts, ms).unwrap();
+        assert!(k(1, LAST_TS, 999) < k(2, 0, 0));
+        assert!(k(2, 100, 999) < k(2, 101, 0));
+        let (from, to) = key_range(2, 100, 101);
+        assert!(from <= k(2, 100, 0) && k(2, 100, 999) < to && k(2, 101, 0) >= to);
+        let (first, end) = vehicle_range(2);
+        assert!(first <= k(2, 0, 0) && k(2, LAST_TS, 999) < end && end == k(3, 0, 0));
+    }
+
+    #[test]
+    fn an_instant_or_vehicle_the_key_cannot_hold_is_refused() {
+        assert!(key(1, -1, 0).is_err());
+        assert!(key(1, LAST_TS + 1, 0).is_err());
+        assert!(key(-1, 0, 0).is_err());
+        assert!(key(MAX_VEHICLE_ID + 1, 0, 0).is_err());
+        let said = check_time(-86_400).unwrap_err().to_string();
+        assert!(said.contains("1970-01-01"), "{said}");
+    }
+
+    #[test]
+    fn the_schemas_fixes_view_reads_what_the_store_reads() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::SCHEMA_SQL).unwrap();
+        let mut f = fix(3, 1_795_094_835);
+        f.heading_deg = None;
+        f.ignition = None;
+        let stored = Stored::of(&f, 480).unwrap();
+        let mut insert = conn.prepare(&format!("INSERT {}", insert_sql(1))).unwrap();
+        stored.bind(&mut insert, 0).unwrap();
+        insert.raw_execute().unwrap();
+        let through_view = conn
+            .query_row(
+                "SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km, ts_ms FROM fixes",
+                [],
+                |r| Ok((super::super::fix_from_row(r)?, r.get::<_, i64>(9)?)),
+            )
+            .unwrap();
+        let through_table = conn
+            .query_row(&format!("SELECT {COLUMNS} FROM positions"), [], from_row)
+            .unwrap();
+        assert_eq!(through_view, through_table);
+        assert_eq!(through_table, (f, 480));
+    }
+
+    #[test]
+    fn finer_figures_are_kept_to_the_stores_precision() {
+        let mut f = fix(1, 1000);
+        f.lat = 14.123456789;
+        f.speed_kmh = 18.519999;
+        f.odometer_km = Some(12.3456);
+        let s = as_stored(&f).unwrap();
+        assert_eq!(
+            (s.lat, s.speed_kmh, s.odometer_km),
+            (14.1234568, 18.52, Some(12.346))
+        );
+        assert_eq!(
+            as_stored(&s).unwrap(),
+            s,
+            "stored once, stored again: the same"
+        );
+    }
+}
