@@ -55,6 +55,13 @@ fn main() {
         let _ = std::fs::remove_dir_all(&dir);
         return;
     }
+    if std::env::var("FLEETCTL_BENCH_ONLY").as_deref() == Ok("storage") {
+        let db = dir.join("default.db");
+        generate_in_child(&db, 15, 7, false);
+        bench_storage(&dir, &[("15 × 7", &db)]);
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
     if std::env::var("FLEETCTL_BENCH_ONLY").as_deref() == Ok("import") {
         bench_import(&dir, quick);
         let _ = std::fs::remove_dir_all(&dir);
@@ -76,6 +83,14 @@ fn main() {
         let big = generate_in_child(&dir.join("1000x30.db"), 1000, 30, false);
         report("1000 vehicles × 30 days", &[big], 120.0);
     }
+
+    println!();
+    let (small, big) = (dir.join("default-0.db"), dir.join("1000x30.db"));
+    let mut stored = vec![("15 × 7", small.as_path())];
+    if !quick {
+        stored.push(("1000 × 30", big.as_path()));
+    }
+    bench_storage(&dir, &stored);
 
     println!();
     println!("analyze (re-run detection, in a child process)");
@@ -1631,6 +1646,38 @@ fn bench_incremental(dir: &Path, quick: bool) {
             per_fix(analysing),
             per_fix(committing),
             last.len()
+        );
+    }
+}
+
+/// Bytes per fix of generated databases (SQLite): the whole file, and the positions
+/// alone (a copy without the derived tables, vacuumed).
+fn bench_storage(dir: &Path, dbs: &[(&str, &Path)]) {
+    println!("storage (SQLite, bytes per fix; target ≤ 40 with derived tables and indexes)");
+    for (label, db) in dbs {
+        let fixes: i64 = rusqlite::Connection::open(db)
+            .expect("open")
+            .query_row("SELECT COUNT(*) FROM positions", [], |r| r.get(0))
+            .expect("count");
+        let whole = std::fs::metadata(db).expect("size").len() as f64;
+        let alone = dir.join("positions-alone.db");
+        std::fs::copy(db, &alone).expect("copy");
+        rusqlite::Connection::open(&alone)
+            .expect("open")
+            .execute_batch(
+                "DROP TABLE stops; DROP TABLE trips; DROP TABLE events; DROP TABLE latest_fix; \
+                 DROP TABLE visits; DROP TABLE daily; DROP TABLE injected_events; VACUUM;",
+            )
+            .expect("drop the derived tables");
+        let positions = std::fs::metadata(&alone).expect("size").len() as f64;
+        let _ = std::fs::remove_file(&alone);
+        let per_fix = whole / fixes as f64;
+        println!(
+            "  {label}: {fixes} fixes; {:.1} bytes per fix in all ({:.1} MB), positions alone {:.1}  ({})",
+            per_fix,
+            whole / 1e6,
+            positions / fixes as f64,
+            if per_fix <= 40.0 { "met" } else { "MISSED" }
         );
     }
 }

@@ -409,6 +409,21 @@ fn a_stopped_server_leaves_every_fix_analysed() {
         .unwrap();
     assert_eq!(analysed, Some(newest));
     assert_eq!(newest, DATA_NOW - 1800 + 29 * 15);
+    // Stopped (within its first minute, as a rule), it still says what it took in:
+    // the writer's summary lines count every fix.
+    let log: Vec<String> = s.log.iter().collect();
+    let said: usize = log
+        .iter()
+        .filter_map(|l| {
+            l.split("ingest: ")
+                .nth(1)?
+                .split_once(" fixes in ")?
+                .0
+                .parse::<usize>()
+                .ok()
+        })
+        .sum();
+    assert_eq!(said, 30, "{log:#?}");
 }
 
 /// Without `--ingest` the server takes no positions, and says how to turn it on.

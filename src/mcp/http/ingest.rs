@@ -107,7 +107,12 @@ pub(super) fn start(db: &Path, opts: IngestOptions) -> Result<Feed> {
     let (committed, to_analyse) = mpsc::channel();
     let rows = pushes.clone();
     std::thread::spawn(move || write_loop(writer, queue, committed));
-    std::thread::spawn(move || analyse_loop(analyser, to_analyse, rows, alerts));
+    std::thread::spawn(move || {
+        // The analyser has up to a second (the freshness target) where a request
+        // waits for milliseconds: when the cores are busy, it is the one that waits.
+        super::priority::lower_this_thread(super::priority::ANALYSER_NICE);
+        analyse_loop(analyser, to_analyse, rows, alerts)
+    });
     Ok(Feed {
         token: opts.token.into_bytes(),
         pushes,
@@ -173,10 +178,11 @@ fn write_loop(mut writer: live::Writer, queue: Receiver<Work>, analyser: mpsc::S
             }
             let _ = reply.send(outcome);
         }
-        stats.add([requests.len(), fixes], started.elapsed(), |[requests, fixes], secs, busy| {
+        let last = flushed && stopping.is_some();
+        stats.add([requests.len(), fixes], started.elapsed(), last, |[requests, fixes], secs, busy| {
             format!(
                 "ingest: {fixes} fixes in {secs:.0} s ({:.0}/s) from {requests} requests; the writer was busy {busy:.0}% of the time",
-                fixes as f64 / secs
+                fixes as f64 / secs.max(1.0)
             )
         });
         if flushed && let Some(done) = stopping.take() {
@@ -264,7 +270,7 @@ fn analyse_loop(
                     }
                 }
             }
-            stats.add([fixes, due.len()], started.elapsed(), |[fixes, vehicles], secs, busy| {
+            stats.add([fixes, due.len()], started.elapsed(), false, |[fixes, vehicles], secs, busy| {
                 format!(
                     "ingest: analysed {fixes} fixes as {vehicles} vehicle rounds in {secs:.0} s; the analyser was busy {busy:.0}% of the time"
                 )
@@ -288,12 +294,14 @@ struct Minute {
 impl Minute {
     const EVERY: Duration = Duration::from_secs(60);
 
-    /// Adds one step's counts and time; once a minute has passed, logs
-    /// `say(counts, seconds, busy %)` and starts again.
+    /// Adds one step's counts and time; once a minute has passed, or at the `last`
+    /// step (the server stops) if anything was counted, logs `say(counts, seconds,
+    /// busy %)` and starts again.
     fn add(
         &mut self,
         counts: [usize; 2],
         busy: Duration,
+        last: bool,
         say: impl Fn([usize; 2], f64, f64) -> String,
     ) {
         let since = *self.since.get_or_insert_with(Instant::now);
@@ -301,7 +309,7 @@ impl Minute {
         self.counts[1] += counts[1];
         self.busy += busy;
         let secs = since.elapsed().as_secs_f64();
-        if secs >= Self::EVERY.as_secs_f64() {
+        if secs >= Self::EVERY.as_secs_f64() || (last && self.counts[0] > 0) {
             logging::info(&say(
                 self.counts,
                 secs,

@@ -20,8 +20,10 @@ mod alerts;
 mod answer;
 pub mod ingest;
 mod io;
+mod lanes;
 pub mod openapi;
 pub mod policy;
+mod priority;
 mod request;
 mod slots;
 mod token;
@@ -237,6 +239,12 @@ async fn accept_loop(
     ));
     let registry = shared.registry.clone();
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    // Tool calls get an event loop of their own when devices push positions.
+    let tools_lane = match shared.ingest {
+        Some(_) => Some(lanes::ToolsLane::start()?),
+        None => None,
+    };
+    let tools = tools_lane.as_ref().map(lanes::ToolsLane::handle);
     let mut tasks = tokio::task::JoinSet::new();
     let stop = stop_signal();
     tokio::pin!(stop);
@@ -275,26 +283,24 @@ async fn accept_loop(
             authenticated: authenticated.clone(),
         });
         let slot_clock = clock.clone();
-        let io = hyper_util::rt::TokioIo::new(Deadlined::new(
-            stream,
-            IDLE_TIMEOUT.max(opts.request_timeout),
-            WRITE_TIMEOUT,
-            clock,
-        ));
         let id = {
             let mut r = registry.lock().unwrap_or_else(|e| e.into_inner());
             r.next_id += 1;
             r.next_id
         };
         let leave = Leave(registry.clone(), id);
-        let task = serve_connection(
-            io,
-            conn,
-            shared.clone(),
-            stop_rx.clone(),
-            opts.request_timeout,
-            leave,
-        );
+        let (for_conn, stop_rx, request_timeout) =
+            (shared.clone(), stop_rx.clone(), opts.request_timeout);
+        let serve = move |stream| {
+            let io = hyper_util::rt::TokioIo::new(Deadlined::new(
+                stream,
+                IDLE_TIMEOUT.max(request_timeout),
+                WRITE_TIMEOUT,
+                clock,
+            ));
+            serve_connection(io, conn, for_conn, stop_rx, request_timeout, leave)
+        };
+        let task = lanes::serve_in_its_lane(stream, tools.clone(), serve);
         // The slot is in the registry before the task can run, so that its `Leave`
         // always finds it: on this current-thread runtime a spawned task starts only
         // when this loop next awaits, and nothing between here and the insert awaits.
@@ -324,6 +330,7 @@ async fn accept_loop(
         logging::info("http: closing the connections still open");
         tasks.abort_all();
     }
+    drop(tools_lane);
     if let Some(feed) = &shared.ingest {
         feed.finish(Duration::from_secs(30));
     }
