@@ -441,7 +441,7 @@ fn bench_import(dir: &Path, quick: bool) {
     let mut st = conn
         .prepare(
             "SELECT v.plate, p.ts, p.lat, p.lon, p.speed_kmh, p.heading_deg, p.ignition, p.odometer_km \
-             FROM positions p JOIN vehicles v ON v.id = p.vehicle_id",
+             FROM fixes p JOIN vehicles v ON v.id = p.vehicle_id",
         )
         .expect("query");
     let mut rows = st.query([]).expect("rows");
@@ -808,7 +808,8 @@ fn bench_map(path: &Path) {
         .query_row(
             "SELECT v.plate, d.date, COUNT(*) AS n FROM daily d \
              JOIN vehicles v ON v.id = d.vehicle_id \
-             JOIN positions p ON p.vehicle_id = d.vehicle_id AND p.ts BETWEEN d.first_ts AND d.last_ts \
+             JOIN positions p ON p.vehicle_time BETWEEN (d.vehicle_id << 42) + d.first_ts * 1000 \
+                 AND (d.vehicle_id << 42) + d.last_ts * 1000 + 999 \
              GROUP BY d.vehicle_id, d.date ORDER BY n DESC LIMIT 1",
             [],
             |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as usize)),
