@@ -90,29 +90,17 @@ pub fn data_version(conn: &Connection) -> Result<i64> {
 /// Each vehicle with positions and the id it pushes as: its device id, else its
 /// plate; ordered by vehicle id.
 pub fn pushing_ids(conn: &Connection) -> Result<Vec<(i64, String)>> {
-    let vehicles: Vec<(i64, String)> = conn
-        .prepare_cached("SELECT id, COALESCE(device_id, plate) FROM vehicles ORDER BY id")
-        .and_then(|mut st| {
-            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<rusqlite::Result<Vec<_>>>()
-        })
-        .map_err(db_err)?;
-    let mut out = Vec::new();
-    for (id, pushes_as) in vehicles {
-        let (from, to) = positions::vehicle_range(id);
-        if has_positions(conn, from, to)? {
-            out.push((id, pushes_as));
-        }
-    }
-    Ok(out)
-}
-
-/// Whether any position's key is in `[from, to)`.
-fn has_positions(conn: &Connection, from: i64, to: i64) -> Result<bool> {
-    conn.prepare_cached(
-        "SELECT EXISTS (SELECT 1 FROM positions WHERE vehicle_time >= ?1 AND vehicle_time < ?2)",
-    )
-    .and_then(|mut st| st.query_row([from, to], |r| r.get(0)))
+    // A vehicle's positions are one key range: one look-up each.
+    conn.prepare_cached(&format!(
+        "SELECT id, COALESCE(device_id, plate) FROM vehicles v WHERE EXISTS \
+         (SELECT 1 FROM positions WHERE vehicle_time >= {} AND vehicle_time < {}) ORDER BY id",
+        positions::first_key_sql("v.id"),
+        positions::first_key_sql("v.id + 1")
+    ))
+    .and_then(|mut st| {
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()
+    })
     .map_err(db_err)
 }
 
