@@ -28,42 +28,26 @@ fn main() {
     let quick = std::env::var_os("FLEETCTL_BENCH_QUICK").is_some();
     let dir = std::env::temp_dir().join(format!("fleetctl-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    if std::env::var("FLEETCTL_BENCH_ONLY").as_deref() == Ok("import-memory") {
-        bench_import_memory(&dir);
-        let _ = std::fs::remove_dir_all(&dir);
-        return;
-    }
-    if std::env::var("FLEETCTL_BENCH_ONLY").as_deref() == Ok("http-non-readers") {
-        let db = dir.join("default.db");
-        generate_in_child(&db, 15, 7, false);
-        bench_http_non_readers(&db);
-        let _ = std::fs::remove_dir_all(&dir);
-        return;
-    }
-    if std::env::var("FLEETCTL_BENCH_ONLY").as_deref() == Ok("pages") {
-        bench_pages(&dir);
-        let _ = std::fs::remove_dir_all(&dir);
-        return;
-    }
-    if std::env::var("FLEETCTL_BENCH_ONLY").as_deref() == Ok("live-analysis") {
-        bench_incremental(&dir, quick);
-        let _ = std::fs::remove_dir_all(&dir);
-        return;
-    }
-    if std::env::var("FLEETCTL_BENCH_ONLY").as_deref() == Ok("ingest") {
-        bench_live(&dir, quick);
-        let _ = std::fs::remove_dir_all(&dir);
-        return;
-    }
-    if std::env::var("FLEETCTL_BENCH_ONLY").as_deref() == Ok("storage") {
-        let db = dir.join("default.db");
-        generate_in_child(&db, 15, 7, false);
-        bench_storage(&dir, &[("15 × 7", &db)]);
-        let _ = std::fs::remove_dir_all(&dir);
-        return;
-    }
-    if std::env::var("FLEETCTL_BENCH_ONLY").as_deref() == Ok("import") {
-        bench_import(&dir, quick);
+    // One section alone (FLEETCTL_BENCH_ONLY=NAME), for a quicker look at one figure.
+    if let Ok(only) = std::env::var("FLEETCTL_BENCH_ONLY") {
+        let demo = || {
+            let db = dir.join("default.db");
+            generate_in_child(&db, 15, 7, false);
+            db
+        };
+        match only.as_str() {
+            "import-memory" => bench_import_memory(&dir),
+            "http-non-readers" => bench_http_non_readers(&demo()),
+            "hostile" => bench_hostile(&demo()),
+            "pages" => bench_pages(&dir),
+            "live-analysis" => bench_incremental(&dir, quick),
+            "ingest" => bench_live(&dir, quick),
+            "storage" => bench_storage(&dir, &[("15 × 7", &demo())]),
+            "import" => bench_import(&dir, quick),
+            other => eprintln!(
+                "FLEETCTL_BENCH_ONLY={other}: not a section; one of import-memory, http-non-readers, hostile, pages, live-analysis, ingest, storage, import"
+            ),
+        }
         let _ = std::fs::remove_dir_all(&dir);
         return;
     }

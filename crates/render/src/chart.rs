@@ -6,7 +6,7 @@
 
 use crate::error::Result;
 use crate::map::{
-    Area, CANVAS, INK, Labels, STOP, bold, encode_png, font, register_fonts, render_err,
+    Area, INK, Labels, STOP, bold, encode_png, font, register_fonts, render_err,
 };
 use crate::report::speed_chart::ChartInput;
 use plotters::prelude::*;
@@ -109,7 +109,7 @@ fn hour_step(span_s: i64, plot_w: i32) -> i64 {
 
 /// Draws the chart and encodes it as PNG.
 pub fn render(input: &ChartInput) -> Result<Vec<u8>> {
-    CANVAS.with_borrow_mut(|canvas| render_on(canvas, input))
+    crate::canvas::with_canvas(|canvas| render_on(canvas, input))
 }
 
 fn render_on(buf: &mut Vec<u8>, input: &ChartInput) -> Result<Vec<u8>> {

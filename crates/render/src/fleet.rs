@@ -8,7 +8,7 @@
 use crate::error::{Error, ErrorCode, Result};
 use crate::geo::{LatLon, offset_m};
 use crate::map::{
-    Area, CANVAS, Frame, INK, Labels, STREET_EDGE, Tiles, bold, draw_attribution, draw_geofences,
+    Area, Frame, INK, Labels, STREET_EDGE, Tiles, bold, draw_attribution, draw_geofences,
     draw_ground, draw_place_labels, draw_scale_and_north, draw_title, encode_png, font,
     register_fonts, render_err,
 };
@@ -171,7 +171,7 @@ pub fn render(input: &FleetMapInput, tiles: Option<&Tiles>) -> Result<(Vec<u8>, 
     if input.vehicles.is_empty() {
         return Err(Error::new(ErrorCode::NoData, "no vehicle to draw"));
     }
-    CANVAS.with_borrow_mut(|canvas| render_on(canvas, input, tiles))
+    crate::canvas::with_canvas(|canvas| render_on(canvas, input, tiles))
 }
 
 fn render_on(

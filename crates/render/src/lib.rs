@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 mod basemap;
+mod canvas;
 pub mod chart;
 pub mod fleet;
 mod frame;

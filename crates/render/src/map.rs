@@ -19,16 +19,9 @@ pub use crate::frame::*;
 pub(crate) use crate::furniture::*;
 pub use crate::style::*;
 
-thread_local! {
-    /// Each thread's canvas, reused by every picture it draws (map, chart, fleet map):
-    /// server workers draw at once, each in its own, with no lock between them. A
-    /// 2048² canvas is 12 MB; it is allocated once per drawing thread, not per picture.
-    pub(crate) static CANVAS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
 /// Draws the map and encodes it as PNG. Returns the bytes and the frame used.
 pub fn render(input: &MapInput, tiles: Option<&Tiles>) -> Result<(Vec<u8>, Frame)> {
-    CANVAS.with_borrow_mut(|canvas| render_on(canvas, input, tiles))
+    crate::canvas::with_canvas(|canvas| render_on(canvas, input, tiles))
 }
 
 fn render_on(
