@@ -29,7 +29,8 @@ CREATE TABLE vehicles (
 CREATE UNIQUE INDEX vehicles_device_id ON vehicles (device_id);
 
 -- One fix per vehicle and instant, in fixed-point integers (SQLite stores each in as
--- few bytes as its value needs: about 34 bytes a fix; store/positions.rs).
+-- few bytes as its value needs, and a header byte per column: about 31 bytes a fix;
+-- store/positions.rs).
 CREATE TABLE positions (
     -- vehicle_id × 2^42 + UTC epoch milliseconds: the table is stored in this order,
     -- so a vehicle's day is one range read, and rows written in vehicle and time
@@ -37,10 +38,11 @@ CREATE TABLE positions (
     vehicle_time   INTEGER PRIMARY KEY,
     lat_e7         INTEGER NOT NULL,    -- latitude × 10^7 (1.1 cm)
     lon_e7         INTEGER NOT NULL,    -- longitude × 10^7
-    speed_kmh_e2   INTEGER NOT NULL,    -- km/h × 100
-    speed_derived  INTEGER NOT NULL,    -- 1: the source had no speed; derived from the fixes around it
-    heading_deg_e1 INTEGER,             -- degrees clockwise from north × 10, [0, 3600); NULL when unknown
-    ignition       INTEGER,             -- 1 on, 0 off, NULL when the source does not say
+    -- four figures in one integer, from the lowest bit: 1 bit, 1 when the source had
+    -- no speed and it was derived from the fixes around it; 2 bits, the ignition (0
+    -- not reported, 1 off, 2 on); 12 bits, degrees clockwise from north × 10 (4095:
+    -- unknown); the rest, km/h × 100. The fixes view below unpacks it.
+    motion         INTEGER NOT NULL,
     odometer_m     INTEGER              -- metres; NULL when the device has no odometer
 );
 -- The positions in degrees, km/h and km, for people and tools that read this file
@@ -53,10 +55,10 @@ CREATE VIEW fixes AS SELECT
     (vehicle_time & 4398046511103) % 1000 AS ts_ms,
     lat_e7 / 1e7 AS lat,
     lon_e7 / 1e7 AS lon,
-    speed_kmh_e2 / 1e2 AS speed_kmh,
-    speed_derived,
-    heading_deg_e1 / 1e1 AS heading_deg,
-    ignition,
+    (motion >> 15) / 1e2 AS speed_kmh,
+    motion & 1 AS speed_derived,
+    nullif((motion >> 3) & 4095, 4095) / 1e1 AS heading_deg,
+    nullif((motion >> 1) & 3, 0) - 1 AS ignition,
     odometer_m / 1e3 AS odometer_km
 FROM positions;
 
@@ -123,20 +125,29 @@ CREATE TABLE trips (
     max_speed_kmh REAL NOT NULL,
     moving_s      INTEGER NOT NULL,     -- between fixes at 5 km/h or more
     idle_s        INTEGER NOT NULL,     -- slower, the ignition reported on (traffic, lights)
-    start_lat     REAL NOT NULL,
-    start_lon     REAL NOT NULL,
-    end_lat       REAL NOT NULL,
-    end_lon       REAL NOT NULL
+    start_lat_e7  INTEGER NOT NULL,     -- the first fix's latitude × 10^7 (as positions keep it)
+    start_lon_e7  INTEGER NOT NULL,
+    end_lat_e7    INTEGER NOT NULL,     -- the last fix's
+    end_lon_e7    INTEGER NOT NULL
 );
 CREATE INDEX trips_vehicle_ts ON trips (vehicle_id, start_ts);
 CREATE INDEX trips_ts ON trips (start_ts, vehicle_id, end_ts);
 
--- kind: speeding | long_stop | signal_loss | geofence_enter | geofence_exit |
---       ignition_on | ignition_off; detail is JSON with kind-specific figures.
+-- The kinds of events, by the code events.kind keeps (store/event_kinds.rs): join
+-- them for the names. A code is never renumbered.
+CREATE TABLE event_kinds (
+    code INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE
+);
+INSERT INTO event_kinds (code, name) VALUES (1, 'speeding'), (2, 'long_stop'),
+    (3, 'signal_loss'), (4, 'geofence_enter'), (5, 'geofence_exit'), (6, 'ignition_on'),
+    (7, 'ignition_off');
+
+-- detail is JSON with kind-specific figures.
 CREATE TABLE events (
     id         INTEGER PRIMARY KEY,
     vehicle_id INTEGER NOT NULL,
-    kind       TEXT NOT NULL,
+    kind       INTEGER NOT NULL,        -- an event_kinds code
     start_ts   INTEGER NOT NULL,
     end_ts     INTEGER NOT NULL,
     lat        REAL NOT NULL,

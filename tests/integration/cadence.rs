@@ -179,8 +179,9 @@ fn score(
     let conn = open(&db);
     let mut st = conn
         .prepare(
-            "SELECT v.plate, e.kind, e.start_ts, e.end_ts FROM events e \
-             JOIN vehicles v ON v.id = e.vehicle_id WHERE e.kind IN ('speeding', 'long_stop', 'signal_loss')",
+            "SELECT v.plate, k.name, e.start_ts, e.end_ts FROM events e \
+             JOIN vehicles v ON v.id = e.vehicle_id JOIN event_kinds k ON k.code = e.kind \
+             WHERE k.name IN ('speeding', 'long_stop', 'signal_loss')",
         )
         .unwrap();
     let found: Vec<(String, String, i64, i64)> = st

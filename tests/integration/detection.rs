@@ -15,8 +15,14 @@ struct Interval {
 }
 
 fn intervals(conn: &Connection, table: &str) -> Vec<Interval> {
+    // Detected events keep their kind as a code; the ground truth by name.
+    let kind = if table == "events" {
+        "(SELECT name FROM event_kinds WHERE code = kind)"
+    } else {
+        "kind"
+    };
     let sql = format!(
-        "SELECT vehicle_id, kind, start_ts, end_ts FROM {table} ORDER BY vehicle_id, start_ts"
+        "SELECT vehicle_id, {kind}, start_ts, end_ts FROM {table} ORDER BY vehicle_id, start_ts"
     );
     let mut st = conn.prepare(&sql).unwrap();
     st.query_map([], |r| {

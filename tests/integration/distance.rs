@@ -267,6 +267,7 @@ fn a_database_of_the_previous_schema_is_brought_up_to_date_by_analyze() {
         .unwrap()
         .execute_batch(
             &(crate::harness::POSITIONS_AS_VERSION_7.to_string()
+                + crate::harness::TRIPS_AND_EVENTS_BEFORE_9
                 + "DROP INDEX daily_date_counts; CREATE INDEX daily_date ON daily (date); \
              ALTER TABLE daily DROP COLUMN events; \
              DROP INDEX vehicles_device_id; ALTER TABLE vehicles DROP COLUMN device_id; \
@@ -303,6 +304,7 @@ fn a_database_of_the_previous_schema_is_brought_up_to_date_by_analyze() {
         .unwrap()
         .execute_batch(
             &(crate::harness::POSITIONS_AS_VERSION_7.to_string()
+                + crate::harness::TRIPS_AND_EVENTS_BEFORE_9
                 + "DROP INDEX daily_date_counts; CREATE INDEX daily_date ON daily (date); \
              ALTER TABLE trips DROP COLUMN odometer_km; \
              ALTER TABLE daily DROP COLUMN odometer_rejected; \

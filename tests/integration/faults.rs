@@ -344,16 +344,16 @@ fn regression_a_damaged_database_is_said_to_be_damaged_never_read_as_empty() {
     let dir = TempDir::new("damaged");
     let cases = [
         (
-            "UPDATE events SET detail = '{not json' WHERE kind = 'speeding'",
+            "UPDATE events SET detail = '{not json' WHERE kind = (SELECT code FROM event_kinds WHERE name = 'speeding')",
             "detail is not what detection writes",
         ),
         (
-            "UPDATE events SET detail = json_remove(detail, '$.over_limit_kmh') WHERE kind = 'speeding'",
+            "UPDATE events SET detail = json_remove(detail, '$.over_limit_kmh') WHERE kind = (SELECT code FROM event_kinds WHERE name = 'speeding')",
             "missing field `over_limit_kmh`",
         ),
         (
-            "UPDATE events SET kind = 'teleport' WHERE kind = 'speeding'",
-            "unknown kind \"teleport\"",
+            "UPDATE events SET kind = 99 WHERE kind = (SELECT code FROM event_kinds WHERE name = 'speeding')",
+            "unknown kind code 99",
         ),
         (
             "UPDATE meta SET value = 'fast' WHERE key = 'speed_limit_kmh'",
@@ -364,7 +364,7 @@ fn regression_a_damaged_database_is_said_to_be_damaged_never_read_as_empty() {
     let (plate, date): (String, String) = Connection::open(fixture_db())
         .unwrap()
         .query_row(
-            "SELECT v.plate, date(e.start_ts - 6 * 3600, 'unixepoch') FROM events e JOIN vehicles v ON v.id = e.vehicle_id WHERE e.kind = 'speeding' LIMIT 1",
+            "SELECT v.plate, date(e.start_ts - 6 * 3600, 'unixepoch') FROM events e JOIN vehicles v ON v.id = e.vehicle_id WHERE e.kind = (SELECT code FROM event_kinds WHERE name = 'speeding') LIMIT 1",
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )

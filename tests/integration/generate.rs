@@ -699,8 +699,32 @@ fn if_missing_keeps_a_current_database_and_replaces_an_outdated_one() {
 
 #[test]
 fn a_version_7_database_migrates_keeping_every_position_and_answer_in_fewer_bytes() {
-    let dir = TempDir::new("migrate-v7");
-    let db = dir.join("v7.db");
+    // Version 7: floating-point positions under a (vehicle_id, ts, ts_ms) key.
+    migrates_keeping_every_position_and_answer(
+        7,
+        &(crate::harness::POSITIONS_AS_VERSION_7.to_string()
+            + crate::harness::TRIPS_AND_EVENTS_BEFORE_9),
+        0.7,
+    );
+}
+
+#[test]
+fn a_version_8_database_migrates_keeping_every_position_and_answer_in_fewer_bytes() {
+    // Version 8: today's key, speed, heading and ignition in columns of their own.
+    migrates_keeping_every_position_and_answer(
+        8,
+        &(crate::harness::POSITIONS_AS_VERSION_8.to_string()
+            + crate::harness::TRIPS_AND_EVENTS_BEFORE_9),
+        0.95,
+    );
+}
+
+/// Puts the demo back in an earlier version's layout with `as_before`, then migrates
+/// it: every position, derived row and answer as before, and the file at most
+/// `at_most` of its earlier size.
+fn migrates_keeping_every_position_and_answer(version: i64, as_before: &str, at_most: f64) {
+    let dir = TempDir::new(&format!("migrate-v{version}"));
+    let db = dir.join(&format!("v{version}.db"));
     std::fs::copy(fixture_db(), &db).unwrap();
     let db_arg = db.to_str().unwrap();
     let derived = |conn: &Connection| {
@@ -726,11 +750,10 @@ fn a_version_7_database_migrates_keeping_every_position_and_answer_in_fewer_byte
     Connection::open(&db)
         .unwrap()
         .execute_batch(&format!(
-            "{}UPDATE meta SET value = '7' WHERE key = 'schema_version'; VACUUM;",
-            crate::harness::POSITIONS_AS_VERSION_7
+            "{as_before}UPDATE meta SET value = '{version}' WHERE key = 'schema_version'; VACUUM;"
         ))
         .unwrap();
-    let v7_bytes = std::fs::metadata(&db).unwrap().len();
+    let bytes_before = std::fs::metadata(&db).unwrap().len();
 
     let refused = run(fleetctl(&["--db", db_arg, "query", "mileage"])).fails(4);
     assert!(
@@ -742,7 +765,9 @@ fn a_version_7_database_migrates_keeping_every_position_and_answer_in_fewer_byte
     );
     let migrated = run(fleetctl(&["--db", db_arg, "migrate"])).ok();
     assert!(
-        migrated.stdout.contains("schema version 7 → 8")
+        migrated
+            .stdout
+            .contains(&format!("schema version {version} → 9"))
             && migrated
                 .stdout
                 .contains(&format!("{} positions", fixes_before.len())),
@@ -757,10 +782,10 @@ fn a_version_7_database_migrates_keeping_every_position_and_answer_in_fewer_byte
     );
     assert_eq!(derived(&conn), rows_before, "every derived row the same");
     assert_eq!(answer(&db), answers_before);
-    let v8_bytes = std::fs::metadata(&db).unwrap().len();
+    let bytes_after = std::fs::metadata(&db).unwrap().len();
     assert!(
-        v8_bytes * 10 < v7_bytes * 7,
-        "{v8_bytes} bytes after, {v7_bytes} before"
+        (bytes_after as f64) < bytes_before as f64 * at_most,
+        "{bytes_after} bytes after, {bytes_before} before"
     );
     let again = run(fleetctl(&["--db", db_arg, "migrate"])).ok();
     assert!(again.stdout.contains("nothing to do"), "{}", again.stdout);

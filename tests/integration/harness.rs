@@ -148,6 +148,46 @@ pub const POSITIONS_AS_VERSION_7: &str = "\
         speed_derived, heading_deg, ignition, odometer_km FROM fixes; \
     DROP VIEW fixes; DROP TABLE positions; ALTER TABLE positions_v7 RENAME TO positions; ";
 
+/// SQL that puts a current database's positions back in the layout of schema
+/// version 8 (speed, heading, ignition and the derived-speed flag in columns of
+/// their own), with version 8's fixes view.
+pub const POSITIONS_AS_VERSION_8: &str = "\
+    CREATE TABLE positions_v8 (vehicle_time INTEGER PRIMARY KEY, lat_e7 INTEGER NOT NULL, \
+        lon_e7 INTEGER NOT NULL, speed_kmh_e2 INTEGER NOT NULL, speed_derived INTEGER NOT NULL, \
+        heading_deg_e1 INTEGER, ignition INTEGER, odometer_m INTEGER); \
+    INSERT INTO positions_v8 SELECT vehicle_time, lat_e7, lon_e7, motion >> 15, motion & 1, \
+        nullif((motion >> 3) & 4095, 4095), nullif((motion >> 1) & 3, 0) - 1, odometer_m \
+        FROM positions; \
+    DROP VIEW fixes; DROP TABLE positions; ALTER TABLE positions_v8 RENAME TO positions; \
+    CREATE VIEW fixes AS SELECT vehicle_time >> 42 AS vehicle_id, \
+        (vehicle_time & 4398046511103) / 1000 AS ts, (vehicle_time & 4398046511103) % 1000 AS ts_ms, \
+        lat_e7 / 1e7 AS lat, lon_e7 / 1e7 AS lon, speed_kmh_e2 / 1e2 AS speed_kmh, speed_derived, \
+        heading_deg_e1 / 1e1 AS heading_deg, ignition, odometer_m / 1e3 AS odometer_km FROM positions; ";
+
+/// SQL that puts trips and events back in the layout of schema versions up to 8
+/// (floating-point trip ends, event kinds by name, no `event_kinds` table).
+pub const TRIPS_AND_EVENTS_BEFORE_9: &str = "\
+    CREATE TABLE trips_v8 (id INTEGER PRIMARY KEY, vehicle_id INTEGER NOT NULL, \
+        start_ts INTEGER NOT NULL, end_ts INTEGER NOT NULL, distance_km REAL NOT NULL, \
+        odometer_km REAL, gap_km REAL NOT NULL, max_speed_kmh REAL NOT NULL, \
+        moving_s INTEGER NOT NULL, idle_s INTEGER NOT NULL, start_lat REAL NOT NULL, \
+        start_lon REAL NOT NULL, end_lat REAL NOT NULL, end_lon REAL NOT NULL); \
+    INSERT INTO trips_v8 SELECT id, vehicle_id, start_ts, end_ts, distance_km, odometer_km, \
+        gap_km, max_speed_kmh, moving_s, idle_s, start_lat_e7 / 1e7, start_lon_e7 / 1e7, \
+        end_lat_e7 / 1e7, end_lon_e7 / 1e7 FROM trips; \
+    DROP TABLE trips; ALTER TABLE trips_v8 RENAME TO trips; \
+    CREATE INDEX trips_vehicle_ts ON trips (vehicle_id, start_ts); \
+    CREATE INDEX trips_ts ON trips (start_ts, vehicle_id, end_ts); \
+    CREATE TABLE events_v8 (id INTEGER PRIMARY KEY, vehicle_id INTEGER NOT NULL, \
+        kind TEXT NOT NULL, start_ts INTEGER NOT NULL, end_ts INTEGER NOT NULL, \
+        lat REAL NOT NULL, lon REAL NOT NULL, detail TEXT NOT NULL); \
+    INSERT INTO events_v8 SELECT e.id, e.vehicle_id, k.name, e.start_ts, e.end_ts, e.lat, \
+        e.lon, e.detail FROM events e JOIN event_kinds k ON k.code = e.kind; \
+    DROP TABLE events; DROP TABLE event_kinds; ALTER TABLE events_v8 RENAME TO events; \
+    CREATE INDEX events_ts ON events (start_ts); \
+    CREATE INDEX events_vehicle_ts ON events (vehicle_id, start_ts); \
+    CREATE INDEX events_kind_ts ON events (kind, start_ts); ";
+
 /// Opens a database for reading.
 pub fn open(path: &Path) -> Connection {
     Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap()
@@ -436,7 +476,7 @@ pub fn projector(answer: &serde_json::Value) -> impl Fn(fleetctl::geo::LatLon) -
 pub fn plant_school_zone(db: &Path, dir: &TempDir, plate: &str, radius_m: u32) {
     let (lat, lon): (f64, f64) = open(db)
         .query_row(
-            "SELECT lat, lon FROM events WHERE kind = 'speeding' AND vehicle_id = \
+            "SELECT lat, lon FROM events WHERE kind = (SELECT code FROM event_kinds WHERE name = 'speeding') AND vehicle_id = \
              (SELECT id FROM vehicles WHERE plate = ?1) ORDER BY start_ts LIMIT 1",
             [plate],
             |r| Ok((r.get(0)?, r.get(1)?)),

@@ -5,9 +5,7 @@
 //! file lays it out and paints it with plotters and the embedded fonts.
 
 use crate::error::Result;
-use crate::map::{
-    Area, INK, Labels, STOP, bold, encode_png, font, register_fonts, render_err,
-};
+use crate::map::{Area, INK, Labels, STOP, bold, encode_png, font, register_fonts, render_err};
 use crate::report::speed_chart::ChartInput;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};

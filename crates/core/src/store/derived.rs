@@ -204,7 +204,7 @@ fn insert_stops(c: &Connection, rows: &[crate::model::Stop]) -> Result<()> {
 fn insert_trips(c: &Connection, rows: &[crate::model::Trip]) -> Result<()> {
     let mut st = c
         .prepare_cached(
-            "INSERT INTO trips (vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon, gap_km, moving_s, idle_s, odometer_km) \
+            "INSERT INTO trips (vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat_e7, start_lon_e7, end_lat_e7, end_lon_e7, gap_km, moving_s, idle_s, odometer_km) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         )
         .map_err(db_write_err)?;
@@ -215,10 +215,10 @@ fn insert_trips(c: &Connection, rows: &[crate::model::Trip]) -> Result<()> {
             t.end_ts,
             t.distance_km,
             t.max_speed_kmh,
-            t.start_lat,
-            t.start_lon,
-            t.end_lat,
-            t.end_lon,
+            positions::e7(t.start_lat),
+            positions::e7(t.start_lon),
+            positions::e7(t.end_lat),
+            positions::e7(t.end_lon),
             t.gap_km,
             t.moving_s,
             t.idle_s,
@@ -242,7 +242,7 @@ fn insert_events(c: &Connection, rows: &[crate::model::Event]) -> Result<()> {
         })?;
         st.execute(params![
             e.vehicle_id,
-            e.kind.as_str(),
+            event_kinds::code(e.kind),
             e.start_ts,
             e.end_ts,
             e.lat,

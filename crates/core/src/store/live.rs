@@ -6,7 +6,7 @@
 use super::{db_err, db_write_err, positions};
 use crate::error::{Error, ErrorCode, Result};
 use crate::geo::{LatLon, haversine_m};
-use crate::model::{EventKey, EventKind, Fix, Pushed};
+use crate::model::{EventKey, Fix, Pushed};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::Path;
 
@@ -59,7 +59,7 @@ pub fn event_keys(
     let rows = st
         .query_map([vehicle_id], |r| {
             Ok((
-                r.get::<_, String>(0)?,
+                r.get::<_, i64>(0)?,
                 r.get::<_, i64>(1)?,
                 r.get::<_, i64>(2)?,
             ))
@@ -68,14 +68,7 @@ pub fn event_keys(
     let mut keys = std::collections::HashSet::new();
     for row in rows {
         let (kind, start_ts, geofence_id) = row.map_err(db_err)?;
-        let kind = EventKind::parse(&kind).ok_or_else(|| {
-            Error::new(
-                ErrorCode::DbSchema,
-                format!("events.kind {kind:?} is no kind of event"),
-            )
-            .with_hint("run `fleetctl analyze` to derive the events again")
-        })?;
-        keys.insert((kind, start_ts, geofence_id));
+        keys.insert((super::event_kinds::kind(kind)?, start_ts, geofence_id));
     }
     Ok(keys)
 }

@@ -16,6 +16,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 
 mod derived;
+mod event_kinds;
 pub mod file;
 pub mod import;
 pub mod live;
@@ -31,15 +32,16 @@ pub use writer::{BULK_PAGE_SIZE, LIVE_PAGE_SIZE, Writer, build_new};
 pub use file::{APPLICATION_ID, Probe, probe};
 
 /// The schema this binary reads and writes.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// True for the schema versions `fleetctl migrate` (or `analyze`) brings up to date
 /// in place: version 5 added `trips.odometer_km` and `daily.odometer_rejected`, 6
 /// `daily.events`, 7 `vehicles.device_id` (derived columns, which the analysis that
-/// follows fills, or columns that start empty), and 8 keeps positions in fixed-point
-/// integers (every row rewritten, none lost: `rewrite_positions`).
+/// follows fills, or columns that start empty), 8 keeps positions in fixed-point
+/// integers and 9 packs speed, heading and ignition into one (every row rewritten,
+/// none lost: `rewrite_positions`).
 pub fn is_upgradable(schema_version: i64) -> bool {
-    matches!(schema_version, 4..=7)
+    matches!(schema_version, 4..=8)
 }
 
 /// Inside a write transaction on a database of an upgradable version `from`, brings
@@ -60,8 +62,9 @@ fn upgrade_schema(conn: &Connection, from: i64) -> Result<()> {
                   CREATE UNIQUE INDEX vehicles_device_id ON vehicles (device_id); ";
     }
     conn.execute_batch(&steps).map_err(db_write_err)?;
-    if from < 8 {
-        rewrite_positions(conn)?;
+    if from < 9 {
+        rewrite_positions(conn, from)?;
+        remake_trips_and_events(conn)?;
     }
     conn.execute(
         "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
@@ -71,29 +74,59 @@ fn upgrade_schema(conn: &Connection, from: i64) -> Result<()> {
     .map_err(db_write_err)
 }
 
-/// Positions as versions 3 to 7 kept them (floating-point columns under a
-/// `(vehicle_id, ts, ts_ms)` key) rewritten in this version's layout, in key order,
-/// and the old table dropped once the counts agree.
-fn rewrite_positions(conn: &Connection) -> Result<()> {
-    let statement = |head: &str| {
-        SCHEMA_SQL
-            .split_once(head)
-            .and_then(|(_, rest)| rest.split_once(";\n"))
-            .map(|(body, _)| format!("{head}{body};"))
-            .ok_or_else(|| Error::internal(format!("schema.sql has no {head:?}")))
-    };
+/// The statement of schema.sql that begins with `head`, through its `;`.
+fn schema_statement(head: &str) -> Result<String> {
+    SCHEMA_SQL
+        .split_once(head)
+        .and_then(|(_, rest)| rest.split_once(";\n"))
+        .map(|(body, _)| format!("{head}{body};"))
+        .ok_or_else(|| Error::internal(format!("schema.sql has no {head:?}")))
+}
+
+/// Trips and events made again in version 9's layout (empty: the analysis that
+/// follows the upgrade writes them): trips' ends in fixed-point coordinates, events'
+/// kinds as codes, named in the new `event_kinds` table.
+fn remake_trips_and_events(conn: &Connection) -> Result<()> {
+    let mut steps = String::from("DROP TABLE trips; DROP TABLE events; ");
+    for head in [
+        "CREATE TABLE trips (",
+        "CREATE INDEX trips_vehicle_ts ",
+        "CREATE INDEX trips_ts ",
+        "CREATE TABLE event_kinds (",
+        "INSERT INTO event_kinds ",
+        "CREATE TABLE events (",
+        "CREATE INDEX events_ts ",
+        "CREATE INDEX events_vehicle_ts ",
+        "CREATE INDEX events_kind_ts ",
+    ] {
+        steps += &schema_statement(head)?;
+        steps += " ";
+    }
+    conn.execute_batch(&steps).map_err(db_write_err)
+}
+
+/// Positions as version `from` kept them rewritten in this version's layout, in key
+/// order, and the old table dropped once the counts agree. Versions 3 to 7 kept
+/// floating-point columns under a `(vehicle_id, ts, ts_ms)` key; 8 the key of today
+/// with speed, heading, ignition and the derived-speed flag in columns of their own.
+fn rewrite_positions(conn: &Connection, from: i64) -> Result<()> {
+    let drop_view = if from == 8 { "DROP VIEW fixes;" } else { "" };
     conn.execute_batch(&format!(
-        "ALTER TABLE positions RENAME TO positions_before_8; {} {}",
-        statement("CREATE TABLE positions (")?,
-        statement("CREATE VIEW fixes AS")?
+        "{drop_view} ALTER TABLE positions RENAME TO positions_before; {} {}",
+        schema_statement("CREATE TABLE positions (")?,
+        schema_statement("CREATE VIEW fixes AS")?
     ))
     .map_err(db_write_err)?;
-    let mut old = conn
-        .prepare(
-            "SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km, ts_ms \
-             FROM positions_before_8 ORDER BY vehicle_id, ts, ts_ms",
-        )
-        .map_err(db_err)?;
+    let read_old = if from == 8 {
+        "SELECT vehicle_time >> 42, (vehicle_time & 4398046511103) / 1000, lat_e7 / 1e7, \
+         lon_e7 / 1e7, speed_kmh_e2 / 1e2, speed_derived, heading_deg_e1 / 1e1, ignition, \
+         odometer_m / 1e3, (vehicle_time & 4398046511103) % 1000 \
+         FROM positions_before ORDER BY vehicle_time"
+    } else {
+        "SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km, ts_ms \
+         FROM positions_before ORDER BY vehicle_id, ts, ts_ms"
+    };
+    let mut old = conn.prepare(read_old).map_err(db_err)?;
     let mut rows = old.query([]).map_err(db_err)?;
     let mut chunk: Vec<(Fix, i64)> = Vec::with_capacity(REWRITE_CHUNK);
     let mut read_all = false;
@@ -113,13 +146,13 @@ fn rewrite_positions(conn: &Connection) -> Result<()> {
         conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
             .map_err(db_err)
     };
-    let (before, after) = (count("positions_before_8")?, count("positions")?);
+    let (before, after) = (count("positions_before")?, count("positions")?);
     if before != after {
         return Err(Error::internal(format!(
             "rewriting the positions kept {after} of {before} rows; nothing was changed"
         )));
     }
-    conn.execute_batch("DROP TABLE positions_before_8")
+    conn.execute_batch("DROP TABLE positions_before")
         .map_err(db_write_err)
 }
 
@@ -287,7 +320,7 @@ fn write_transaction<T>(
         let version = read_meta(&tx, "schema_version")?.and_then(|v| v.trim().parse::<i64>().ok());
         if let Some(from) = version.filter(|&v| is_upgradable(v)) {
             upgrade_schema(&tx, from)?;
-            rewrote_positions = from < 8;
+            rewrote_positions = from < 9;
         }
     }
     let out = f(&tx)?;

@@ -1,9 +1,11 @@
 //! How a fix is kept in `positions`: one integer key for the vehicle and the
-//! instant, and fixed-point integers for the figures. SQLite stores an integer in as
-//! few bytes as its value needs, so a fix takes about 34 bytes where eight-byte
-//! floats and a separate key took 67 (docs/architecture.md, "How positions are kept"), and the table is the rowid
-//! b-tree itself: a vehicle's range is one key range, and fixes written in key order
-//! fill their pages.
+//! instant, and fixed-point integers for the figures, speed, heading, ignition and
+//! whether the speed was derived packed into one (`motion`). SQLite stores an integer
+//! in as few bytes as its value needs and spends a byte of each row's header per
+//! column, so a fix takes about 31 bytes where eight-byte floats and a separate key
+//! took 67 (docs/architecture.md, "How positions are kept"), and the table is the
+//! rowid b-tree itself: a vehicle's range is one key range, and fixes written in key
+//! order fill their pages.
 //!
 //! What a fix keeps (the store's precision, applied on the way in, so that every
 //! reader, batch or live, sees the same values): latitude and longitude to 1e-7°
@@ -25,9 +27,18 @@ pub const LAST_TS: i64 = TIME_MASK / 1000 - 1;
 const MAX_VEHICLE_ID: i64 = (1 << (63 - TIME_BITS)) - 1;
 
 /// The columns a fix is read from, in `position_from_row`'s order.
-pub(crate) const COLUMNS: &str = "vehicle_time, lat_e7, lon_e7, speed_kmh_e2, speed_derived, heading_deg_e1, ignition, odometer_m";
+pub(crate) const COLUMNS: &str = "vehicle_time, lat_e7, lon_e7, motion, odometer_m";
 
-const INSERTED_COLUMNS: usize = 8;
+const INSERTED_COLUMNS: usize = 5;
+
+/// `motion`, from its lowest bit up: 1 bit, the speed was derived; 2 bits, the
+/// ignition (0 not reported, 1 off, 2 on); 12 bits, the heading × 10 (4095: unknown);
+/// the rest, the speed × 100. A stopped vehicle's fix packs into 2 bytes, a moving
+/// one's into 4 (below 655.36 km/h).
+const IGNITION_SHIFT: u32 = 1;
+const HEADING_SHIFT: u32 = 3;
+const SPEED_SHIFT: u32 = 15;
+const HEADING_UNKNOWN: i64 = 4095;
 
 /// `INTO positions (…) VALUES (…), …` for `rows` rows, bound by [`Stored::bind`]
 /// (after `INSERT` or `INSERT OR IGNORE`).
@@ -84,7 +95,7 @@ pub(crate) fn first_key_sql(vehicle_id: &str) -> String {
     format!("(({vehicle_id}) << {TIME_BITS})")
 }
 
-/// A fix as its columns hold it.
+/// A fix at the store's precision, as its columns hold it (`motion` unpacked).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Stored {
     pub vehicle_time: i64,
@@ -97,6 +108,11 @@ pub(crate) struct Stored {
     pub odometer_m: Option<i64>,
 }
 
+/// A latitude or longitude as the store keeps it: × 10^7, to the nearest integer.
+pub(crate) fn e7(degrees: f64) -> i64 {
+    fixed(degrees, 1e7)
+}
+
 /// `x × scale`, to the nearest integer (halves away from zero).
 fn fixed(x: f64, scale: f64) -> i64 {
     (x * scale).round() as i64
@@ -107,11 +123,19 @@ impl Stored {
     pub fn of(fix: &Fix, ts_ms: i64) -> Result<Stored> {
         Ok(Stored {
             vehicle_time: key(fix.vehicle_id, fix.ts, ts_ms)?,
-            lat_e7: fixed(fix.lat, 1e7),
-            lon_e7: fixed(fix.lon, 1e7),
+            lat_e7: e7(fix.lat),
+            lon_e7: e7(fix.lon),
             speed_kmh_e2: fixed(fix.speed_kmh, 1e2),
             speed_derived: fix.speed_derived,
-            heading_deg_e1: fix.heading_deg.map(|h| fixed(h, 1e1)),
+            heading_deg_e1: match fix.heading_deg.map(|h| fixed(h, 1e1)) {
+                Some(h) if !(0..HEADING_UNKNOWN).contains(&h) => {
+                    return Err(Error::invalid(format!(
+                        "heading {}° is outside 0..=360°",
+                        h as f64 / 1e1
+                    )));
+                }
+                h => h,
+            },
             ignition: fix.ignition,
             odometer_m: fix.odometer_km.map(|km| fixed(km, 1e3)),
         })
@@ -134,29 +158,46 @@ impl Stored {
         (fix, ms % 1000)
     }
 
+    /// The `motion` column: speed, heading, ignition and the derived-speed flag.
+    fn motion(&self) -> i64 {
+        let heading = self.heading_deg_e1.unwrap_or(HEADING_UNKNOWN);
+        let ignition = match self.ignition {
+            None => 0,
+            Some(false) => 1,
+            Some(true) => 2,
+        };
+        (self.speed_kmh_e2 << SPEED_SHIFT)
+            | (heading << HEADING_SHIFT)
+            | (ignition << IGNITION_SHIFT)
+            | i64::from(self.speed_derived)
+    }
+
     /// Binds these columns as row `row` of an [`insert_sql`] statement.
     pub(crate) fn bind(&self, st: &mut rusqlite::Statement, row: usize) -> rusqlite::Result<()> {
         let at = row * INSERTED_COLUMNS;
         st.raw_bind_parameter(at + 1, self.vehicle_time)?;
         st.raw_bind_parameter(at + 2, self.lat_e7)?;
         st.raw_bind_parameter(at + 3, self.lon_e7)?;
-        st.raw_bind_parameter(at + 4, self.speed_kmh_e2)?;
-        st.raw_bind_parameter(at + 5, self.speed_derived)?;
-        st.raw_bind_parameter(at + 6, self.heading_deg_e1)?;
-        st.raw_bind_parameter(at + 7, self.ignition)?;
-        st.raw_bind_parameter(at + 8, self.odometer_m)
+        st.raw_bind_parameter(at + 4, self.motion())?;
+        st.raw_bind_parameter(at + 5, self.odometer_m)
     }
 
     pub(crate) fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Stored> {
+        let motion: i64 = r.get(3)?;
+        let heading = (motion >> HEADING_SHIFT) & HEADING_UNKNOWN;
         Ok(Stored {
             vehicle_time: r.get(0)?,
             lat_e7: r.get(1)?,
             lon_e7: r.get(2)?,
-            speed_kmh_e2: r.get(3)?,
-            speed_derived: r.get(4)?,
-            heading_deg_e1: r.get(5)?,
-            ignition: r.get(6)?,
-            odometer_m: r.get(7)?,
+            speed_kmh_e2: motion >> SPEED_SHIFT,
+            speed_derived: motion & 1 == 1,
+            heading_deg_e1: (heading != HEADING_UNKNOWN).then_some(heading),
+            ignition: match (motion >> IGNITION_SHIFT) & 3 {
+                1 => Some(false),
+                2 => Some(true),
+                _ => None,
+            },
+            odometer_m: r.get(4)?,
         })
     }
 }
@@ -243,6 +284,55 @@ mod tests {
             .unwrap();
         assert_eq!(through_view, through_table);
         assert_eq!(through_table, (f, 480));
+    }
+
+    #[test]
+    fn every_speed_heading_and_ignition_comes_back_from_the_packed_motion() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::SCHEMA_SQL).unwrap();
+        let mut insert = conn.prepare(&format!("INSERT {}", insert_sql(1))).unwrap();
+        let mut written = Vec::new();
+        for (i, (speed_kmh, heading_deg)) in
+            [(0.0, Some(0.0)), (0.01, Some(360.0)), (1234.56, None)]
+                .into_iter()
+                .enumerate()
+        {
+            for (j, ignition) in [None, Some(false), Some(true)].into_iter().enumerate() {
+                for speed_derived in [false, true] {
+                    let mut f = fix(
+                        1,
+                        1000 + 10 * i as i64 + 2 * j as i64 + i64::from(speed_derived),
+                    );
+                    (f.speed_kmh, f.heading_deg, f.ignition, f.speed_derived) =
+                        (speed_kmh, heading_deg, ignition, speed_derived);
+                    Stored::of(&f, 0).unwrap().bind(&mut insert, 0).unwrap();
+                    insert.raw_execute().unwrap();
+                    written.push(f);
+                }
+            }
+        }
+        let read: Vec<Fix> = conn
+            .prepare(&format!(
+                "SELECT {COLUMNS} FROM positions ORDER BY vehicle_time"
+            ))
+            .unwrap()
+            .query_map([], |r| from_row(r).map(|(f, _)| f))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(read, written);
+        let through_view: Vec<Fix> = conn
+            .prepare("SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km FROM fixes ORDER BY ts")
+            .unwrap()
+            .query_map([], super::super::fix_from_row)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(through_view, written, "the fixes view unpacks it alike");
+        let mut wrong = fix(1, 1000);
+        wrong.heading_deg = Some(410.0);
+        let said = Stored::of(&wrong, 0).unwrap_err().to_string();
+        assert!(said.contains("heading 410"), "{said}");
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub fn vehicles(conn: &Connection) -> Result<Vec<(Vehicle, Option<String>)>> {
     rows.collect::<rusqlite::Result<_>>().map_err(db_err)
 }
 
-use super::{FIX_COLUMNS, positions};
+use super::{FIX_COLUMNS, event_kinds, positions};
 
 /// The newest fix of a vehicle (as of the last analysis).
 pub fn last_fix(conn: &Connection, vehicle_id: i64) -> Result<Option<Fix>> {
@@ -189,10 +189,10 @@ fn trip_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Trip> {
         end_ts: r.get(2)?,
         distance_km: r.get(3)?,
         max_speed_kmh: r.get(4)?,
-        start_lat: r.get(5)?,
-        start_lon: r.get(6)?,
-        end_lat: r.get(7)?,
-        end_lon: r.get(8)?,
+        start_lat: degrees(r.get(5)?),
+        start_lon: degrees(r.get(6)?),
+        end_lat: degrees(r.get(7)?),
+        end_lon: degrees(r.get(8)?),
         gap_km: r.get(9)?,
         moving_s: r.get(10)?,
         idle_s: r.get(11)?,
@@ -200,7 +200,12 @@ fn trip_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Trip> {
     })
 }
 
-const TRIP_COLUMNS: &str = "vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat, start_lon, end_lat, end_lon, gap_km, moving_s, idle_s, odometer_km";
+const TRIP_COLUMNS: &str = "vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat_e7, start_lon_e7, end_lat_e7, end_lon_e7, gap_km, moving_s, idle_s, odometer_km";
+
+/// Degrees from a coordinate kept × 10^7.
+fn degrees(e7: i64) -> f64 {
+    e7 as f64 / 1e7
+}
 
 /// A vehicle's trips that began in `[from_ts, to_ts)`.
 pub fn trips_between(
@@ -226,8 +231,7 @@ fn kind_filter(kinds: &[EventKind]) -> String {
     if kinds.is_empty() {
         return String::new();
     }
-    let names: Vec<String> = kinds.iter().map(|k| format!("'{}'", k.as_str())).collect();
-    format!(" AND kind IN ({})", names.join(", "))
+    format!(" AND kind IN ({})", event_kinds::codes_sql(kinds))
 }
 
 /// Events that began in `[from_ts, to_ts)`, optionally for one vehicle and of some
@@ -258,7 +262,7 @@ pub fn events_between(
     let mut out = Vec::new();
     for row in rows {
         let (kind, text, (vehicle_id, start_ts, end_ts, lat, lon)) = row.map_err(db_err)?;
-        let kind = event_kind(&kind)?;
+        let kind = event_kinds::kind(kind)?;
         if kinds.is_empty() || kinds.contains(&kind) {
             out.push(event_from(
                 kind,
@@ -458,9 +462,12 @@ pub fn day_extras(
     }
     let mut st = conn
         .prepare_cached(
-            "SELECT vehicle_id, start_ts, kind = 'speeding', \
-             CASE WHEN kind = 'speeding' THEN json_extract(detail, '$.duration_s') END FROM events \
-             WHERE vehicle_id IN (SELECT value FROM json_each(?3)) AND start_ts >= ?1 AND start_ts < ?2",
+            &format!(
+                "SELECT vehicle_id, start_ts, kind = {speeding}, \
+                 CASE WHEN kind = {speeding} THEN json_extract(detail, '$.duration_s') END FROM events \
+                 WHERE vehicle_id IN (SELECT value FROM json_each(?3)) AND start_ts >= ?1 AND start_ts < ?2",
+                speeding = event_kinds::code(EventKind::Speeding)
+            ),
         )
         .map_err(db_err)?;
     let mut rows = st.query(params![from_ts, to_ts, ids]).map_err(db_err)?;
@@ -748,7 +755,10 @@ impl EventQuery<'_> {
             " AND ?3 IS NULL"
         };
         let geofence_filter = if self.geofence_id.is_some() {
-            " AND kind IN ('geofence_enter', 'geofence_exit') AND json_extract(detail, '$.geofence_id') = ?4"
+            &format!(
+                " AND kind IN ({}) AND json_extract(detail, '$.geofence_id') = ?4",
+                event_kinds::codes_sql(&[EventKind::GeofenceEnter, EventKind::GeofenceExit])
+            )
         } else {
             " AND ?4 IS NULL"
         };
@@ -805,14 +815,14 @@ pub fn events_after(
     let mut out = Vec::new();
     for row in rows {
         let ((kind, text, place), id) = row.map_err(db_err)?;
-        let event = event_from(event_kind(&kind)?, &text, place)?;
+        let event = event_from(event_kinds::kind(kind)?, &text, place)?;
         out.push(([event.start_ts, event.vehicle_id, id], event));
     }
     Ok(out)
 }
 
 /// An event row as stored (vehicle_id, kind, start_ts, end_ts, lat, lon, detail): kind, detail text, and the rest.
-type RawEvent = (String, String, (i64, i64, i64, f64, f64));
+type RawEvent = (i64, String, (i64, i64, i64, f64, f64));
 
 fn raw_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawEvent> {
     Ok((
@@ -820,18 +830,6 @@ fn raw_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawEvent> {
         r.get(6)?,
         (r.get(0)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?),
     ))
-}
-
-/// An event kind as detection writes it; anything else is a damaged database, said
-/// so, never skipped.
-fn event_kind(name: &str) -> Result<EventKind> {
-    EventKind::parse(name).ok_or_else(|| {
-        Error::new(
-            ErrorCode::DbSchema,
-            format!("the events table holds an unknown kind {name:?}"),
-        )
-        .with_hint("run `fleetctl analyze` to rebuild the detected events")
-    })
 }
 
 /// An event row, its detail read into the type its kind names (every figure there,
