@@ -69,9 +69,9 @@ pub struct FleetVehicle {
     /// Driver.
     pub driver: String,
     /// `moving` (5 km/h or faster at its last fix), `idle` (slower, engine on),
-    /// `parked` (slower, engine off or not reported; however old its last fix),
-    /// `offline` (not parked, and no fix for over 10 minutes by then), `inactive` (out
-    /// of service) or `no_data` (no fix yet by then).
+    /// `parked` (slower, engine off or not reported; its last fix at most 72 hours
+    /// old), `offline` (no fix for over 10 minutes by then, or over 72 hours when
+    /// parked), `inactive` (out of service) or `no_data` (no fix yet by then).
     pub state: PositionState,
     /// Latitude of that fix; null without a position.
     pub lat: Option<f64>,
@@ -290,8 +290,8 @@ pub const SPEC: ReportSpec = ReportSpec {
     title: "Map of the whole fleet at an instant",
     description: "Draws every vehicle where it was at the data clock (or at `at`, a local time YYYY-MM-DDTHH:MM, or \
 HH:MM for today) as a PNG map: a dot per vehicle labelled with its plate and coloured by state — moving, idle \
-(stopped, engine on), parked (stopped, engine off or not reported), offline (not parked, and no fix for over 10 \
-minutes by then; drawn at its last position) — over the offline basemap with depots and zones named, and a legend. Returns the \
+(stopped, engine on), parked (stopped, engine off or not reported), offline (no fix for over 10 minutes by then, \
+or over 72 hours when parked; drawn at its last position) — over the offline basemap with depots and zones named, and a legend. Returns the \
 counts by state and every vehicle (plate, state, lat, lon, last fix, place) with the image. Use it to see where \
 the fleet is or was at a moment; use vehicle_position for one vehicle, stopped_vehicles to list who is stopped, \
 nearest_vehicles to dispatch. An instant before any data is a no_data error naming the dates with data.",

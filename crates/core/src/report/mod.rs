@@ -44,6 +44,11 @@ pub const MAX_ROWS: usize = 200;
 pub const MAX_RANGE_DAYS: i64 = 92;
 /// No fix for longer than this at the data clock means offline, seconds.
 pub const OFFLINE_AFTER_S: i64 = 10 * 60;
+/// How long a tracker parked with its engine off may sleep and still be called
+/// parked, seconds: a weekend and more. Trackers that sleep send a heartbeat at
+/// least daily; one silent longer may be dead or unplugged, and where the vehicle
+/// is now is no longer known, so it is offline.
+pub const PARKED_ASLEEP_UP_TO_S: i64 = 72 * 3600;
 
 /// Where a distance came from: the vehicle's odometer, or the GPS track (with
 /// jitter filtered).

@@ -39,7 +39,8 @@ pub struct StoppedVehicle {
     /// Longitude of the stop.
     pub lon: f64,
     /// No fix for over 10 minutes while the engine was on (a tracker that should be
-    /// reporting and is not); a vehicle parked with its engine off is never offline.
+    /// reporting and is not); a vehicle parked with its engine off is offline only
+    /// when silent for over 72 hours.
     pub offline: bool,
     /// Time of the last fix.
     pub last_fix_at: String,
@@ -109,7 +110,7 @@ pub const SPEC: ReportSpec = ReportSpec {
     description: "Vehicles whose current stop (staying within 200 m) has lasted at least min_minutes up to the \
 data clock: plate, driver, since (RFC 3339), minutes (to the data clock), observed_min (to the last fix, as \
 trip_summary and alerts count it), engine on/off, place, and an offline flag for a tracker silent for over 10 minutes while its engine was on \
-(a vehicle parked with the engine off is not offline; minutes assume it has not moved since its last fix). \
+(a vehicle parked with the engine off is not offline unless silent for over 72 hours; minutes assume it has not moved since its last fix). \
 Longest first. Use it for 'who is stopped?' or 'which trucks have been idle for over an hour?'.",
     input: super::schema::derived_input::<StoppedVehiclesRequest>,
     rows: "vehicles",

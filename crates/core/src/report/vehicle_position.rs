@@ -1,7 +1,7 @@
 //! `vehicle_position` (`fleetctl query position PLATE`): where a vehicle is — its
 //! last fix, how long ago by the data clock, what it is doing, and where that is.
 
-use super::{Db, OFFLINE_AFTER_S, ReportSpec, round1};
+use super::{Db, OFFLINE_AFTER_S, PARKED_ASLEEP_UP_TO_S, ReportSpec, round1};
 use crate::error::Result;
 use crate::geo::compass_point;
 use crate::model::{Fix, Stop};
@@ -94,7 +94,8 @@ pub enum LiveState {
     Idle,
     /// Stopped, engine off.
     Parked,
-    /// Not parked at its last fix, which is over 10 minutes old.
+    /// Not parked at its last fix, which is over 10 minutes old; or parked and silent
+    /// for over 72 hours.
     Offline,
 }
 
@@ -108,7 +109,8 @@ pub enum PositionState {
     Idle,
     /// Stopped, engine off.
     Parked,
-    /// Not parked at its last fix, which is over 10 minutes old.
+    /// Not parked at its last fix, which is over 10 minutes old; or parked and silent
+    /// for over 72 hours.
     Offline,
     /// Out of service: no positions.
     Inactive,
@@ -137,8 +139,9 @@ pub fn state_of(db: &Db, fix: &Fix) -> (LiveState, MotionState) {
 /// stopped: idle with the ignition reported on, parked otherwise — so a state never
 /// contradicts its speed. At `at_ts`, a vehicle whose last fix is over 10 minutes
 /// old is offline — a tracker that should be reporting and is not — unless it was
-/// parked then: a vehicle left with its engine off keeps its state, and its age
-/// shows in `minutes_since_fix` (trackers sleep with the engine off).
+/// parked then: a vehicle left with its engine off keeps its state for up to 72
+/// hours, and its age shows in `minutes_since_fix` (trackers sleep with the engine
+/// off). Silent longer than that, a parked vehicle is offline too.
 pub fn state_rule(fix: &Fix, at_ts: i64) -> (LiveState, MotionState) {
     let at_fix = if fix.speed_kmh >= crate::analyze::events::MOVING_KMH {
         MotionState::Moving
@@ -147,8 +150,10 @@ pub fn state_rule(fix: &Fix, at_ts: i64) -> (LiveState, MotionState) {
     } else {
         MotionState::Parked
     };
-    let silent = at_ts - fix.ts > OFFLINE_AFTER_S;
+    let silent_s = at_ts - fix.ts;
+    let silent = silent_s > OFFLINE_AFTER_S;
     let live = match at_fix {
+        MotionState::Parked if silent_s > PARKED_ASLEEP_UP_TO_S => LiveState::Offline,
         MotionState::Parked => LiveState::Parked,
         _ if silent => LiveState::Offline,
         MotionState::Moving => LiveState::Moving,
@@ -242,3 +247,46 @@ matched ignoring case, spaces and dashes; call list_vehicles first if unsure of 
     output_schema: super::schema::derived::<VehiclePositionReport>,
     draws: false,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parked_at(ts: i64) -> Fix {
+        Fix {
+            vehicle_id: 1,
+            ts,
+            lat: 14.6,
+            lon: -90.5,
+            speed_kmh: 0.0,
+            speed_derived: false,
+            heading_deg: None,
+            ignition: Some(false),
+            odometer_km: None,
+        }
+    }
+
+    #[test]
+    fn a_parked_tracker_may_sleep_a_weekend_but_not_for_days() {
+        let fix = parked_at(0);
+        let hour = 3600;
+        assert_eq!(
+            state_rule(&fix, 61 * hour).0,
+            LiveState::Parked,
+            "Friday evening to Monday morning"
+        );
+        assert_eq!(state_rule(&fix, PARKED_ASLEEP_UP_TO_S).0, LiveState::Parked);
+        let (live, at_fix) = state_rule(&fix, PARKED_ASLEEP_UP_TO_S + 1);
+        assert_eq!(
+            (live, at_fix),
+            (LiveState::Offline, MotionState::Parked),
+            "silent for days: no longer vouched for"
+        );
+        let mut idling = fix;
+        idling.ignition = Some(true);
+        assert_eq!(
+            state_rule(&idling, OFFLINE_AFTER_S + 1).0,
+            LiveState::Offline
+        );
+    }
+}
