@@ -83,8 +83,16 @@ interop-mcpb: mcpb
 	npx -y @anthropic-ai/mcpb validate target/mcpb/manifest.json
 	npx -y @anthropic-ai/mcpb pack target/mcpb target/fleetctl-repacked.mcpb
 
+# The PostgreSQL suite needs a server: .ci/postgres starts a local one (installing
+# PostgreSQL 15 and PostGIS first when run as root) unless FLEETCTL_TEST_PG names
+# one already. Without a server the suite is skipped, and said so loudly at the
+# end; .ci/run sets FLEETCTL_REQUIRE_PG, which makes a skip a failure.
 test:
-	$(DEV_CARGO) test
+	@if [ -z "$${FLEETCTL_TEST_PG:-}" ] && url=$$(.ci/postgres); then export FLEETCTL_TEST_PG="$$url"; fi; \
+	$(DEV_CARGO) test; status=$$?; \
+	if [ -z "$${FLEETCTL_TEST_PG:-}" ]; then \
+		echo "*** make test: the PostgreSQL suite was SKIPPED: no server could be started (.ci/postgres said why above) ***" >&2; \
+	fi; exit $$status
 
 bench:
 	$(CARGO) bench --bench bench

@@ -5,7 +5,7 @@
 //! `import.rs`, `export.rs`, `places.rs`, `vehicles.rs`), and `output.rs` what they
 //! all write with.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
 use crate::{render, report, store};
 
 mod analyze;
@@ -36,8 +36,11 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(name = "fleetctl", version, about, long_about = None, max_term_width = 100)]
 pub struct Cli {
-    /// The fleet database. Default: fleet.db in the fleetctl folder of your data
-    /// directory (~/.local/share/fleetctl/fleet.db on Linux).
+    /// The fleet database: a SQLite file, by default fleet.db in the fleetctl folder of
+    /// your data directory (~/.local/share/fleetctl/fleet.db on Linux); or a
+    /// PostgreSQL + PostGIS database, postgres://USER@HOST/DB[?sslmode=verify-full&sslrootcert=CA.pem]
+    /// (PGHOST, PGUSER, PGPASSWORD… fill what the URL leaves out), where this fleetctl
+    /// runs `init` and `migrate` (docs/postgres.md).
     #[arg(long, global = true, env = "FLEETCTL_DB", value_name = "PATH")]
     pub db: Option<PathBuf>,
 
@@ -96,6 +99,7 @@ enum Command {
     /// `serve --http ADDR --ingest` (docs/live.md).
     ///
     /// Example: fleetctl --db live.db init --time-zone America/Guatemala
+    /// Example: fleetctl --db postgres://fleet@localhost/fleet init --time-zone America/Guatemala
     Init {
         /// The fleet's IANA time zone (its local days and times).
         #[arg(long, value_name = "ZONE")]
@@ -245,6 +249,9 @@ pub struct McpConfigArgs {
 /// Parses `argv` and runs the command, writing its output to stdout.
 pub fn run(cli: Cli) -> Result<()> {
     let db = cli.db.clone().unwrap_or_else(store::default_db_path);
+    if store::pg::is_url(&db) {
+        return on_postgres(&db.to_string_lossy(), cli.command);
+    }
     match cli.command {
         Command::Generate(args) => generate(db, args),
         Command::Analyze(args) => analyze(db, args),
@@ -275,6 +282,64 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Chart(args) => draw(db, args.0),
         Command::Serve(args) => serve(db, args),
         Command::McpConfig(args) => mcp_config(&db, args),
+    }
+}
+
+/// A command on a PostgreSQL database (`--db postgres://…`). This fleetctl creates
+/// and checks the Postgres schema (`init`, `migrate`); the other commands run on a
+/// SQLite file only, and say so before touching anything.
+fn on_postgres(url: &str, command: Command) -> Result<()> {
+    let target = store::pg::Target::parse(url)?;
+    match command {
+        Command::Init { time_zone } => {
+            let zone = crate::clock::FleetZone::named(&time_zone)?;
+            store::pg::init(&target, &zone)?;
+            print_stdout(&format!(
+                "Created a fleet in {} in {} (its clock: the wall clock)\n",
+                target.display(),
+                zone.name
+            ))
+        }
+        Command::Migrate => {
+            drop(store::pg::open(&target)?);
+            print_stdout(&format!(
+                "{} is at schema version {} already; nothing to do\n",
+                target.display(),
+                store::SCHEMA_VERSION
+            ))
+        }
+        other => Err(Error::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "--db {}: `{}` runs on a SQLite file only in this fleetctl; on PostgreSQL, `init` and `migrate` do",
+                target.display(),
+                command_name(&other)
+            ),
+        )
+        .with_hint("give --db a file path (fleet.db) for this command")),
+    }
+}
+
+/// A command's name, as typed.
+fn command_name(command: &Command) -> &'static str {
+    match command {
+        Command::Generate(_) => "generate",
+        Command::Analyze(_) => "analyze",
+        Command::Migrate => "migrate",
+        Command::Settings => "settings",
+        Command::Prune(_) => "prune",
+        Command::Replay(_) => "replay",
+        Command::Init { .. } => "init",
+        Command::Places(_) => "places",
+        Command::Geofences(_) => "geofences",
+        Command::Vehicles(_) => "vehicles",
+        Command::Import(_) => "import",
+        Command::Export(_) => "export",
+        Command::Query(_) => "query",
+        Command::Map(_) => "map",
+        Command::Chart(_) => "chart",
+        Command::Serve(_) => "serve",
+        Command::McpConfig(_) => "mcp-config",
     }
 }
 

@@ -16,5 +16,6 @@ mod interop;
 mod live;
 mod maps;
 mod mcp;
+mod postgres;
 mod reports;
 mod traccar;

@@ -21,6 +21,7 @@ pub mod file;
 pub mod import;
 pub mod live;
 pub mod mbtiles;
+pub mod pg;
 pub mod positions;
 pub mod read;
 mod writer;

@@ -1,0 +1,438 @@
+//! Where a PostgreSQL fleet lives and how to reach it: a `postgres://` URL as libpq
+//! reads it, with the usual `PG*` variables for what it leaves out, and `sslmode`
+//! (`disable`, `prefer`, `require`, `verify-ca`, `verify-full`) carried out with
+//! rustls. The password is never shown: messages name the URL without it.
+
+use crate::error::{Error, ErrorCode, Result};
+use std::path::Path;
+use std::sync::Arc;
+
+/// True when `--db` names a PostgreSQL database rather than a SQLite file.
+pub fn is_url(db: &Path) -> bool {
+    let text = db.to_string_lossy();
+    text.starts_with("postgres://") || text.starts_with("postgresql://")
+}
+
+/// How the connection is protected (libpq's `sslmode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SslMode {
+    Disable,
+    Prefer,
+    Require,
+    VerifyCa,
+    VerifyFull,
+}
+
+/// A PostgreSQL database to connect to.
+#[derive(Debug, Clone)]
+pub struct Target {
+    config: postgres::Config,
+    ssl: SslMode,
+    root_cert: Option<std::path::PathBuf>,
+    shown: String,
+}
+
+impl Target {
+    /// Reads a `postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=…&sslrootcert=…]`
+    /// URL, taking what it leaves out from PGHOST, PGPORT, PGUSER, PGPASSWORD,
+    /// PGDATABASE, PGSSLMODE and PGSSLROOTCERT (libpq's defaults after that).
+    pub fn parse(url: &str) -> Result<Target> {
+        Self::parse_with(url, |name| std::env::var(name).ok())
+    }
+
+    fn parse_with(url: &str, env: impl Fn(&str) -> Option<String>) -> Result<Target> {
+        let shown = without_password(url);
+        let bad = |why: String| {
+            Error::new(
+                ErrorCode::InvalidArgument,
+                format!("--db {shown}: {why}"),
+            )
+            .with_hint("a PostgreSQL database is postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=require], or a path for a SQLite file")
+        };
+        // sslmode and sslrootcert are ours to carry out: the client knows no verify-*.
+        let (base, query) = url.split_once('?').unwrap_or((url, ""));
+        let mut ssl = None;
+        let mut root_cert = None;
+        let mut kept = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some(("sslmode", mode)) => ssl = Some(ssl_mode(mode).ok_or_else(|| bad(format!("sslmode {mode:?} is none of disable, prefer, require, verify-ca, verify-full")))?),
+                Some(("sslrootcert", path)) => root_cert = Some(path.into()),
+                _ => kept.push(pair),
+            }
+        }
+        let base = if kept.is_empty() {
+            base.to_string()
+        } else {
+            format!("{base}?{}", kept.join("&"))
+        };
+        let mut config: postgres::Config = base.parse().map_err(|e| bad(format!("{e}")))?;
+        if config.get_hosts().is_empty() {
+            config.host(&env("PGHOST").unwrap_or_else(|| "localhost".into()));
+        }
+        if let Some(port) = env("PGPORT").filter(|_| config.get_ports().is_empty()) {
+            config.port(
+                port.parse()
+                    .map_err(|_| bad(format!("PGPORT {port:?} is not a port")))?,
+            );
+        }
+        let user = config
+            .get_user()
+            .map(str::to_string)
+            .or_else(|| env("PGUSER"))
+            .or_else(|| env("USER"))
+            .ok_or_else(|| bad("no user: give USER@ in the URL or set PGUSER".into()))?;
+        config.user(&user);
+        if let Some(password) = env("PGPASSWORD").filter(|_| config.get_password().is_none()) {
+            config.password(password);
+        }
+        if config.get_dbname().is_none() {
+            config.dbname(&env("PGDATABASE").unwrap_or(user));
+        }
+        let ssl = match ssl {
+            Some(mode) => mode,
+            None => match env("PGSSLMODE") {
+                Some(mode) => ssl_mode(&mode).ok_or_else(|| bad(format!("PGSSLMODE {mode:?} is none of disable, prefer, require, verify-ca, verify-full")))?,
+                None => SslMode::Prefer,
+            },
+        };
+        config.ssl_mode(match ssl {
+            SslMode::Disable => postgres::config::SslMode::Disable,
+            SslMode::Prefer => postgres::config::SslMode::Prefer,
+            _ => postgres::config::SslMode::Require,
+        });
+        let root_cert = root_cert.or_else(|| env("PGSSLROOTCERT").map(Into::into));
+        if matches!(ssl, SslMode::VerifyCa | SslMode::VerifyFull) && root_cert.is_none() {
+            return Err(bad(format!(
+                "sslmode {} needs the server's certificate authority: add sslrootcert=FILE (PEM) or set PGSSLROOTCERT",
+                if ssl == SslMode::VerifyCa {
+                    "verify-ca"
+                } else {
+                    "verify-full"
+                }
+            )));
+        }
+        config.application_name("fleetctl");
+        config.connect_timeout(std::time::Duration::from_secs(10));
+        Ok(Target {
+            config,
+            ssl,
+            root_cert,
+            shown,
+        })
+    }
+
+    /// The URL as messages show it (no password).
+    pub fn display(&self) -> &str {
+        &self.shown
+    }
+
+    /// The database's name.
+    pub fn database(&self) -> &str {
+        self.config.get_dbname().unwrap_or("")
+    }
+
+    /// Connects, or says why not: the server unreachable, the password refused, the
+    /// database missing, TLS refused.
+    pub fn connect(&self) -> Result<postgres::Client> {
+        let connected = if self.ssl == SslMode::Disable {
+            self.config.connect(postgres::NoTls)
+        } else {
+            let tls = self.tls()?;
+            self.config
+                .connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
+        };
+        connected.map_err(|e| self.failed("connect to", e))
+    }
+
+    /// rustls set up for this sslmode.
+    fn tls(&self) -> Result<rustls::ClientConfig> {
+        // ring, not aws-lc-rs: aws-lc-rs needs cmake and a C build on a fresh machine.
+        #[allow(deprecated)]
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| Error::internal(format!("TLS set-up: {e}")))?;
+        let roots = match &self.root_cert {
+            Some(path) => Some(read_roots(path)?),
+            None => None,
+        };
+        let config = match (self.ssl, roots) {
+            (SslMode::VerifyFull, Some(roots)) => builder.with_root_certificates(roots),
+            (_, Some(roots)) => {
+                // verify-ca, and require or prefer with a root given (libpq's rule): the
+                // chain is checked, the host name not.
+                let chain = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                    Arc::new(roots),
+                    provider,
+                )
+                .build()
+                .map_err(|e| Error::internal(format!("TLS set-up: {e}")))?;
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(verify::ChainOnly(chain)))
+            }
+            // require or prefer without a root: encrypted, the server not authenticated.
+            (_, None) => builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(verify::Anyone(
+                    provider.signature_verification_algorithms,
+                ))),
+        };
+        Ok(config.with_no_client_auth())
+    }
+
+    /// An error of the server or the connection, said as what to do.
+    pub fn failed(&self, doing: &str, e: postgres::Error) -> Error {
+        let shown = &self.shown;
+        if let Some(db) = e.as_db_error() {
+            let code = db.code().code();
+            let (kind, hint) = match code {
+                "28P01" | "28000" => (
+                    ErrorCode::DbUnavailable,
+                    "check the user and password (the URL's, or PGPASSWORD; ~/.pgpass is not read) and the server's pg_hba.conf",
+                ),
+                "3D000" => (
+                    ErrorCode::DbUnavailable,
+                    "create it first: createdb NAME (then fleetctl --db URL init --time-zone ZONE)",
+                ),
+                "42501" => (
+                    ErrorCode::DbUnavailable,
+                    "this role may not do that: docs/postgres.md lists the GRANTs a role needs",
+                ),
+                _ => (ErrorCode::Io, "the server's message above says why"),
+            };
+            return Error::new(
+                kind,
+                format!("could not {doing} {shown}: {} ({code})", db.message()),
+            )
+            .with_hint(hint);
+        }
+        if e.is_closed() {
+            return Error::new(
+                ErrorCode::DbUnavailable,
+                format!("could not {doing} {shown}: the connection was closed ({e})"),
+            )
+            .with_hint("the server restarted or dropped the connection: run the command again");
+        }
+        Error::new(
+            ErrorCode::DbUnavailable,
+            format!("could not {doing} {shown}: {}", chain_of(&e)),
+        )
+        .with_hint("is the server running and listening there? (pg_lsclusters; pg_ctlcluster 15 main start)")
+    }
+}
+
+/// An error and its causes, as one line.
+fn chain_of(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        source = cause.source();
+    }
+    text
+}
+
+fn ssl_mode(text: &str) -> Option<SslMode> {
+    Some(match text {
+        "disable" => SslMode::Disable,
+        "allow" | "prefer" => SslMode::Prefer,
+        "require" => SslMode::Require,
+        "verify-ca" => SslMode::VerifyCa,
+        "verify-full" => SslMode::VerifyFull,
+        _ => return None,
+    })
+}
+
+/// The certificate authorities of a PEM file.
+fn read_roots(path: &Path) -> Result<rustls::RootCertStore> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let unreadable = |why: String| {
+        Error::new(
+            ErrorCode::InvalidArgument,
+            format!("sslrootcert {}: {why}", path.display()),
+        )
+        .with_hint(
+            "give the PEM file of the certificate authority that signed the server's certificate",
+        )
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(path).map_err(|e| unreadable(e.to_string()))? {
+        let cert = cert.map_err(|e| unreadable(e.to_string()))?;
+        roots.add(cert).map_err(|e| unreadable(e.to_string()))?;
+    }
+    if roots.is_empty() {
+        return Err(unreadable("no certificate in it".into()));
+    }
+    Ok(roots)
+}
+
+/// The URL with its password replaced by `***`.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) => match user_info.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
+/// Certificate checks for sslmode require (none) and verify-ca (the chain only).
+mod verify {
+    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    use rustls::{DigitallySignedStruct, SignatureScheme};
+    use std::sync::Arc;
+
+    /// sslmode=require without a root: any certificate (encryption, no authentication,
+    /// as libpq); the handshake's signatures are still checked.
+    #[derive(Debug)]
+    pub struct Anyone(pub rustls::crypto::WebPkiSupportedAlgorithms);
+
+    impl ServerCertVerifier for Anyone {
+        fn verify_server_cert(
+            &self,
+            _end_entity: &CertificateDer<'_>,
+            _intermediates: &[CertificateDer<'_>],
+            _server_name: &ServerName<'_>,
+            _ocsp: &[u8],
+            _now: UnixTime,
+        ) -> Result<ServerCertVerified, rustls::Error> {
+            Ok(ServerCertVerified::assertion())
+        }
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
+        }
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
+        }
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            self.0.supported_schemes()
+        }
+    }
+
+    /// sslmode=verify-ca: the chain must lead to the given root; the host name is
+    /// not compared (verify-full compares it).
+    #[derive(Debug)]
+    pub struct ChainOnly(pub Arc<rustls::client::WebPkiServerVerifier>);
+
+    impl ServerCertVerifier for ChainOnly {
+        fn verify_server_cert(
+            &self,
+            end_entity: &CertificateDer<'_>,
+            intermediates: &[CertificateDer<'_>],
+            server_name: &ServerName<'_>,
+            ocsp: &[u8],
+            now: UnixTime,
+        ) -> Result<ServerCertVerified, rustls::Error> {
+            match self
+                .0
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+            {
+                Err(rustls::Error::InvalidCertificate(
+                    rustls::CertificateError::NotValidForName
+                    | rustls::CertificateError::NotValidForNameContext { .. },
+                )) => Ok(ServerCertVerified::assertion()),
+                other => other,
+            }
+        }
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            self.0.verify_tls12_signature(message, cert, dss)
+        }
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            self.0.verify_tls13_signature(message, cert, dss)
+        }
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            self.0.supported_verify_schemes()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn a_url_takes_what_it_leaves_out_from_the_pg_variables_and_never_shows_its_password() {
+        let t = Target::parse_with(
+            "postgres://fleet:s3cret@db.example:6432/ops?sslmode=verify-full&sslrootcert=/etc/ca.pem",
+            env_of(&[]),
+        )
+        .unwrap();
+        assert_eq!(
+            t.display(),
+            "postgres://fleet:***@db.example:6432/ops?sslmode=verify-full&sslrootcert=/etc/ca.pem"
+        );
+        assert_eq!((t.database(), t.ssl), ("ops", SslMode::VerifyFull));
+        let t = Target::parse_with(
+            "postgres:///",
+            env_of(&[
+                ("PGHOST", "pg.local"),
+                ("PGUSER", "ana"),
+                ("PGPASSWORD", "x"),
+                ("PGSSLMODE", "require"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(t.config.get_user(), Some("ana"));
+        assert_eq!(t.database(), "ana", "libpq's default: the user's name");
+        assert_eq!(t.ssl, SslMode::Require);
+        assert_eq!(t.config.get_password(), Some(&b"x"[..]));
+    }
+
+    #[test]
+    fn a_bad_url_or_mode_is_refused_naming_it_without_the_password() {
+        let said =
+            Target::parse_with("postgres://u:pw@h/db?sslmode=sometimes", env_of(&[])).unwrap_err();
+        assert_eq!(said.code, ErrorCode::InvalidArgument);
+        assert!(
+            said.message.contains("sometimes") && !said.message.contains("pw@"),
+            "{}",
+            said.message
+        );
+        let said =
+            Target::parse_with("postgres://u@h/db?sslmode=verify-full", env_of(&[])).unwrap_err();
+        assert!(said.message.contains("sslrootcert"), "{}", said.message);
+        let said = Target::parse_with("postgres://u:pw@h:notaport/db", env_of(&[])).unwrap_err();
+        assert!(!said.message.contains(":pw"), "{}", said.message);
+    }
+}

@@ -1,0 +1,278 @@
+//! The PostgreSQL + PostGIS store (`--db postgres://…`): connecting (libpq's URL,
+//! `PG*` variables and `sslmode`, TLS through rustls), telling a fleetctl database
+//! from an empty one or another application's, and creating the schema
+//! (`schema.sql` beside this file: positions partitioned by month, geofences with a
+//! spatial index). Every failure names what to do, and a refused check changes
+//! nothing: the schema is created in one transaction, after the checks.
+
+mod connect;
+
+use crate::clock::{Date, FleetZone};
+use crate::error::{Error, ErrorCode, Result};
+pub use connect::{Target, is_url};
+
+/// The Postgres schema, run in one transaction by [`init`].
+const SCHEMA_SQL: &str = include_str!("schema.sql");
+
+/// What a database holds, as far as fleetctl is concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    /// No tables of anyone's: fleetctl may create its own.
+    Empty,
+    /// A fleetctl database.
+    Fleet {
+        /// Its schema version.
+        schema_version: i64,
+    },
+    /// Tables of another application, and none of fleetctl's.
+    Other {
+        /// A few of their names, `schema.table`.
+        tables: Vec<String>,
+    },
+}
+
+/// Looks at what the database holds, without changing anything.
+pub fn probe(client: &mut postgres::Client, target: &Target) -> Result<Found> {
+    let ours = client
+        .query_opt(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = 'fleetctl' AND table_name = 'meta'",
+            &[],
+        )
+        .map_err(|e| target.failed("read", e))?;
+    if ours.is_some() {
+        let version = client
+            .query_opt(
+                "SELECT value FROM fleetctl.meta WHERE key = 'schema_version'",
+                &[],
+            )
+            .map_err(|e| target.failed("read", e))?
+            .map(|row| row.get::<_, String>(0));
+        let schema_version = version
+            .as_deref()
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorCode::DbSchema,
+                    format!(
+                        "{} has a fleetctl schema without a readable schema_version ({version:?})",
+                        target.display()
+                    ),
+                )
+            })?;
+        return Ok(Found::Fleet { schema_version });
+    }
+    // Anyone's tables but PostGIS's own (spatial_ref_sys; its views are not tables)
+    // make it another application's.
+    let tables: Vec<String> = client
+        .query(
+            "SELECT table_schema || '.' || table_name FROM information_schema.tables \
+             WHERE table_type = 'BASE TABLE' \
+             AND table_schema NOT IN ('pg_catalog', 'information_schema', 'topology', 'tiger', 'tiger_data') \
+             AND table_name <> 'spatial_ref_sys' ORDER BY 1 LIMIT 5",
+            &[],
+        )
+        .map_err(|e| target.failed("read", e))?
+        .into_iter()
+        .map(|row| row.get(0))
+        .collect();
+    Ok(if tables.is_empty() {
+        Found::Empty
+    } else {
+        Found::Other { tables }
+    })
+}
+
+/// Refuses a database without PostGIS, saying how to add it.
+fn require_postgis(client: &mut postgres::Client, target: &Target) -> Result<()> {
+    let installed = client
+        .query_opt(
+            "SELECT extversion FROM pg_extension WHERE extname = 'postgis'",
+            &[],
+        )
+        .map_err(|e| target.failed("read", e))?;
+    if installed.is_some() {
+        return Ok(());
+    }
+    let available = client
+        .query_opt(
+            "SELECT 1 FROM pg_available_extensions WHERE name = 'postgis'",
+            &[],
+        )
+        .map_err(|e| target.failed("read", e))?
+        .is_some();
+    let hint = if available {
+        format!(
+            "as a superuser: psql -d {} -c 'CREATE EXTENSION postgis'",
+            target.database()
+        )
+    } else {
+        "install PostGIS on the server (Debian: apt-get install postgresql-15-postgis-3), then CREATE EXTENSION postgis in the database".to_string()
+    };
+    Err(Error::new(
+        ErrorCode::DbSchema,
+        format!(
+            "{} has no PostGIS extension, which fleetctl's geofences need",
+            target.display()
+        ),
+    )
+    .with_hint(hint))
+}
+
+/// Creates an empty fleetctl database in `target` for a fleet in `zone`, fed live
+/// (its clock: the wall clock). Refuses, changing nothing, a database that holds a
+/// fleet already, another application's tables, or no PostGIS.
+pub fn init(target: &Target, zone: &FleetZone) -> Result<()> {
+    let mut client = target.connect()?;
+    match probe(&mut client, target)? {
+        Found::Empty => {}
+        Found::Fleet { schema_version } => {
+            return Err(Error::new(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "{} holds a fleet already (schema version {schema_version})",
+                    target.display()
+                ),
+            )
+            .with_hint(
+                "use it as it is, or create another database for a new fleet (createdb NAME)",
+            ));
+        }
+        Found::Other { tables } => return Err(other_application(target, &tables)),
+    }
+    require_postgis(&mut client, target)?;
+    let mut tx = client
+        .transaction()
+        .map_err(|e| target.failed("write", e))?;
+    tx.batch_execute(SCHEMA_SQL)
+        .map_err(|e| target.failed("create the schema in", e))?;
+    for (key, value) in [
+        ("schema_version", super::SCHEMA_VERSION.to_string()),
+        ("time_zone", zone.name.clone()),
+        (
+            super::live::CLOCK_META.0,
+            super::live::CLOCK_META.1.to_string(),
+        ),
+    ] {
+        tx.execute(
+            "INSERT INTO fleetctl.meta (key, value) VALUES ($1, $2)",
+            &[&key, &value],
+        )
+        .map_err(|e| target.failed("write", e))?;
+    }
+    tx.commit().map_err(|e| target.failed("write", e))
+}
+
+/// Opens a fleetctl database at this binary's schema version, or says why not: an
+/// empty database (which `init` fills), another application's, or another version.
+pub fn open(target: &Target) -> Result<postgres::Client> {
+    let mut client = target.connect()?;
+    match probe(&mut client, target)? {
+        Found::Fleet { schema_version } if schema_version == super::SCHEMA_VERSION => Ok(client),
+        Found::Fleet { schema_version } if schema_version > super::SCHEMA_VERSION => {
+            Err(Error::new(
+                ErrorCode::DbSchema,
+                format!(
+                    "{} has schema version {schema_version}, newer than this fleetctl's {}",
+                    target.display(),
+                    super::SCHEMA_VERSION
+                ),
+            )
+            .with_hint("use the fleetctl that wrote it, or a newer one"))
+        }
+        Found::Fleet { schema_version } => Err(Error::new(
+            ErrorCode::DbSchema,
+            format!(
+                "{} has schema version {schema_version}; this fleetctl reads version {}",
+                target.display(),
+                super::SCHEMA_VERSION
+            ),
+        )),
+        Found::Empty => Err(Error::new(
+            ErrorCode::DbUnavailable,
+            format!("{} holds no fleet yet", target.display()),
+        )
+        .with_hint("create one: fleetctl --db URL init --time-zone ZONE")),
+        Found::Other { tables } => Err(other_application(target, &tables)),
+    }
+}
+
+fn other_application(target: &Target, tables: &[String]) -> Error {
+    Error::new(
+        ErrorCode::DbSchema,
+        format!(
+            "{} holds another application's tables ({}), not a fleet",
+            target.display(),
+            tables.join(", ")
+        ),
+    )
+    .with_hint(
+        "give fleetctl a database of its own: createdb fleet, then --db postgres://USER@HOST/fleet",
+    )
+}
+
+/// The monthly partitions of positions that hold `[from_ms, to_ms]`, created when
+/// missing, each named `positions_YYYY_MM` (UTC months).
+pub fn ensure_partitions(
+    client: &mut impl postgres::GenericClient,
+    target: &Target,
+    from_ms: i64,
+    to_ms: i64,
+) -> Result<Vec<String>> {
+    let mut made = Vec::new();
+    let mut month = month_of(from_ms)?;
+    let last = month_of(to_ms)?;
+    loop {
+        let (start, end) = (month_start_ms(month)?, month_start_ms(next_month(month))?);
+        let name = format!("positions_{:04}_{:02}", month.0, month.1);
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE IF NOT EXISTS fleetctl.{name} PARTITION OF fleetctl.positions \
+                 FOR VALUES FROM ({start}) TO ({end})"
+            ))
+            .map_err(|e| target.failed("write", e))?;
+        made.push(name);
+        if month == last {
+            return Ok(made);
+        }
+        month = next_month(month);
+    }
+}
+
+const DAY_MS: i64 = 86_400_000;
+
+/// The UTC (year, month) of an instant in epoch milliseconds.
+fn month_of(ms: i64) -> Result<(i32, u32)> {
+    let date = Date::from_days_since_epoch(ms.div_euclid(DAY_MS));
+    Ok((date.year, date.month))
+}
+
+fn next_month((year, month): (i32, u32)) -> (i32, u32) {
+    if month == 12 {
+        (year + 1, 1)
+    } else {
+        (year, month + 1)
+    }
+}
+
+fn month_start_ms((year, month): (i32, u32)) -> Result<i64> {
+    let first = Date {
+        year,
+        month,
+        day: 1,
+    };
+    Ok(first.days_since_epoch() * DAY_MS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn months_are_utc_and_roll_over_the_year() {
+        let nov_30_2026_late = 1_796_083_199_000; // 2026-11-30T23:59:59Z
+        assert_eq!(month_of(nov_30_2026_late).unwrap(), (2026, 11));
+        assert_eq!(month_of(nov_30_2026_late + 1000).unwrap(), (2026, 12));
+        assert_eq!(next_month((2026, 12)), (2027, 1));
+        assert_eq!(month_start_ms((2026, 12)).unwrap(), nov_30_2026_late + 1000);
+    }
+}

@@ -1,0 +1,278 @@
+//! fleetctl on PostgreSQL + PostGIS: creating the schema, and every refusal (another
+//! application's database, no PostGIS, a refused password, a schema from the
+//! future) saying what to do and changing nothing. Each test makes a database of its
+//! own on the server `.ci/postgres` starts (FLEETCTL_TEST_PG); without one the suite
+//! is skipped, loudly in `make test`, and CI (FLEETCTL_REQUIRE_PG) fails instead.
+
+use crate::harness::{fleetctl, run};
+use postgres::{Client, NoTls};
+
+/// The server's URL (a role that may create databases), or None to skip.
+fn server() -> Option<String> {
+    match std::env::var("FLEETCTL_TEST_PG") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var_os("FLEETCTL_REQUIRE_PG").is_some() => {
+            panic!("FLEETCTL_REQUIRE_PG is set but FLEETCTL_TEST_PG is not: .ci/postgres prints it")
+        }
+        _ => {
+            eprintln!(
+                "SKIPPED: the PostgreSQL suite (FLEETCTL_TEST_PG is not set; .ci/postgres starts a server)"
+            );
+            None
+        }
+    }
+}
+
+/// A database made for one test, dropped when it ends.
+struct TestDb {
+    server: String,
+    name: String,
+}
+
+impl TestDb {
+    /// A new database `fleetctl_t_<pid>_<tag>`, from `template` (template1 has PostGIS).
+    fn new(server: &str, tag: &str, template: &str) -> TestDb {
+        let name = format!("fleetctl_t_{}_{tag}", std::process::id());
+        let mut admin = Client::connect(server, NoTls).expect("the test server answers");
+        // One statement a call: neither may run inside the implicit transaction of a batch.
+        admin
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+            .unwrap();
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name} TEMPLATE {template}"))
+            .unwrap();
+        TestDb {
+            server: server.to_string(),
+            name,
+        }
+    }
+
+    fn url(&self) -> String {
+        let (base, _) = self.server.rsplit_once('/').unwrap();
+        format!("{base}/{}", self.name)
+    }
+
+    fn client(&self) -> Client {
+        Client::connect(&self.url(), NoTls).unwrap()
+    }
+
+    /// The names of fleetctl's tables in it.
+    fn fleetctl_tables(&self) -> Vec<String> {
+        self.client()
+            .query(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'fleetctl' ORDER BY 1",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let Ok(mut admin) = Client::connect(&self.server, NoTls) {
+            let _ = admin.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ));
+        }
+    }
+}
+
+#[test]
+fn init_makes_positions_partitioned_by_month_and_geofences_spatially_indexed() {
+    let Some(server) = server() else { return };
+    let db = TestDb::new(&server, "init", "template1");
+    let url = db.url();
+    let made = run(fleetctl(&[
+        "--db",
+        &url,
+        "init",
+        "--time-zone",
+        "America/Guatemala",
+    ]))
+    .ok();
+    assert!(made.stdout.contains("America/Guatemala"), "{}", made.stdout);
+    assert!(
+        !made.stdout.contains("fleetctl_test:fleetctl_test@"),
+        "the password is never shown"
+    );
+    let mut client = db.client();
+    let kind: String = client
+        .query_one(
+            "SELECT relkind::text FROM pg_class WHERE oid = 'fleetctl.positions'::regclass",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(kind, "p", "positions is a partitioned table");
+    let access: String = client
+        .query_one(
+            "SELECT am.amname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+             JOIN pg_am am ON am.oid = c.relam WHERE c.relname = 'geofences_area'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(access, "gist");
+    let meta: Vec<(String, String)> = client
+        .query("SELECT key, value FROM fleetctl.meta ORDER BY key", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert!(
+        meta.contains(&("time_zone".into(), "America/Guatemala".into())),
+        "{meta:?}"
+    );
+    assert!(meta.contains(&(
+        "schema_version".into(),
+        fleetctl_core::store::SCHEMA_VERSION.to_string()
+    )));
+
+    // Months of positions get their partitions as data arrives, and a fix lands in its own.
+    let target = fleetctl_core::store::pg::Target::parse(&url).unwrap();
+    let nov_29 = 1_795_910_400_000; // 2026-11-29T00:00:00Z
+    let made = fleetctl_core::store::pg::ensure_partitions(
+        &mut client,
+        &target,
+        nov_29,
+        nov_29 + 5 * 86_400_000,
+    )
+    .unwrap();
+    assert_eq!(made, ["positions_2026_11", "positions_2026_12"]);
+    client
+        .execute(
+            "INSERT INTO fleetctl.positions (vehicle_id, ts_ms, lat_e7, lon_e7, motion) VALUES (1, $1, 146000000, -905000000, 0)",
+            &[&(nov_29 + 3 * 86_400_000)],
+        )
+        .unwrap();
+    let month: String = client
+        .query_one(
+            "SELECT tableoid::regclass::text FROM fleetctl.positions",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(month, "fleetctl.positions_2026_12");
+
+    // A second init changes nothing; migrate finds it up to date.
+    let again = run(fleetctl(&[
+        "--db",
+        &url,
+        "init",
+        "--time-zone",
+        "Europe/Madrid",
+    ]))
+    .fails(2);
+    assert!(
+        again.stderr.contains("holds a fleet already"),
+        "{}",
+        again.stderr
+    );
+    let migrated = run(fleetctl(&["--db", &url, "migrate"])).ok();
+    assert!(
+        migrated.stdout.contains("nothing to do"),
+        "{}",
+        migrated.stdout
+    );
+}
+
+#[test]
+fn a_database_without_postgis_or_of_another_application_is_refused_untouched() {
+    let Some(server) = server() else { return };
+    let bare = TestDb::new(&server, "bare", "template0");
+    let said = run(fleetctl(&[
+        "--db",
+        &bare.url(),
+        "init",
+        "--time-zone",
+        "UTC",
+    ]))
+    .fails(4);
+    assert!(
+        said.stderr.contains("no PostGIS") && said.stderr.contains("CREATE EXTENSION postgis"),
+        "{}",
+        said.stderr
+    );
+    assert!(bare.fleetctl_tables().is_empty(), "nothing created");
+
+    let shop = TestDb::new(&server, "shop", "template1");
+    shop.client()
+        .batch_execute("CREATE TABLE public.orders (id int PRIMARY KEY)")
+        .unwrap();
+    let said = run(fleetctl(&[
+        "--db",
+        &shop.url(),
+        "init",
+        "--time-zone",
+        "UTC",
+    ]))
+    .fails(4);
+    assert!(
+        said.stderr.contains("another application") && said.stderr.contains("public.orders"),
+        "{}",
+        said.stderr
+    );
+    assert!(shop.fleetctl_tables().is_empty(), "nothing created");
+    let said = run(fleetctl(&["--db", &shop.url(), "migrate"])).fails(4);
+    assert!(said.stderr.contains("public.orders"), "{}", said.stderr);
+}
+
+#[test]
+fn a_refused_password_a_future_schema_and_a_command_not_on_postgres_are_said_clearly() {
+    let Some(server) = server() else { return };
+    let db = TestDb::new(&server, "faults", "template1");
+    let url = db.url();
+    run(fleetctl(&["--db", &url, "init", "--time-zone", "UTC"])).ok();
+
+    let wrong = url.replacen(":fleetctl_test@", ":not-the-password@", 1);
+    let said = run(fleetctl(&["--db", &wrong, "migrate"])).fails(4);
+    assert!(
+        said.stderr.contains("password authentication failed")
+            && !said.stderr.contains("not-the-password"),
+        "{}",
+        said.stderr
+    );
+
+    let said = run(fleetctl(&["--db", &url, "query", "mileage"])).fails(2);
+    assert!(
+        said.stderr.contains("`query` runs on a SQLite file only"),
+        "{}",
+        said.stderr
+    );
+
+    db.client()
+        .execute(
+            "UPDATE fleetctl.meta SET value = '99' WHERE key = 'schema_version'",
+            &[],
+        )
+        .unwrap();
+    let said = run(fleetctl(&["--db", &url, "migrate"])).fails(4);
+    assert!(
+        said.stderr.contains("schema version 99, newer"),
+        "{}",
+        said.stderr
+    );
+
+    let said = run(fleetctl(&[
+        "--db",
+        "postgres://nobody@127.0.0.1:1/x",
+        "migrate",
+    ]))
+    .fails(4);
+    assert!(
+        said.stderr.contains("is the server running"),
+        "{}",
+        said.stderr
+    );
+    let said = run(fleetctl(&[
+        "--db",
+        &format!("{url}?sslmode=sometimes"),
+        "migrate",
+    ]))
+    .fails(2);
+    assert!(said.stderr.contains("\"sometimes\""), "{}", said.stderr);
+}
