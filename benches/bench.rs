@@ -43,9 +43,14 @@ fn main() {
             "live-analysis" => bench_incremental(&dir, quick),
             "ingest" => bench_live(&dir, quick),
             "storage" => bench_storage(&dir, &[("15 × 7", &demo())]),
+            "postgres" => {
+                let mid = dir.join("100x30.db");
+                generate_in_child(&mid, 100, 30, true);
+                bench_postgres(&[("15 × 7", &demo()), ("100 × 30", &mid)]);
+            }
             "import" => bench_import(&dir, quick),
             other => eprintln!(
-                "FLEETCTL_BENCH_ONLY={other}: not a section; one of import-memory, http-non-readers, hostile, pages, live-analysis, ingest, storage, import"
+                "FLEETCTL_BENCH_ONLY={other}: not a section; one of import-memory, http-non-readers, hostile, pages, live-analysis, ingest, storage, postgres, import"
             ),
         }
         let _ = std::fs::remove_dir_all(&dir);
@@ -1664,5 +1669,87 @@ fn bench_storage(dir: &Path, dbs: &[(&str, &Path)]) {
             positions / fixes as f64,
             if per_fix <= 40.0 { "met" } else { "MISSED" }
         );
+    }
+}
+
+/// Positions copied into PostgreSQL (binary COPY into the monthly partitions, in
+/// process, the fixes read from a generated SQLite database beforehand), and what a
+/// fix costs there: the partitions' heap, their key index, both. Needs the server of
+/// `.ci/postgres` (FLEETCTL_TEST_PG); says so and skips without one.
+fn bench_postgres(dbs: &[(&str, &Path)]) {
+    println!("postgres (positions by binary COPY; bytes per fix)");
+    let Ok(server) = std::env::var("FLEETCTL_TEST_PG") else {
+        println!(
+            "  skipped: FLEETCTL_TEST_PG is not set (.ci/postgres starts a server and prints it)"
+        );
+        return;
+    };
+    for (label, db) in dbs {
+        let name = format!("fleetctl_bench_{}", std::process::id());
+        let mut admin = postgres::Client::connect(&server, postgres::NoTls).expect("server");
+        admin
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+            .expect("drop");
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .expect("create");
+        let url = format!("{}/{name}", server.rsplit_once('/').expect("a URL").0);
+        let made = Command::new(env!("CARGO_BIN_EXE_fleetctl"))
+            .args(["--db", &url, "init", "--time-zone", "America/Guatemala"])
+            .output()
+            .expect("init");
+        assert!(
+            made.status.success(),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        let sqlite = rusqlite::Connection::open(db).expect("open");
+        let fixes: Vec<(fleetctl::model::Fix, i64)> = sqlite
+            .prepare("SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km, ts_ms FROM fixes")
+            .expect("fixes")
+            .query_map([], |r| {
+                Ok((
+                    fleetctl::model::Fix {
+                        vehicle_id: r.get(0)?,
+                        ts: r.get(1)?,
+                        lat: r.get(2)?,
+                        lon: r.get(3)?,
+                        speed_kmh: r.get(4)?,
+                        speed_derived: r.get(5)?,
+                        heading_deg: r.get(6)?,
+                        ignition: r.get(7)?,
+                        odometer_km: r.get(8)?,
+                    },
+                    r.get(9)?,
+                ))
+            })
+            .expect("fixes")
+            .map(Result::unwrap)
+            .collect();
+        let target = store::pg::Target::parse(&url).expect("url");
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+        let started = Instant::now();
+        let mut tx = client.transaction().expect("begin");
+        let written = store::pg::copy_fixes(&mut tx, &target, fixes.iter().map(|(f, ms)| (f, *ms)))
+            .expect("copy");
+        tx.commit().expect("commit");
+        let seconds = started.elapsed().as_secs_f64();
+        let sizes = client
+            .query_one(
+                "SELECT sum(pg_table_size(inhrelid))::int8, sum(pg_indexes_size(inhrelid))::int8                  FROM pg_inherits WHERE inhparent = 'fleetctl.positions'::regclass",
+                &[],
+            )
+            .expect("sizes");
+        let (heap, index): (i64, i64) = (sizes.get(0), sizes.get(1));
+        let per = |bytes: i64| bytes as f64 / written as f64;
+        println!(
+            "  {label}: {written} fixes in {seconds:.2} s = {:.0} rows/s; {:.1} bytes per fix (heap {:.1} + key index {:.1})",
+            written as f64 / seconds,
+            per(heap + index),
+            per(heap),
+            per(index)
+        );
+        drop(client);
+        let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
     }
 }

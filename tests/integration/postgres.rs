@@ -276,3 +276,114 @@ fn a_refused_password_a_future_schema_and_a_command_not_on_postgres_are_said_cle
     .fails(2);
     assert!(said.stderr.contains("\"sometimes\""), "{}", said.stderr);
 }
+
+#[test]
+fn the_demos_positions_copied_in_bulk_read_back_as_sqlite_keeps_them_and_a_failed_copy_leaves_nothing()
+ {
+    let Some(server) = server() else { return };
+    let db = TestDb::new(&server, "copy", "template1");
+    let url = db.url();
+    run(fleetctl(&[
+        "--db",
+        &url,
+        "init",
+        "--time-zone",
+        "America/Guatemala",
+    ]))
+    .ok();
+    let sqlite = crate::harness::open(crate::harness::fixture_db());
+    let fixes: Vec<(fleetctl_core::model::Fix, i64)> = sqlite
+        .prepare("SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km, ts_ms FROM fixes")
+        .unwrap()
+        .query_map([], |r| {
+            Ok((
+                fleetctl_core::model::Fix {
+                    vehicle_id: r.get(0)?,
+                    ts: r.get(1)?,
+                    lat: r.get(2)?,
+                    lon: r.get(3)?,
+                    speed_kmh: r.get(4)?,
+                    speed_derived: r.get(5)?,
+                    heading_deg: r.get(6)?,
+                    ignition: r.get(7)?,
+                    odometer_km: r.get(8)?,
+                },
+                r.get(9)?,
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let target = fleetctl_core::store::pg::Target::parse(&url).unwrap();
+    let mut client = db.client();
+    let mut tx = client.transaction().unwrap();
+    let written = fleetctl_core::store::pg::copy_fixes(
+        &mut tx,
+        &target,
+        fixes.iter().map(|(f, ms)| (f, *ms)),
+    )
+    .unwrap();
+    tx.commit().unwrap();
+    assert_eq!(written as usize, fixes.len());
+
+    // Row for row, the columns SQLite keeps: key split in two, the rest equal.
+    let in_sqlite: Vec<(i64, i64, i64, i64, i64, Option<i64>)> = sqlite
+        .prepare(
+            "SELECT vehicle_time >> 42, vehicle_time & 4398046511103, lat_e7, lon_e7, motion, odometer_m \
+             FROM positions ORDER BY vehicle_time",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let in_postgres: Vec<(i64, i64, i64, i64, i64, Option<i64>)> = client
+        .query(
+            "SELECT vehicle_id, ts_ms, lat_e7, lon_e7, motion, odometer_m FROM fleetctl.positions ORDER BY vehicle_id, ts_ms",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r.get(0),
+                r.get(1),
+                i64::from(r.get::<_, i32>(2)),
+                i64::from(r.get::<_, i32>(3)),
+                r.get(4),
+                r.get(5),
+            )
+        })
+        .collect();
+    assert_eq!(in_postgres.len(), in_sqlite.len());
+    assert!(in_postgres == in_sqlite, "every fix as SQLite keeps it");
+    let partitions: Vec<String> = client
+        .query(
+            "SELECT DISTINCT tableoid::regclass::text FROM fleetctl.positions ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        partitions,
+        ["fleetctl.positions_2026_11"],
+        "the demo's week is one month"
+    );
+
+    // The same fixes again: refused as a whole, nothing half-written.
+    let mut tx = client.transaction().unwrap();
+    let again = fleetctl_core::store::pg::copy_fixes(
+        &mut tx,
+        &target,
+        fixes.iter().map(|(f, ms)| (f, *ms)),
+    );
+    assert!(again.is_err());
+    drop(tx);
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM fleetctl.positions", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(count as usize, fixes.len());
+}

@@ -20,7 +20,8 @@ static RETURNED: Condvar = Condvar::new();
 
 /// Canvases that may exist at once: one per core, at least one.
 fn most_at_once() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// A canvas's place in the pool while it is lent: dropping it (even while unwinding)

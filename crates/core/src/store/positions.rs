@@ -158,8 +158,18 @@ impl Stored {
         (fix, ms % 1000)
     }
 
+    /// The vehicle of the key.
+    pub(crate) fn vehicle_id(&self) -> i64 {
+        self.vehicle_time >> TIME_BITS
+    }
+
+    /// The instant of the key, UTC epoch milliseconds.
+    pub(crate) fn instant_ms(&self) -> i64 {
+        self.vehicle_time & TIME_MASK
+    }
+
     /// The `motion` column: speed, heading, ignition and the derived-speed flag.
-    fn motion(&self) -> i64 {
+    pub(crate) fn motion(&self) -> i64 {
         let heading = self.heading_deg_e1.unwrap_or(HEADING_UNKNOWN);
         let ignition = match self.ignition {
             None => 0,

@@ -198,7 +198,7 @@ impl Target {
                 ),
                 "42501" => (
                     ErrorCode::DbUnavailable,
-                    "this role may not do that: docs/postgres.md lists the GRANTs a role needs",
+                    "this role lacks the privilege: ask the database's owner to GRANT it, or connect as the role that created the fleet",
                 ),
                 _ => (ErrorCode::Io, "the server's message above says why"),
             };

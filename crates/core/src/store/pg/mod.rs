@@ -6,10 +6,12 @@
 //! nothing: the schema is created in one transaction, after the checks.
 
 mod connect;
+mod copy;
 
 use crate::clock::{Date, FleetZone};
 use crate::error::{Error, ErrorCode, Result};
 pub use connect::{Target, is_url};
+pub use copy::copy_fixes;
 
 /// The Postgres schema, run in one transaction by [`init`].
 const SCHEMA_SQL: &str = include_str!("schema.sql");
