@@ -45,7 +45,7 @@ fn main() {
             "storage" => bench_storage(&dir, &[("15 × 7", &demo())]),
             "postgres" => {
                 let mid = dir.join("100x30.db");
-                generate_in_child(&mid, 100, 30, true);
+                generate_in_child(&mid, 100, 30, false);
                 bench_postgres(&[("15 × 7", &demo()), ("100 × 30", &mid)]);
             }
             "import" => bench_import(&dir, quick),
