@@ -94,7 +94,9 @@ test:
 		echo "*** make test: the PostgreSQL suite was SKIPPED: no server could be started (.ci/postgres said why above) ***" >&2; \
 	fi; exit $$status
 
+# The PostgreSQL figures need a server, started as for make test (skipped without).
 bench:
+	@if [ -z "$${FLEETCTL_TEST_PG:-}" ] && url=$$(.ci/postgres); then export FLEETCTL_TEST_PG="$$url"; fi; \
 	$(CARGO) bench --bench bench
 
 # A second client we did not write: the official Python MCP SDK drives the release

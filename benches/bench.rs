@@ -80,6 +80,8 @@ fn main() {
         stored.push(("1000 × 30", big.as_path()));
     }
     bench_storage(&dir, &stored);
+    println!();
+    bench_postgres(&[("15 × 7", small.as_path())]);
 
     println!();
     println!("analyze (re-run detection, in a child process)");
