@@ -41,7 +41,7 @@ pub struct Cli {
     /// PostgreSQL + PostGIS database, postgres://USER@HOST/DB[?sslmode=verify-full&sslrootcert=CA.pem]
     /// (PGHOST, PGUSER, PGPASSWORD… fill what the URL leaves out), where this fleetctl
     /// runs `init` and `migrate` (docs/postgres.md).
-    #[arg(long, global = true, env = "FLEETCTL_DB", value_name = "PATH")]
+    #[arg(long, global = true, env = "FLEETCTL_DB", value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
 
     #[command(subcommand)]

@@ -113,6 +113,11 @@ pub(crate) fn e7(degrees: f64) -> i64 {
     fixed(degrees, 1e7)
 }
 
+/// Degrees from a coordinate kept × 10^7 ([`e7`]'s inverse).
+pub(crate) fn degrees(e7: i64) -> f64 {
+    e7 as f64 / 1e7
+}
+
 /// `x × scale`, to the nearest integer (halves away from zero).
 fn fixed(x: f64, scale: f64) -> i64 {
     (x * scale).round() as i64
@@ -147,8 +152,8 @@ impl Stored {
         let fix = Fix {
             vehicle_id: self.vehicle_time >> TIME_BITS,
             ts: ms / 1000,
-            lat: self.lat_e7 as f64 / 1e7,
-            lon: self.lon_e7 as f64 / 1e7,
+            lat: degrees(self.lat_e7),
+            lon: degrees(self.lon_e7),
             speed_kmh: self.speed_kmh_e2 as f64 / 1e2,
             speed_derived: self.speed_derived,
             heading_deg: self.heading_deg_e1.map(|h| h as f64 / 1e1),

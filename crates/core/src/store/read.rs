@@ -189,10 +189,10 @@ fn trip_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Trip> {
         end_ts: r.get(2)?,
         distance_km: r.get(3)?,
         max_speed_kmh: r.get(4)?,
-        start_lat: degrees(r.get(5)?),
-        start_lon: degrees(r.get(6)?),
-        end_lat: degrees(r.get(7)?),
-        end_lon: degrees(r.get(8)?),
+        start_lat: positions::degrees(r.get(5)?),
+        start_lon: positions::degrees(r.get(6)?),
+        end_lat: positions::degrees(r.get(7)?),
+        end_lon: positions::degrees(r.get(8)?),
         gap_km: r.get(9)?,
         moving_s: r.get(10)?,
         idle_s: r.get(11)?,
@@ -201,11 +201,6 @@ fn trip_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Trip> {
 }
 
 const TRIP_COLUMNS: &str = "vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat_e7, start_lon_e7, end_lat_e7, end_lon_e7, gap_km, moving_s, idle_s, odometer_km";
-
-/// Degrees from a coordinate kept × 10^7.
-fn degrees(e7: i64) -> f64 {
-    e7 as f64 / 1e7
-}
 
 /// A vehicle's trips that began in `[from_ts, to_ts)`.
 pub fn trips_between(
