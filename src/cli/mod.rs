@@ -40,7 +40,7 @@ pub struct Cli {
     /// your data directory (~/.local/share/fleetctl/fleet.db on Linux); or a
     /// PostgreSQL + PostGIS database, postgres://USER@HOST/DB[?sslmode=verify-full&sslrootcert=CA.pem]
     /// (PGHOST, PGUSER, PGPASSWORD… fill what the URL leaves out), where this fleetctl
-    /// runs `init` and `migrate` (docs/postgres.md).
+    /// runs `init`, `migrate` and `settings` (docs/postgres.md).
     #[arg(long, global = true, env = "FLEETCTL_DB", value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
 
@@ -286,8 +286,8 @@ pub fn run(cli: Cli) -> Result<()> {
 }
 
 /// A command on a PostgreSQL database (`--db postgres://…`). This fleetctl creates
-/// and checks the Postgres schema (`init`, `migrate`); the other commands run on a
-/// SQLite file only, and say so before touching anything.
+/// and checks the Postgres schema (`init`, `migrate`) and shows its settings; the
+/// other commands run on a SQLite file only, and say so before touching anything.
 fn on_postgres(url: &str, command: Command) -> Result<()> {
     let target = store::pg::Target::parse(url)?;
     match command {
@@ -308,10 +308,15 @@ fn on_postgres(url: &str, command: Command) -> Result<()> {
                 store::SCHEMA_VERSION
             ))
         }
+        Command::Settings => {
+            let (zone, thresholds) = crate::pipeline::settings_in_postgres(&target)?;
+            let shown = std::path::Path::new(target.display());
+            print_stdout(&render::settings(shown, &zone, &thresholds))
+        }
         other => Err(Error::new(
             ErrorCode::InvalidArgument,
             format!(
-                "--db {}: `{}` runs on a SQLite file only in this fleetctl; on PostgreSQL, `init` and `migrate` do",
+                "--db {}: `{}` runs on a SQLite file only in this fleetctl; on PostgreSQL, `init`, `migrate` and `settings` do",
                 target.display(),
                 command_name(&other)
             ),

@@ -158,6 +158,27 @@ fn init_makes_positions_partitioned_by_month_and_geofences_spatially_indexed() {
         .get(0);
     assert_eq!(month, "fleetctl.positions_2026_12");
 
+    // Its settings read as those of a SQLite fleet made the same way, line for line.
+    let on_postgres = run(fleetctl(&["--db", &url, "settings"])).ok().stdout;
+    let dir = crate::harness::TempDir::new("pg-settings");
+    let file = dir.join("live.db");
+    let file = file.to_str().unwrap();
+    run(fleetctl(&[
+        "--db",
+        file,
+        "init",
+        "--time-zone",
+        "America/Guatemala",
+    ]))
+    .ok();
+    let on_sqlite = run(fleetctl(&["--db", file, "settings"])).ok().stdout;
+    let shown = url.replacen(":fleetctl_test@", ":***@", 1);
+    assert_eq!(
+        on_postgres.replace(&shown, "DB"),
+        on_sqlite.replace(file, "DB")
+    );
+    assert!(on_postgres.contains("America/Guatemala"), "{on_postgres}");
+
     // A second init changes nothing; migrate finds it up to date.
     let again = run(fleetctl(&[
         "--db",

@@ -252,6 +252,18 @@ pub fn settings(path: &Path) -> Result<(crate::clock::FleetZone, Thresholds)> {
     Ok((store::read_zone(&conn)?, stored_thresholds(&conn)?))
 }
 
+/// The fleet's zone and the detection thresholds of a PostgreSQL fleet, read by the
+/// same rules as a file's.
+pub fn settings_in_postgres(
+    target: &store::pg::Target,
+) -> Result<(crate::clock::FleetZone, Thresholds)> {
+    let meta = store::pg::read_meta(target)?;
+    Ok((
+        store::zone_of(meta.get("time_zone").cloned())?,
+        Thresholds::from_meta(|k| meta.get(k).cloned())?,
+    ))
+}
+
 /// Re-runs detection over the database at `path`, with the stored thresholds as
 /// `adjust` changes them (and stores them so), in one write transaction: committed
 /// when complete, rolled back on any failure. Thresholds not adjusted keep their

@@ -366,7 +366,13 @@ pub fn read_meta(conn: &Connection, key: &str) -> Result<Option<String>> {
 
 /// The fleet's time zone from `meta.time_zone` (America/Guatemala when absent).
 pub fn read_zone(conn: &Connection) -> Result<FleetZone> {
-    match read_meta(conn, "time_zone")? {
+    zone_of(read_meta(conn, "time_zone")?)
+}
+
+/// The fleet's zone from its stored name (`meta.time_zone`), the default without one;
+/// a name no longer known is a damaged database, said so.
+pub fn zone_of(stored: Option<String>) -> Result<FleetZone> {
+    match stored {
         None => Ok(FleetZone::default()),
         Some(name) => FleetZone::named(&name).map_err(|e| {
             Error::new(

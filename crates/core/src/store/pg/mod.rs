@@ -198,6 +198,15 @@ pub fn open(target: &Target) -> Result<postgres::Client> {
     }
 }
 
+/// Every `meta` entry of the fleet at `target` (its zone, thresholds, clock).
+pub fn read_meta(target: &Target) -> Result<std::collections::HashMap<String, String>> {
+    let mut client = open(target)?;
+    let rows = client
+        .query("SELECT key, value FROM fleetctl.meta", &[])
+        .map_err(|e| target.failed("read", e))?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
 fn other_application(target: &Target, tables: &[String]) -> Error {
     Error::new(
         ErrorCode::DbSchema,
