@@ -408,3 +408,62 @@ fn the_demos_positions_copied_in_bulk_read_back_as_sqlite_keeps_them_and_a_faile
         .get(0);
     assert_eq!(count as usize, fixes.len());
 }
+
+#[test]
+fn two_writers_needing_the_same_new_month_both_succeed_one_waiting_for_the_other() {
+    let Some(server) = server() else { return };
+    let db = TestDb::new(&server, "months", "template1");
+    let url = db.url();
+    run(fleetctl(&["--db", &url, "init", "--time-zone", "UTC"])).ok();
+    let target = fleetctl_core::store::pg::Target::parse(&url).unwrap();
+    let jan_2027 = 1_798_761_600_000; // 2027-01-01T00:00:00Z
+
+    // The first writer makes January's partition and keeps its transaction open.
+    let mut first = db.client();
+    let mut first_tx = first.transaction().unwrap();
+    fleetctl_core::store::pg::ensure_partitions(&mut first_tx, &target, jan_2027, jan_2027)
+        .unwrap();
+
+    // The second needs the same month meanwhile, on a connection of its own.
+    let second = {
+        let (url, target) = (url.clone(), target.clone());
+        std::thread::spawn(move || {
+            let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+            let mut tx = client.transaction().unwrap();
+            let made =
+                fleetctl_core::store::pg::ensure_partitions(&mut tx, &target, jan_2027, jan_2027);
+            tx.commit().map(|()| made)
+        })
+    };
+    // Once it waits for the first (a lock not granted: a condition, not a delay), the
+    // first commits.
+    let mut watcher = db.client();
+    let waiting = |w: &mut Client| -> i64 {
+        w.query_one(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+    };
+    let mut looked = 0;
+    while waiting(&mut watcher) == 0 {
+        looked += 1;
+        assert!(
+            looked < 100_000,
+            "the second writer never came to wait for the month"
+        );
+        std::thread::yield_now();
+    }
+    first_tx.commit().unwrap();
+    let made = second.join().unwrap().unwrap().unwrap();
+    assert_eq!(made, ["positions_2027_01"]);
+    let partitions: i64 = watcher
+        .query_one(
+            "SELECT count(*) FROM pg_inherits WHERE inhparent = 'fleetctl.positions'::regclass",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(partitions, 1);
+}

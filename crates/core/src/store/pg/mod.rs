@@ -222,7 +222,12 @@ fn other_application(target: &Target, tables: &[String]) -> Error {
 }
 
 /// The monthly partitions of positions that hold `[from_ms, to_ms]`, created when
-/// missing, each named `positions_YYYY_MM` (UTC months).
+/// missing, each named `positions_YYYY_MM` (UTC months), inside the caller's
+/// transaction. Writers on several connections may need the same new month at once:
+/// the one that creates it holds a lock on that month until its transaction ends,
+/// and the others wait for it and then find the partition made (without the lock,
+/// the second `CREATE … IF NOT EXISTS` would fail on the first's uncommitted one).
+/// A month that exists already takes no lock.
 pub fn ensure_partitions(
     client: &mut impl postgres::GenericClient,
     target: &Target,
@@ -233,14 +238,25 @@ pub fn ensure_partitions(
     let mut month = month_of(from_ms)?;
     let last = month_of(to_ms)?;
     loop {
-        let (start, end) = (month_start_ms(month)?, month_start_ms(next_month(month))?);
         let name = format!("positions_{:04}_{:02}", month.0, month.1);
-        client
-            .batch_execute(&format!(
-                "CREATE TABLE IF NOT EXISTS fleetctl.{name} PARTITION OF fleetctl.positions \
-                 FOR VALUES FROM ({start}) TO ({end})"
-            ))
-            .map_err(|e| target.failed("write", e))?;
+        let exists = client
+            .query_one(
+                "SELECT to_regclass('fleetctl.' || $1) IS NOT NULL",
+                &[&name],
+            )
+            .map_err(|e| target.failed("read", e))?
+            .get::<_, bool>(0);
+        if !exists {
+            let (start, end) = (month_start_ms(month)?, month_start_ms(next_month(month))?);
+            client
+                .batch_execute(&format!(
+                    "SELECT pg_advisory_xact_lock({PARTITION_LOCK}, {}); \
+                     CREATE TABLE IF NOT EXISTS fleetctl.{name} PARTITION OF fleetctl.positions \
+                     FOR VALUES FROM ({start}) TO ({end})",
+                    month.0 * 100 + month.1 as i32
+                ))
+                .map_err(|e| target.failed("write", e))?;
+        }
         made.push(name);
         if month == last {
             return Ok(made);
@@ -248,6 +264,9 @@ pub fn ensure_partitions(
         month = next_month(month);
     }
 }
+
+/// The first half of the advisory lock on a month's partition (the second: YYYYMM).
+const PARTITION_LOCK: i32 = 0x666c_7470; // "fltp"
 
 const DAY_MS: i64 = 86_400_000;
 
