@@ -1706,28 +1706,8 @@ fn bench_postgres(dbs: &[(&str, &Path)]) {
             String::from_utf8_lossy(&made.stderr)
         );
         let sqlite = rusqlite::Connection::open(db).expect("open");
-        let fixes: Vec<(fleetctl::model::Fix, i64)> = sqlite
-            .prepare("SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km, ts_ms FROM fixes")
-            .expect("fixes")
-            .query_map([], |r| {
-                Ok((
-                    fleetctl::model::Fix {
-                        vehicle_id: r.get(0)?,
-                        ts: r.get(1)?,
-                        lat: r.get(2)?,
-                        lon: r.get(3)?,
-                        speed_kmh: r.get(4)?,
-                        speed_derived: r.get(5)?,
-                        heading_deg: r.get(6)?,
-                        ignition: r.get(7)?,
-                        odometer_km: r.get(8)?,
-                    },
-                    r.get(9)?,
-                ))
-            })
-            .expect("fixes")
-            .map(Result::unwrap)
-            .collect();
+        let mut fixes: Vec<(fleetctl::model::Fix, i64)> = Vec::new();
+        store::read::all_positions(&sqlite, &mut |f, ms| fixes.push((*f, ms))).expect("fixes");
         let target = store::pg::Target::parse(&url).expect("url");
         let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
         let started = Instant::now();

@@ -313,28 +313,8 @@ fn the_demos_positions_copied_in_bulk_read_back_as_sqlite_keeps_them_and_a_faile
     ]))
     .ok();
     let sqlite = crate::harness::open(crate::harness::fixture_db());
-    let fixes: Vec<(fleetctl_core::model::Fix, i64)> = sqlite
-        .prepare("SELECT vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km, ts_ms FROM fixes")
-        .unwrap()
-        .query_map([], |r| {
-            Ok((
-                fleetctl_core::model::Fix {
-                    vehicle_id: r.get(0)?,
-                    ts: r.get(1)?,
-                    lat: r.get(2)?,
-                    lon: r.get(3)?,
-                    speed_kmh: r.get(4)?,
-                    speed_derived: r.get(5)?,
-                    heading_deg: r.get(6)?,
-                    ignition: r.get(7)?,
-                    odometer_km: r.get(8)?,
-                },
-                r.get(9)?,
-            ))
-        })
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let mut fixes: Vec<(fleetctl_core::model::Fix, i64)> = Vec::new();
+    fleetctl_core::store::read::all_positions(&sqlite, &mut |f, ms| fixes.push((*f, ms))).unwrap();
     let target = fleetctl_core::store::pg::Target::parse(&url).unwrap();
     let mut client = db.client();
     let mut tx = client.transaction().unwrap();

@@ -87,6 +87,23 @@ pub fn positions_between(
     Ok(())
 }
 
+/// Hands `each` every fix of the database in key order (vehicle, then time), each with
+/// its milliseconds past `ts`: a whole fleet's positions, to copy elsewhere.
+pub fn all_positions(conn: &Connection, each: &mut dyn FnMut(&Fix, i64)) -> Result<()> {
+    let mut st = conn
+        .prepare(&format!(
+            "SELECT {} FROM positions ORDER BY vehicle_time",
+            positions::COLUMNS
+        ))
+        .map_err(db_err)?;
+    let mut rows = st.query([]).map_err(db_err)?;
+    while let Some(row) = rows.next().map_err(db_err)? {
+        let (fix, ms) = positions::from_row(row).map_err(db_err)?;
+        each(&fix, ms);
+    }
+    Ok(())
+}
+
 /// Each vehicle's newest fix at or before `at_ts` (the fleet map at an instant), for
 /// the vehicles given; a vehicle with no fix by then is left out. One indexed read per
 /// vehicle, through the positions' key.

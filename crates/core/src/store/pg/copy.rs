@@ -63,7 +63,7 @@ fn copy_chunk(tx: &mut postgres::Transaction<'_>, target: &Target, rows: &[Store
         ],
     );
     for row in rows {
-        let (lat_e7, lon_e7) = (coordinate(row.lat_e7), coordinate(row.lon_e7));
+        let (lat_e7, lon_e7) = (coordinate(row.lat_e7)?, coordinate(row.lon_e7)?);
         writer
             .write(&[
                 &row.vehicle_id(),
@@ -78,7 +78,13 @@ fn copy_chunk(tx: &mut postgres::Transaction<'_>, target: &Target, rows: &[Store
     writer.finish().map_err(|e| target.failed("write", e))
 }
 
-/// A coordinate × 10^7 as the 4-byte column keeps it (±180° × 10^7 fits).
-fn coordinate(e7: i64) -> i32 {
-    i32::try_from(e7).unwrap_or(if e7 < 0 { i32::MIN } else { i32::MAX })
+/// A coordinate × 10^7 as the 4-byte column keeps it (±180° × 10^7 fits); anything
+/// beyond is refused, never clamped.
+fn coordinate(e7: i64) -> Result<i32> {
+    i32::try_from(e7).map_err(|_| {
+        crate::error::Error::invalid(format!(
+            "coordinate {}° is outside ±180°",
+            super::super::positions::degrees(e7)
+        ))
+    })
 }
