@@ -52,6 +52,9 @@ pub(super) fn generate(path: PathBuf, args: GenerateArgs) -> Result<()> {
         zone,
     };
     synth::validate(&opts)?;
+    if store::pg::is_url(&opts.path) {
+        return generate_into_postgres(opts, args.if_missing);
+    }
     if args.if_missing {
         match store::probe(&opts.path)? {
             store::Probe::Fleet { schema_version } if schema_version == store::SCHEMA_VERSION => {
@@ -89,4 +92,66 @@ pub(super) fn generate(path: PathBuf, args: GenerateArgs) -> Result<()> {
     bar.finish();
     let text = render::generate_summary(&summary?);
     print_stdout(&text)
+}
+
+/// `generate --db postgres://…`: the fleet is built in a scratch SQLite file (written
+/// in key order, the fast way), then copied into PostgreSQL in one transaction
+/// (`store::pg::load_fleet`), so both stores hold the same rows.
+fn generate_into_postgres(mut opts: synth::GenerateOptions, if_missing: bool) -> Result<()> {
+    let target = store::pg::Target::parse(&opts.path.to_string_lossy())?;
+    // Said before the work: a fleet there is kept or refused, unless --force.
+    let mut client = target.connect()?;
+    if let store::pg::Found::Fleet { schema_version } = store::pg::probe(&mut client, &target)? {
+        if if_missing {
+            return print_stdout(&format!(
+                "{} holds a fleet already; kept it (pass --force to regenerate)\n",
+                target.display()
+            ));
+        }
+        if !opts.force {
+            return Err(crate::error::Error::invalid(format!(
+                "{} holds a fleet already (schema version {schema_version})",
+                target.display()
+            ))
+            .with_hint("pass --force to replace it, or give another database (createdb NAME)"));
+        }
+    }
+    drop(client);
+    let scratch = Scratch::new();
+    opts.path = scratch.0.clone();
+    let force = std::mem::replace(&mut opts.force, true);
+    let mut bar = ProgressBar::new("generating");
+    let summary = synth::generate(&opts, &mut |f| bar.set(f));
+    bar.finish();
+    let mut summary = summary?;
+    let source = store::open_read_only(&scratch.0)?;
+    let mut bar = ProgressBar::new("copying into PostgreSQL");
+    store::pg::load_fleet(&source, &target, force, &mut |f| bar.set(f))?;
+    bar.finish();
+    summary.path = PathBuf::from(target.display());
+    print_stdout(&render::generate_summary(&summary))
+}
+
+/// The scratch database in the temporary folder, removed when dropped (and, if this
+/// process is killed, by the next run's clean-up).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    const PREFIX: &str = "fleetctl-generate-";
+
+    fn new() -> Scratch {
+        let dir = std::env::temp_dir();
+        crate::scratch::remove_abandoned(&dir, Self::PREFIX);
+        Scratch(dir.join(format!("{}{}.db", Self::PREFIX, std::process::id())))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        for suffix in ["", "-journal", "-wal", "-shm"] {
+            let mut name = self.0.clone().into_os_string();
+            name.push(suffix);
+            let _ = std::fs::remove_file(name);
+        }
+    }
 }

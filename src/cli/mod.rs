@@ -313,10 +313,15 @@ fn on_postgres(url: &str, command: Command) -> Result<()> {
             let shown = std::path::Path::new(target.display());
             print_stdout(&render::settings(shown, &zone, &thresholds))
         }
+        // These read through report::Db, which opens either store.
+        Command::Generate(args) => generate(PathBuf::from(url), args),
+        Command::Query(q) => run_query(PathBuf::from(url), q),
+        Command::Map(args) => draw(PathBuf::from(url), args.0),
+        Command::Chart(args) => draw(PathBuf::from(url), args.0),
         other => Err(Error::new(
             ErrorCode::InvalidArgument,
             format!(
-                "--db {}: `{}` runs on a SQLite file only in this fleetctl; on PostgreSQL, `init`, `migrate` and `settings` do",
+                "--db {}: `{}` runs on a SQLite file only in this fleetctl; on PostgreSQL, `init`, `migrate`, `settings`, `generate`, `query`, `map` and `chart` do",
                 target.display(),
                 command_name(&other)
             ),

@@ -4,8 +4,10 @@
 //! own on the server `.ci/postgres` starts (FLEETCTL_TEST_PG); without one the suite
 //! is skipped, loudly in `make test`, and CI (FLEETCTL_REQUIRE_PG) fails instead.
 
-use crate::harness::{fleetctl, run};
+use crate::harness::{FIXTURE_AHORA, FIXTURE_SEED, TempDir, fixture_db, fleetctl, run};
+use crate::reports::{answer_json, snapshot_cases};
 use postgres::{Client, NoTls};
+use std::path::Path;
 
 /// The server's URL (a role that may create databases), or None to skip.
 fn server() -> Option<String> {
@@ -258,9 +260,9 @@ fn a_refused_password_a_future_schema_and_a_command_not_on_postgres_are_said_cle
         said.stderr
     );
 
-    let said = run(fleetctl(&["--db", &url, "query", "mileage"])).fails(2);
+    let said = run(fleetctl(&["--db", &url, "import", "fleet.csv"])).fails(2);
     assert!(
-        said.stderr.contains("`query` runs on a SQLite file only"),
+        said.stderr.contains("`import` runs on a SQLite file only"),
         "{}",
         said.stderr
     );
@@ -446,4 +448,102 @@ fn two_writers_needing_the_same_new_month_both_succeed_one_waiting_for_the_other
         .unwrap()
         .get(0);
     assert_eq!(partitions, 1);
+}
+
+#[test]
+fn every_report_answers_the_same_on_postgres_as_on_sqlite() {
+    let Some(server) = server() else { return };
+    let pg = TestDb::new(&server, "snapshots", "template1");
+    let url = pg.url();
+    let sqlite = fixture_db();
+    let seed = FIXTURE_SEED.to_string();
+    let generated = run(fleetctl(&[
+        "--db",
+        &url,
+        "generate",
+        "--ahora",
+        FIXTURE_AHORA,
+        "--seed",
+        &seed,
+    ]))
+    .ok();
+    assert!(
+        generated.stdout.contains("positions  173,"),
+        "{}",
+        generated.stdout
+    );
+    let scratch = TempDir::new("pg-snapshots");
+    let mut cases = snapshot_cases(sqlite, scratch.path());
+    // Beyond the snapshots: the whole week's ranges, their second pages (keyset
+    // paging), one geofence's stops and its entries.
+    let week = |v: &[&str]| {
+        let mut words: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+        words.extend(["--from", "2026-11-19", "--to", "2026-11-25"].map(String::from));
+        words
+    };
+    let ranges = [
+        ("trips", week(&["query", "trips"])),
+        ("stops", week(&["query", "stops"])),
+        (
+            "stops",
+            week(&[
+                "query",
+                "stops",
+                "--min-minutes",
+                "5",
+                "--geofence",
+                "Bodega Mixco",
+            ]),
+        ),
+        (
+            "events",
+            week(&["query", "events", "--kind", "geofence_enter"]),
+        ),
+        (
+            "events",
+            week(&["query", "events", "--geofence", "Bodega Mixco"]),
+        ),
+        ("daily_summary", week(&["query", "daily"])),
+    ];
+    let mut second_pages = 0;
+    for (name, words) in ranges {
+        let first = answer_json(sqlite, &words);
+        let cursor = first
+            .as_object()
+            .and_then(|o| o.values().find_map(|v| v.get("next_cursor")))
+            .and_then(|c| c.as_str());
+        if let Some(cursor) = cursor {
+            let mut next = words.clone();
+            next.extend(["--cursor".to_string(), cursor.to_string()]);
+            cases.push((name, next));
+            second_pages += 1;
+        }
+        cases.push((name, words));
+    }
+    assert!(
+        second_pages >= 3,
+        "only {second_pages} ranges had a second page"
+    );
+    for (name, words) in cases {
+        let on_sqlite = answer_json(sqlite, &words);
+        let on_postgres = answer_json(Path::new(&url), &words);
+        assert_eq!(
+            on_postgres, on_sqlite,
+            "{name} ({words:?}) answers otherwise on PostgreSQL"
+        );
+    }
+    // Generating again into a database with a fleet is refused unless --force.
+    let again = run(fleetctl(&[
+        "--db",
+        &url,
+        "generate",
+        "--ahora",
+        FIXTURE_AHORA,
+    ]))
+    .fails(2);
+    assert!(
+        again.stderr.contains("holds a fleet already"),
+        "{}",
+        again.stderr
+    );
 }

@@ -210,7 +210,7 @@ pub fn detect_vehicles(
 /// (a database from before it existed), an error for one that cannot be read or
 /// is not a number — never a silent default, which the next analysis would write
 /// back over the fleet's own settings. The one reading of them (`Db::open` too).
-pub fn stored_thresholds(conn: &Connection) -> Result<Thresholds> {
+pub fn stored_thresholds(conn: &dyn store::sql::Sql) -> Result<Thresholds> {
     let mut meta = std::collections::HashMap::new();
     for (key, _) in Thresholds::default().to_meta() {
         if let Some(value) = store::read_meta(conn, key)? {
@@ -222,7 +222,7 @@ pub fn stored_thresholds(conn: &Connection) -> Result<Thresholds> {
 
 /// What detection needs from a database besides the fixes: its stored thresholds,
 /// zone, geofences, places and the vehicles' own limits.
-pub fn stored_context(conn: &Connection) -> Result<analyze::Context> {
+pub fn stored_context(conn: &dyn store::sql::Sql) -> Result<analyze::Context> {
     Ok(analyze::Context::new(
         stored_thresholds(conn)?,
         store::read_zone(conn)?,

@@ -397,7 +397,7 @@ impl Writer {
             // Somebody else wrote: the zone, the settings or the derived rows (and
             // so the provisional rows' ids) may differ; the analysis starts again
             // from what is stored, and the rows worked out before are dropped.
-            self.ingestor.zone = store::read_zone(&tx).map_err(|e| e.message)?;
+            self.ingestor.zone = store::read_zone(&*tx).map_err(|e| e.message)?;
             self.seen_version = version;
             restart = Some(self.stored.restart());
         }

@@ -3,7 +3,6 @@
 
 use super::*;
 use crate::error::{Context, Error, ErrorCode, Result};
-use rusqlite::Connection;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -44,23 +43,18 @@ pub fn call(db: &Db, spec: &ReportSpec, args: &Args) -> Result<Answer> {
 /// (a concurrent import or analyze cannot show them half its rows), and SQLite
 /// takes its file lock once rather than once per query. Ends when dropped. Inside a
 /// transaction already open (a writer's), nothing is done.
-struct Snapshot<'c>(Option<&'c Connection>);
+struct Snapshot<'c>(Option<&'c dyn crate::store::sql::Sql>);
 
 impl<'c> Snapshot<'c> {
-    fn begin(conn: &'c Connection) -> Result<Snapshot<'c>> {
-        if !conn.is_autocommit() {
-            return Ok(Snapshot(None));
-        }
-        conn.execute_batch("BEGIN").map_err(crate::store::db_err)?;
-        Ok(Snapshot(Some(conn)))
+    fn begin(conn: &'c dyn crate::store::sql::Sql) -> Result<Snapshot<'c>> {
+        Ok(Snapshot(conn.begin_read()?.then_some(conn)))
     }
 }
 
 impl Drop for Snapshot<'_> {
     fn drop(&mut self) {
         if let Some(conn) = self.0 {
-            // A read transaction has nothing to keep: ending it cannot lose data.
-            let _ = conn.execute_batch("COMMIT");
+            conn.end_read();
         }
     }
 }

@@ -1,7 +1,7 @@
-//! The open fleet database as reports see it: the data clock, the zone, vehicles,
-//! geofences, places and thresholds, loaded when opened and again whenever the file
-//! changed (`is_stale`), so a long-running server answers about the database as it
-//! is now.
+//! The open fleet database as reports see it, a SQLite file or a PostgreSQL
+//! database: the data clock, the zone, vehicles, geofences, places and thresholds,
+//! loaded when opened and again whenever the database changed (`is_stale`), so a
+//! long-running server answers about the database as it is now.
 
 use super::*;
 use crate::analyze::Thresholds;
@@ -10,15 +10,18 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::geo::{Geofence, LatLon, places::Namer};
 use crate::model::Vehicle;
 use crate::store;
-use rusqlite::Connection;
+use crate::store::sql::Sql;
 use std::path::Path;
 
 /// An open fleet database with what every report needs loaded once: the data
 /// clock, the zone, the vehicles, the geofences and the point namer.
 pub struct Db {
-    conn: Connection,
-    /// The database file (exports read it on several connections at once).
+    conn: Box<dyn Sql + Send>,
+    /// The database file (exports read it on several connections at once); empty
+    /// for a PostgreSQL database (see [`Db::file`]).
     pub path: std::path::PathBuf,
+    /// The PostgreSQL database, when it is one.
+    postgres: Option<store::pg::Target>,
     /// The fleet's time zone.
     pub zone: FleetZone,
     /// The data clock's "now", UTC epoch seconds (the wall clock's, read again at
@@ -41,8 +44,9 @@ pub struct Db {
     /// Raster tiles for maps, when the user gave some.
     pub tiles: Option<route_map::TileSource>,
     /// What the loaded data was read from: SQLite's `data_version` on this
-    /// connection, and the file's identity (a `generate --force` puts a new file there).
-    loaded_from: (i64, Option<FileId>),
+    /// connection, and the file's identity (a `generate --force` puts a new file
+    /// there). Unused for PostgreSQL, which is read again at every refresh.
+    loaded_from: (Option<i64>, Option<FileId>),
 }
 
 /// A file's identity: device and inode (Unix), else its modification time.
@@ -68,14 +72,39 @@ fn file_id(path: &Path) -> Option<FileId> {
 }
 
 impl Db {
-    /// Opens the database read-only.
+    /// Opens the database read-only: `path` is a SQLite file, or a `postgres://`
+    /// URL (what `--db` takes).
     pub fn open(path: &Path) -> Result<Db> {
+        if store::pg::is_url(path) {
+            return Db::open_postgres(&store::pg::Target::parse(&path.to_string_lossy())?);
+        }
         let file = file_id(path);
         let conn = store::open_read_only(path)?;
-        let zone = store::read_zone(&conn)?;
+        Db::with(Box::new(conn), path.to_path_buf(), None, file)
+    }
+
+    /// Opens a fleet database on PostgreSQL, for reading.
+    pub fn open_postgres(target: &store::pg::Target) -> Result<Db> {
+        let conn = store::pg::open_reader(target)?;
+        Db::with(
+            Box::new(conn),
+            std::path::PathBuf::new(),
+            Some(target.clone()),
+            None,
+        )
+    }
+
+    fn with(
+        conn: Box<dyn Sql + Send>,
+        path: std::path::PathBuf,
+        postgres: Option<store::pg::Target>,
+        file: Option<FileId>,
+    ) -> Result<Db> {
+        let zone = store::read_zone(conn.as_ref())?;
         let mut db = Db {
             conn,
-            path: path.to_path_buf(),
+            path,
+            postgres,
             zone,
             now_ts: 0,
             live_clock: false,
@@ -86,7 +115,7 @@ impl Db {
             places: Vec::new(),
             thresholds: Thresholds::default(),
             tiles: None,
-            loaded_from: (0, file),
+            loaded_from: (None, file),
         };
         db.load(file)?;
         Ok(db)
@@ -95,8 +124,8 @@ impl Db {
     /// Reads the data clock, zone, vehicles, geofences, places and thresholds on
     /// this connection; on an error nothing changes.
     fn load(&mut self, file: Option<FileId>) -> Result<()> {
-        let conn = &self.conn;
-        let version = store::live::data_version(conn)?;
+        let conn = self.conn.as_ref();
+        let version = conn.change_counter()?;
         let zone = store::read_zone(conn)?;
         // The data clock: the wall clock for a live database, else meta.data_now, or
         // (a database without one) the newest fix; never before the newest fix (a
@@ -140,8 +169,13 @@ impl Db {
     /// committed (an import, an edit, `analyze`), or another file now has its name.
     /// Costs one pragma and one `stat`.
     pub fn is_stale(&self) -> bool {
-        let version = store::live::data_version(&self.conn).ok();
-        version != Some(self.loaded_from.0) || file_id(&self.path) != self.loaded_from.1
+        match self.conn.change_counter() {
+            Ok(Some(version)) => {
+                Some(version) != self.loaded_from.0 || file_id(&self.path) != self.loaded_from.1
+            }
+            // PostgreSQL: read again every time.
+            Ok(None) | Err(_) => true,
+        }
     }
 
     /// Loads the database again when it changed (`is_stale`), keeping the tiles;
@@ -155,7 +189,7 @@ impl Db {
             return Ok(false);
         }
         let file = file_id(&self.path);
-        if file == self.loaded_from.1 {
+        if self.postgres.is_some() || file == self.loaded_from.1 {
             // The same file, changed: read it again on this connection (a live feed
             // commits many times a second; a new connection would parse the schema
             // each time).
@@ -171,7 +205,7 @@ impl Db {
     /// The first and last local dates with data over the whole fleet (`None` when no
     /// vehicle has any).
     pub fn data_dates(&self) -> Result<Option<(String, String)>> {
-        let days = store::read::data_days_by_vehicle(&self.conn)?;
+        let days = store::read::data_days_by_vehicle(self.conn.as_ref())?;
         let from = days.iter().map(|d| d.1.clone()).min();
         let to = days.iter().map(|d| d.2.clone()).max();
         Ok(from.zip(to))
@@ -179,8 +213,18 @@ impl Db {
 
     /// The connection, for the store's typed reads: the reports' alone (front ends,
     /// outside this crate, ask the domain functions).
-    pub(crate) fn conn(&self) -> &Connection {
-        &self.conn
+    pub(crate) fn conn(&self) -> &dyn Sql {
+        self.conn.as_ref()
+    }
+
+    /// The SQLite file, or `None` for a PostgreSQL database.
+    pub fn file(&self) -> Option<&Path> {
+        self.postgres.is_none().then_some(self.path.as_path())
+    }
+
+    /// The PostgreSQL database, if this is one.
+    pub fn postgres(&self) -> Option<&store::pg::Target> {
+        self.postgres.as_ref()
     }
 
     /// The data clock's local date.
@@ -216,7 +260,7 @@ impl Db {
         if !empty {
             return Ok(None);
         }
-        let days = store::read::days_with_data(&self.conn, v.id)?;
+        let days = store::read::days_with_data(self.conn.as_ref(), v.id)?;
         Ok(Some(match (days.first(), days.last()) {
             (Some(first), Some(last)) => format!(
                 "{} has no fixes on {date}; it has data from {first} to {last}",

@@ -12,7 +12,7 @@ use crate::clock::FleetZone;
 use crate::error::{Error, ErrorCode, Result};
 use crate::geo::{Geofence, Shape};
 use crate::model::Fix;
-use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, params};
 use std::path::{Path, PathBuf};
 
 mod derived;
@@ -24,6 +24,7 @@ pub mod mbtiles;
 pub mod pg;
 pub mod positions;
 pub mod read;
+pub mod sql;
 mod writer;
 
 pub use derived::{DerivedWriter, WrittenRows, delete_rows, write_rows};
@@ -318,7 +319,7 @@ fn write_transaction<T>(
     let mut rewrote_positions = false;
     if old {
         // Another fleetctl may have upgraded it while this one waited for the lock.
-        let version = read_meta(&tx, "schema_version")?.and_then(|v| v.trim().parse::<i64>().ok());
+        let version = read_meta(&*tx, "schema_version")?.and_then(|v| v.trim().parse::<i64>().ok());
         if let Some(from) = version.filter(|&v| is_upgradable(v)) {
             upgrade_schema(&tx, from)?;
             rewrote_positions = from < 9;
@@ -349,7 +350,7 @@ pub(crate) fn db_write_err(e: rusqlite::Error) -> Error {
 }
 
 /// Reads a `meta` value.
-pub fn read_meta(conn: &Connection, key: &str) -> Result<Option<String>> {
+pub fn read_meta(conn: &dyn sql::Sql, key: &str) -> Result<Option<String>> {
     // Debug builds only: lets the tests prove that a failed read is an error, never
     // a silent default (`FLEETCTL_TEST_FAIL_META_READ=KEY`).
     #[cfg(debug_assertions)]
@@ -359,13 +360,15 @@ pub fn read_meta(conn: &Connection, key: &str) -> Result<Option<String>> {
             format!("database read failed: meta.{key} (injected by the test)"),
         ));
     }
-    conn.prepare_cached("SELECT value FROM meta WHERE key = ?1")
-        .and_then(|mut st| st.query_row([key], |r| r.get(0)).optional())
-        .map_err(db_err)
+    conn.first(
+        "SELECT value FROM meta WHERE key = ?1",
+        &[sql::Arg::Text(key)],
+        |r| r.text(0),
+    )
 }
 
 /// The fleet's time zone from `meta.time_zone` (America/Guatemala when absent).
-pub fn read_zone(conn: &Connection) -> Result<FleetZone> {
+pub fn read_zone(conn: &dyn sql::Sql) -> Result<FleetZone> {
     zone_of(read_meta(conn, "time_zone")?)
 }
 
@@ -385,27 +388,23 @@ pub fn zone_of(stored: Option<String>) -> Result<FleetZone> {
 }
 
 /// Every geofence with its parsed shape, by id.
-pub fn read_geofences(conn: &Connection) -> Result<Vec<Geofence>> {
-    let mut st = conn
-        .prepare_cached(
-            "SELECT id, name, kind, wkt, radius_m, speed_limit_kmh FROM geofences ORDER BY id",
-        )
-        .map_err(db_err)?;
-    let rows = st
-        .query_map([], |r| {
+pub fn read_geofences(conn: &dyn sql::Sql) -> Result<Vec<Geofence>> {
+    let rows = conn.rows(
+        "SELECT id, name, kind, wkt, radius_m, speed_limit_kmh FROM geofences ORDER BY id",
+        &[],
+        |r| {
             Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get(4)?,
-                r.get(5)?,
+                r.int(0)?,
+                r.text(1)?,
+                r.text(2)?,
+                r.text(3)?,
+                r.opt_real(4)?,
+                r.opt_real(5)?,
             ))
-        })
-        .map_err(db_err)?;
+        },
+    )?;
     let mut out = Vec::new();
-    for row in rows {
-        let (id, name, kind, wkt, radius_m, speed_limit_kmh) = row.map_err(db_err)?;
+    for (id, name, kind, wkt, radius_m, speed_limit_kmh) in rows {
         let shape = Shape::from_wkt(&wkt, radius_m).map_err(|e| {
             Error::new(
                 ErrorCode::DbSchema,
@@ -443,20 +442,19 @@ fn fix_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Fix> {
 }
 
 /// The database's named places.
-pub fn read_places(conn: &Connection) -> Result<Vec<crate::geo::Place>> {
-    let mut st = conn
-        .prepare_cached("SELECT name, kind, lat, lon FROM places ORDER BY id")
-        .map_err(db_err)?;
-    st.query_map([], |r| {
-        Ok(crate::geo::Place {
-            name: r.get(0)?,
-            kind: r.get(1)?,
-            lat: r.get(2)?,
-            lon: r.get(3)?,
-        })
-    })
-    .and_then(|rows| rows.collect())
-    .map_err(db_err)
+pub fn read_places(conn: &dyn sql::Sql) -> Result<Vec<crate::geo::Place>> {
+    conn.rows(
+        "SELECT name, kind, lat, lon FROM places ORDER BY id",
+        &[],
+        |r| {
+            Ok(crate::geo::Place {
+                name: r.text(0)?,
+                kind: r.text(1)?,
+                lat: r.real(2)?,
+                lon: r.real(3)?,
+            })
+        },
+    )
 }
 
 /// Adds places (inside the caller's transaction).

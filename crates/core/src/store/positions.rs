@@ -85,6 +85,11 @@ pub fn vehicle_range(vehicle_id: i64) -> (i64, i64) {
     (vehicle_id << TIME_BITS, (vehicle_id + 1) << TIME_BITS)
 }
 
+/// A key's vehicle and UTC epoch milliseconds.
+pub(crate) fn split_key(key: i64) -> (i64, i64) {
+    (key >> TIME_BITS, key & TIME_MASK)
+}
+
 /// SQL: the UTC epoch seconds of the key `key` (an SQL expression).
 pub(crate) fn ts_of_key_sql(key: &str) -> String {
     format!("((({key}) & {TIME_MASK}) / 1000)")
@@ -198,12 +203,28 @@ impl Stored {
     }
 
     pub(crate) fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Stored> {
-        let motion: i64 = r.get(3)?;
+        Ok(Stored::from_columns(
+            r.get(0)?,
+            r.get(1)?,
+            r.get(2)?,
+            r.get(3)?,
+            r.get(4)?,
+        ))
+    }
+
+    /// The columns of [`COLUMNS`], `motion` unpacked.
+    fn from_columns(
+        vehicle_time: i64,
+        lat_e7: i64,
+        lon_e7: i64,
+        motion: i64,
+        odometer_m: Option<i64>,
+    ) -> Stored {
         let heading = (motion >> HEADING_SHIFT) & HEADING_UNKNOWN;
-        Ok(Stored {
-            vehicle_time: r.get(0)?,
-            lat_e7: r.get(1)?,
-            lon_e7: r.get(2)?,
+        Stored {
+            vehicle_time,
+            lat_e7,
+            lon_e7,
             speed_kmh_e2: motion >> SPEED_SHIFT,
             speed_derived: motion & 1 == 1,
             heading_deg_e1: (heading != HEADING_UNKNOWN).then_some(heading),
@@ -212,8 +233,8 @@ impl Stored {
                 2 => Some(true),
                 _ => None,
             },
-            odometer_m: r.get(4)?,
-        })
+            odometer_m,
+        }
     }
 }
 
@@ -225,6 +246,24 @@ pub fn as_stored(fix: &Fix) -> Result<Fix> {
 /// Reads a fix (and its milliseconds) from a row of [`COLUMNS`].
 pub(crate) fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(Fix, i64)> {
     Stored::from_row(r).map(|s| s.fix())
+}
+
+/// Reads a fix (and its milliseconds) from a row of the columns [`columns`] names,
+/// on either backend.
+pub(crate) fn from_sql_row(r: &dyn super::sql::Row) -> Result<(Fix, i64)> {
+    Ok(Stored::from_columns(r.int(0)?, r.int(1)?, r.int(2)?, r.int(3)?, r.opt_int(4)?).fix())
+}
+
+/// The columns a fix is read from on this backend, in [`from_sql_row`]'s order: in
+/// PostgreSQL the vehicle and its milliseconds are two columns, put together here
+/// into SQLite's key.
+pub(crate) fn columns(dialect: super::sql::Dialect) -> String {
+    match dialect {
+        super::sql::Dialect::Sqlite => COLUMNS.to_string(),
+        super::sql::Dialect::Postgres => format!(
+            "(vehicle_id << {TIME_BITS}) | ts_ms AS vehicle_time, lat_e7, lon_e7, motion, odometer_m"
+        ),
+    }
 }
 
 #[cfg(test)]

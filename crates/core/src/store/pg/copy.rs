@@ -12,7 +12,7 @@ use postgres::types::Type;
 use std::collections::HashSet;
 
 /// Fixes one `COPY` statement carries.
-const CHUNK: usize = 65_536;
+pub(super) const CHUNK: usize = 65_536;
 
 /// Appends `fixes` (each with its milliseconds past the second) to positions inside
 /// the caller's transaction, making the partitions of their months as needed.

@@ -7,11 +7,13 @@
 
 mod connect;
 mod copy;
+mod load;
 
 use crate::clock::{Date, FleetZone};
 use crate::error::{Error, ErrorCode, Result};
 pub use connect::{Target, is_url};
 pub use copy::copy_fixes;
+pub use load::{Loaded, load_fleet};
 
 /// The Postgres schema, run in one transaction by [`init`].
 const SCHEMA_SQL: &str = include_str!("schema.sql");
@@ -196,6 +198,16 @@ pub fn open(target: &Target) -> Result<postgres::Client> {
         .with_hint("create one: fleetctl --db URL init --time-zone ZONE")),
         Found::Other { tables } => Err(other_application(target, &tables)),
     }
+}
+
+/// Opens a fleetctl database for the store's reads ([`super::sql::PgConn`]), its
+/// schema first on the search path.
+pub fn open_reader(target: &Target) -> Result<super::sql::PgConn> {
+    let mut client = open(target)?;
+    client
+        .batch_execute("SET search_path TO fleetctl, public")
+        .map_err(|e| target.failed("read", e))?;
+    Ok(super::sql::PgConn::new(client, target.clone()))
 }
 
 /// Every `meta` entry of the fleet at `target` (its zone, thresholds, clock).

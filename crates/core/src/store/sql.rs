@@ -1,0 +1,465 @@
+//! The one seam between the store's typed reads and its two backends: a read is
+//! written once, as SQL with `?N` marks and typed arguments, and runs on SQLite or on
+//! PostgreSQL. What differs between the dialects (scalar MIN/MAX, JSON, booleans, a
+//! list of ids) is asked of [`Sql::dialect`] by the store, never by a report.
+
+use super::db_err;
+use crate::error::{Error, ErrorCode, Result};
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+/// Which database a connection talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// The embedded default.
+    Sqlite,
+    /// PostgreSQL + PostGIS.
+    Postgres,
+}
+
+/// A value bound to a `?N` mark, with its type (PostgreSQL wants one for each).
+#[derive(Debug, Clone, Copy)]
+pub enum Arg<'a> {
+    /// An integer, or none (`NULL`).
+    Int(Option<i64>),
+    /// A float.
+    Real(f64),
+    /// Text.
+    Text(&'a str),
+    /// A local date, `YYYY-MM-DD` (text in SQLite, `date` in PostgreSQL).
+    Date(&'a str),
+}
+
+/// One row of an answer, read by column number whatever the backend's types.
+pub trait Row {
+    /// An integer (a boolean reads 0 or 1), or none.
+    fn opt_int(&self, i: usize) -> Result<Option<i64>>;
+    /// A float (an integer reads as one), or none.
+    fn opt_real(&self, i: usize) -> Result<Option<f64>>;
+    /// Text (a date reads `YYYY-MM-DD`, JSON its text), or none.
+    fn opt_text(&self, i: usize) -> Result<Option<String>>;
+}
+
+impl dyn Row + '_ {
+    /// An integer that is never NULL.
+    pub fn int(&self, i: usize) -> Result<i64> {
+        self.opt_int(i)?.ok_or_else(|| null_column(i))
+    }
+    /// A float that is never NULL.
+    pub fn real(&self, i: usize) -> Result<f64> {
+        self.opt_real(i)?.ok_or_else(|| null_column(i))
+    }
+    /// Text that is never NULL.
+    pub fn text(&self, i: usize) -> Result<String> {
+        self.opt_text(i)?.ok_or_else(|| null_column(i))
+    }
+    /// A boolean kept as an integer (SQLite) or a boolean (PostgreSQL).
+    pub fn flag(&self, i: usize) -> Result<bool> {
+        Ok(self.int(i)? != 0)
+    }
+    /// A boolean, or none.
+    pub fn opt_flag(&self, i: usize) -> Result<Option<bool>> {
+        Ok(self.opt_int(i)?.map(|v| v != 0))
+    }
+}
+
+fn null_column(i: usize) -> Error {
+    Error::new(
+        ErrorCode::DbSchema,
+        format!("column {i} of a stored row is NULL where a value belongs"),
+    )
+    .with_hint("run `fleetctl analyze` to rebuild the derived tables")
+}
+
+/// A connection the store's reads run on.
+pub trait Sql {
+    /// Which backend this is.
+    fn dialect(&self) -> Dialect;
+    /// Runs `sql` (marks `?1`, `?2`, … numbered as `args`) and hands `each` every row.
+    fn each(
+        &self,
+        sql: &str,
+        args: &[Arg],
+        each: &mut dyn FnMut(&dyn Row) -> Result<()>,
+    ) -> Result<()>;
+    /// Begins a read-only transaction, so that several reads see one state; `false`
+    /// when one is open already (the caller then must not end it).
+    fn begin_read(&self) -> Result<bool>;
+    /// Ends the read transaction [`Sql::begin_read`] began.
+    fn end_read(&self);
+    /// A number that changes when another connection commits (SQLite's
+    /// `data_version`), or `None` where the backend has none cheap to read: the
+    /// caller then reads again what it keeps.
+    fn change_counter(&self) -> Result<Option<i64>>;
+}
+
+impl dyn Sql + '_ {
+    /// Every row, mapped.
+    pub fn rows<T>(
+        &self,
+        sql: &str,
+        args: &[Arg],
+        mut map: impl FnMut(&dyn Row) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        self.each(sql, args, &mut |r| {
+            out.push(map(r)?);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// The first row, mapped, if there is one.
+    pub fn first<T>(
+        &self,
+        sql: &str,
+        args: &[Arg],
+        mut map: impl FnMut(&dyn Row) -> Result<T>,
+    ) -> Result<Option<T>> {
+        let mut out = None;
+        self.each(sql, args, &mut |r| {
+            if out.is_none() {
+                out = Some(map(r)?);
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// `MAX(a, b)` of two scalars.
+    pub fn greatest(&self, a: &str, b: &str) -> String {
+        match self.dialect() {
+            Dialect::Sqlite => format!("MAX({a}, {b})"),
+            Dialect::Postgres => format!("GREATEST({a}, {b})"),
+        }
+    }
+
+    /// `MIN(a, b)` of two scalars.
+    pub fn least(&self, a: &str, b: &str) -> String {
+        match self.dialect() {
+            Dialect::Sqlite => format!("MIN({a}, {b})"),
+            Dialect::Postgres => format!("LEAST({a}, {b})"),
+        }
+    }
+
+    /// The literal a true boolean column equals.
+    pub fn truth(&self) -> &'static str {
+        match self.dialect() {
+            Dialect::Sqlite => "1",
+            Dialect::Postgres => "TRUE",
+        }
+    }
+
+    /// An integer member of a JSON object column: `column.key`.
+    pub fn json_int(&self, column: &str, key: &str) -> String {
+        match self.dialect() {
+            Dialect::Sqlite => format!("json_extract({column}, '$.{key}')"),
+            Dialect::Postgres => format!("CAST({column} ->> '{key}' AS bigint)"),
+        }
+    }
+
+    /// A subquery of the ids in the JSON array bound at `mark` (`?N`).
+    pub fn id_list(&self, mark: &str) -> String {
+        match self.dialect() {
+            Dialect::Sqlite => format!("SELECT value FROM json_each({mark})"),
+            Dialect::Postgres => {
+                format!(
+                    "SELECT CAST(value AS bigint) FROM json_array_elements_text(CAST({mark} AS json))"
+                )
+            }
+        }
+    }
+}
+
+/// A SQLite value read as the store's types.
+impl Row for rusqlite::Row<'_> {
+    fn opt_int(&self, i: usize) -> Result<Option<i64>> {
+        self.get(i).map_err(db_err)
+    }
+    fn opt_real(&self, i: usize) -> Result<Option<f64>> {
+        self.get(i).map_err(db_err)
+    }
+    fn opt_text(&self, i: usize) -> Result<Option<String>> {
+        self.get(i).map_err(db_err)
+    }
+}
+
+impl Sql for rusqlite::Connection {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
+    fn each(
+        &self,
+        sql: &str,
+        args: &[Arg],
+        each: &mut dyn FnMut(&dyn Row) -> Result<()>,
+    ) -> Result<()> {
+        use rusqlite::types::Value;
+        let values = args.iter().map(|a| match *a {
+            Arg::Int(v) => v.map_or(Value::Null, Value::Integer),
+            Arg::Real(v) => Value::Real(v),
+            Arg::Text(v) | Arg::Date(v) => Value::Text(v.to_string()),
+        });
+        let mut st = self.prepare_cached(sql).map_err(db_err)?;
+        let mut rows = st
+            .query(rusqlite::params_from_iter(values))
+            .map_err(db_err)?;
+        while let Some(row) = rows.next().map_err(db_err)? {
+            each(row)?;
+        }
+        Ok(())
+    }
+
+    fn begin_read(&self) -> Result<bool> {
+        if !self.is_autocommit() {
+            return Ok(false);
+        }
+        self.execute_batch("BEGIN").map_err(db_err)?;
+        Ok(true)
+    }
+
+    fn end_read(&self) {
+        // A read transaction has nothing to keep: ending it cannot lose data.
+        let _ = self.execute_batch("COMMIT");
+    }
+
+    fn change_counter(&self) -> Result<Option<i64>> {
+        super::live::data_version(self).map(Some)
+    }
+}
+
+/// A PostgreSQL connection for the store's reads, its statements prepared once.
+pub struct PgConn {
+    client: RefCell<postgres::Client>,
+    statements: RefCell<HashMap<String, postgres::Statement>>,
+    target: super::pg::Target,
+}
+
+impl PgConn {
+    /// Wraps a connection to a fleetctl database (`pg::open`'s).
+    pub fn new(client: postgres::Client, target: super::pg::Target) -> PgConn {
+        PgConn {
+            client: RefCell::new(client),
+            statements: RefCell::new(HashMap::new()),
+            target,
+        }
+    }
+
+    /// Where this connection goes, for messages (the password masked).
+    pub fn target(&self) -> &super::pg::Target {
+        &self.target
+    }
+
+    /// `?N` marks as `$N`, each cast to its argument's type (a NULL or a mark
+    /// compared with nothing typed still has one).
+    fn dialect_sql(sql: &str, args: &[Arg]) -> String {
+        let mut out = String::with_capacity(sql.len() + 16 * args.len());
+        let mut chars = sql.char_indices().peekable();
+        let mut quoted = false;
+        while let Some((_, c)) = chars.next() {
+            if c == '\'' {
+                quoted = !quoted;
+            }
+            if c != '?' || quoted {
+                out.push(c);
+                continue;
+            }
+            let mut n = 0usize;
+            while let Some(&(_, d)) = chars.peek() {
+                let Some(digit) = d.to_digit(10) else { break };
+                n = n * 10 + digit as usize;
+                chars.next();
+            }
+            let cast = match args.get(n.wrapping_sub(1)) {
+                Some(Arg::Int(_)) | None => "bigint",
+                Some(Arg::Real(_)) => "double precision",
+                Some(Arg::Text(_)) => "text",
+                Some(Arg::Date(_)) => "date",
+            };
+            if matches!(args.get(n.wrapping_sub(1)), Some(Arg::Date(_))) {
+                out.push_str(&format!("CAST(CAST(${n} AS text) AS date)"));
+            } else {
+                out.push_str(&format!("CAST(${n} AS {cast})"));
+            }
+        }
+        out
+    }
+}
+
+impl Sql for PgConn {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    fn each(
+        &self,
+        sql: &str,
+        args: &[Arg],
+        each: &mut dyn FnMut(&dyn Row) -> Result<()>,
+    ) -> Result<()> {
+        use postgres::types::ToSql;
+        let text = Self::dialect_sql(sql, args);
+        let mut client = self.client.borrow_mut();
+        let statement = {
+            let mut cache = self.statements.borrow_mut();
+            match cache.get(&text) {
+                Some(st) => st.clone(),
+                None => {
+                    let st = client
+                        .prepare(&text)
+                        .map_err(|e| self.target.failed("read", e))?;
+                    cache.insert(text, st.clone());
+                    st
+                }
+            }
+        };
+        let owned: Vec<Box<dyn ToSql + Sync>> = args
+            .iter()
+            .map(|a| -> Box<dyn ToSql + Sync> {
+                match *a {
+                    Arg::Int(v) => Box::new(v),
+                    Arg::Real(v) => Box::new(v),
+                    Arg::Text(v) | Arg::Date(v) => Box::new(v.to_string()),
+                }
+            })
+            .collect();
+        let params: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|b| b.as_ref()).collect();
+        let rows = client
+            .query(&statement, &params)
+            .map_err(|e| self.target.failed("read", e))?;
+        drop(client);
+        for row in &rows {
+            each(&PgRow(row))?;
+        }
+        Ok(())
+    }
+
+    fn begin_read(&self) -> Result<bool> {
+        self.client
+            .borrow_mut()
+            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .map_err(|e| self.target.failed("read", e))?;
+        Ok(true)
+    }
+
+    fn end_read(&self) {
+        let _ = self.client.borrow_mut().batch_execute("COMMIT");
+    }
+
+    fn change_counter(&self) -> Result<Option<i64>> {
+        // Several servers and writers share the database: nothing cheap and
+        // certain says another one committed.
+        Ok(None)
+    }
+}
+
+struct PgRow<'r>(&'r postgres::Row);
+
+impl PgRow<'_> {
+    fn read<'a, T: postgres::types::FromSql<'a>>(&'a self, i: usize) -> Result<T> {
+        self.0.try_get(i).map_err(|e| {
+            Error::new(
+                ErrorCode::DbSchema,
+                format!(
+                    "column {i} ({}) of a stored row cannot be read: {e}",
+                    self.0.columns().get(i).map_or("?", |c| c.name())
+                ),
+            )
+        })
+    }
+
+    fn kind(&self, i: usize) -> postgres::types::Type {
+        self.0
+            .columns()
+            .get(i)
+            .map_or(postgres::types::Type::UNKNOWN, |c| c.type_().clone())
+    }
+}
+
+impl Row for PgRow<'_> {
+    fn opt_int(&self, i: usize) -> Result<Option<i64>> {
+        use postgres::types::Type;
+        Ok(match self.kind(i) {
+            Type::INT2 => self.read::<Option<i16>>(i)?.map(i64::from),
+            Type::INT4 => self.read::<Option<i32>>(i)?.map(i64::from),
+            Type::BOOL => self.read::<Option<bool>>(i)?.map(i64::from),
+            _ => self.read::<Option<i64>>(i)?,
+        })
+    }
+
+    fn opt_real(&self, i: usize) -> Result<Option<f64>> {
+        use postgres::types::Type;
+        Ok(match self.kind(i) {
+            Type::FLOAT4 => self.read::<Option<f32>>(i)?.map(f64::from),
+            Type::INT2 | Type::INT4 | Type::INT8 => self.opt_int(i)?.map(|v| v as f64),
+            _ => self.read::<Option<f64>>(i)?,
+        })
+    }
+
+    fn opt_text(&self, i: usize) -> Result<Option<String>> {
+        Ok(self.read::<Option<PgText>>(i)?.map(|t| t.0))
+    }
+}
+
+/// Text, a date as `YYYY-MM-DD` or JSON as its text: what SQLite keeps as text.
+struct PgText(String);
+
+impl<'a> postgres::types::FromSql<'a> for PgText {
+    fn from_sql(
+        ty: &postgres::types::Type,
+        raw: &'a [u8],
+    ) -> std::result::Result<PgText, Box<dyn std::error::Error + Sync + Send>> {
+        use postgres::types::Type;
+        match *ty {
+            Type::DATE => {
+                let days = i32::from_sql(ty, raw)?;
+                // PostgreSQL counts days from 2000-01-01, 10,957 days after 1970-01-01.
+                let date = crate::clock::Date::from_days_since_epoch(i64::from(days) + 10_957);
+                Ok(PgText(date.to_string()))
+            }
+            Type::JSONB => match raw.split_first() {
+                Some((1, json)) => Ok(PgText(std::str::from_utf8(json)?.to_string())),
+                _ => Err("a jsonb value of an unknown version".into()),
+            },
+            _ => Ok(PgText(std::str::from_utf8(raw)?.to_string())),
+        }
+    }
+
+    fn accepts(ty: &postgres::types::Type) -> bool {
+        use postgres::types::Type;
+        matches!(
+            *ty,
+            Type::TEXT
+                | Type::VARCHAR
+                | Type::BPCHAR
+                | Type::NAME
+                | Type::DATE
+                | Type::JSON
+                | Type::JSONB
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_become_numbered_parameters_cast_to_their_arguments_types() {
+        let sql = PgConn::dialect_sql(
+            "a = ?1 AND b >= ?2 AND ?3 IS NULL AND d <= ?4 AND e = '?' AND f = ?10",
+            &[
+                Arg::Int(Some(1)),
+                Arg::Real(0.5),
+                Arg::Int(None),
+                Arg::Date("2026-11-25"),
+            ],
+        );
+        assert_eq!(
+            sql,
+            "a = CAST($1 AS bigint) AND b >= CAST($2 AS double precision) AND CAST($3 AS bigint) IS NULL \
+             AND d <= CAST(CAST($4 AS text) AS date) AND e = '?' AND f = CAST($10 AS bigint)"
+        );
+    }
+}
