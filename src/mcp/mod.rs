@@ -20,7 +20,7 @@ pub fn serve_stdio(
     server.set_tiles(tiles);
     crate::logging::info(&format!(
         "serve: ready on stdio, database {}",
-        db_path.display()
+        crate::store::pg::shown(db_path)
     ));
     let stdin = std::io::stdin().lock();
     let stdout = std::io::stdout().lock();

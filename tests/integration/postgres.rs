@@ -4,7 +4,7 @@
 //! own on the server `.ci/postgres` starts (FLEETCTL_TEST_PG); without one the suite
 //! is skipped, loudly in `make test`, and CI (FLEETCTL_REQUIRE_PG) fails instead.
 
-use crate::harness::{FIXTURE_AHORA, FIXTURE_SEED, TempDir, fixture_db, fleetctl, run};
+use crate::harness::{FIXTURE_AHORA, FIXTURE_SEED, McpSession, TempDir, fixture_db, fleetctl, run};
 use crate::reports::{answer_json, snapshot_cases};
 use postgres::{Client, NoTls};
 use std::path::Path;
@@ -546,4 +546,63 @@ fn every_report_answers_the_same_on_postgres_as_on_sqlite() {
         "{}",
         again.stderr
     );
+}
+
+#[test]
+fn servers_on_one_database_see_each_others_edits_and_survive_a_lost_connection() {
+    let Some(server) = server() else { return };
+    let pg = TestDb::new(&server, "replicas", "template1");
+    let url = pg.url();
+    run(fleetctl(&[
+        "--db",
+        &url,
+        "generate",
+        "--ahora",
+        FIXTURE_AHORA,
+    ]))
+    .ok();
+    let db = Path::new(&url);
+    let mut replicas = [
+        McpSession::initialized(db, "2025-06-18"),
+        McpSession::initialized(db, "2025-06-18"),
+    ];
+    let driver_of = |s: &mut McpSession, plate: &str| -> String {
+        let answer = s.call_tool("vehicle_position", serde_json::json!({ "plate": plate }));
+        answer["structuredContent"]["driver"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .to_string()
+    };
+    let plate: String = pg
+        .client()
+        .query_one(
+            "SELECT plate FROM fleetctl.vehicles WHERE active ORDER BY id LIMIT 1",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    for replica in &mut replicas {
+        assert_ne!(driver_of(replica, &plate), "Ana Relevo");
+    }
+    // Another process edits the fleet: both servers answer with it at once.
+    pg.client()
+        .execute(
+            "UPDATE fleetctl.vehicles SET driver = 'Ana Relevo' WHERE plate = $1",
+            &[&plate],
+        )
+        .unwrap();
+    for replica in &mut replicas {
+        assert_eq!(driver_of(replica, &plate), "Ana Relevo");
+    }
+    // Every connection of the servers is cut (a restarted database server does the
+    // same): the next call connects again and answers.
+    pg.client()
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+            &[&pg.name],
+        )
+        .unwrap();
+    for replica in &mut replicas {
+        assert_eq!(driver_of(replica, &plate), "Ana Relevo");
+    }
 }

@@ -173,7 +173,6 @@ impl Db {
             Ok(Some(version)) => {
                 Some(version) != self.loaded_from.0 || file_id(&self.path) != self.loaded_from.1
             }
-            // PostgreSQL: read again every time.
             Ok(None) | Err(_) => true,
         }
     }
@@ -188,8 +187,18 @@ impl Db {
         if !self.is_stale() {
             return Ok(false);
         }
+        if let Some(target) = self.postgres.clone() {
+            // Read again on this connection; one that was lost (the server restarted,
+            // a proxy timed it out) is made anew, so a server recovers by itself.
+            if self.load(None).is_err() {
+                let mut fresh = Db::open_postgres(&target)?;
+                fresh.tiles = self.tiles.take();
+                *self = fresh;
+            }
+            return Ok(true);
+        }
         let file = file_id(&self.path);
-        if self.postgres.is_some() || file == self.loaded_from.1 {
+        if file == self.loaded_from.1 {
             // The same file, changed: read it again on this connection (a live feed
             // commits many times a second; a new connection would parse the schema
             // each time).

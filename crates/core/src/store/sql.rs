@@ -287,6 +287,17 @@ impl PgConn {
     }
 }
 
+impl PgConn {
+    fn first<T>(
+        &self,
+        sql: &str,
+        args: &[Arg],
+        map: impl FnMut(&dyn Row) -> Result<T>,
+    ) -> Result<Option<T>> {
+        (self as &dyn Sql).first(sql, args, map)
+    }
+}
+
 impl Sql for PgConn {
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
@@ -348,9 +359,21 @@ impl Sql for PgConn {
     }
 
     fn change_counter(&self) -> Result<Option<i64>> {
-        // Several servers and writers share the database: nothing cheap and
-        // certain says another one committed.
-        Ok(None)
+        // Other processes write the database, and PostgreSQL has no counter of their
+        // commits: a digest of what a reader keeps between requests (meta, vehicles,
+        // geofences, places, the newest fix), read in one round trip, stands in.
+        let digest = self.first(
+            "SELECT concat_ws('|', (SELECT MAX(ts) FROM latest_fix), \
+             (SELECT md5(string_agg(key || '=' || value, ',' ORDER BY key)) FROM meta), \
+             (SELECT md5(string_agg(v::text, ',' ORDER BY id)) FROM vehicles v), \
+             (SELECT md5(string_agg(concat_ws(';', id, name, kind, wkt, radius_m, speed_limit_kmh), ',' ORDER BY id)) FROM geofences), \
+             (SELECT md5(string_agg(p::text, ',' ORDER BY id)) FROM places p))",
+            &[],
+            |r| r.text(0),
+        )?;
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        std::hash::Hash::hash(&digest, &mut hasher);
+        Ok(Some(std::hash::Hasher::finish(&hasher) as i64))
     }
 }
 

@@ -8,6 +8,19 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// True when `--db` names a PostgreSQL database rather than a SQLite file.
+/// `--db`'s value for messages and logs: a path as it is, a URL with its password
+/// masked (`***`).
+pub fn shown(db: &Path) -> String {
+    if !is_url(db) {
+        return db.display().to_string();
+    }
+    match Target::parse(&db.to_string_lossy()) {
+        Ok(target) => target.display().to_string(),
+        Err(_) => "a postgres:// URL that does not parse".to_string(),
+    }
+}
+
+/// True when `--db` names a PostgreSQL database (`postgres://` or `postgresql://`).
 pub fn is_url(db: &Path) -> bool {
     let text = db.to_string_lossy();
     text.starts_with("postgres://") || text.starts_with("postgresql://")

@@ -11,7 +11,7 @@ mod load;
 
 use crate::clock::{Date, FleetZone};
 use crate::error::{Error, ErrorCode, Result};
-pub use connect::{Target, is_url};
+pub use connect::{Target, is_url, shown};
 pub use copy::copy_fixes;
 pub use load::{Loaded, load_fleet};
 
