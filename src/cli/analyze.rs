@@ -12,6 +12,26 @@ use std::path::PathBuf;
 pub(super) struct AnalyzeArgs {
     #[command(flatten)]
     thresholds: ThresholdFlags,
+
+    /// PostgreSQL only: analyse shard I of N (the vehicles a stable hash of their id
+    /// puts there), so that N machines analyse one fleet at once; e.g. --shard 1/2 on
+    /// one and --shard 2/2 on another. Each vehicle is analysed under a lock of its
+    /// own, so overlapping runs wait rather than clash.
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    shard: Option<(u32, u32)>,
+}
+
+/// `I/N` with 1 ≤ I ≤ N.
+fn parse_shard(text: &str) -> std::result::Result<(u32, u32), String> {
+    let parsed = text
+        .split_once('/')
+        .and_then(|(i, n)| Some((i.trim().parse::<u32>().ok()?, n.trim().parse::<u32>().ok()?)));
+    match parsed {
+        Some((i, n)) if (1..=n).contains(&i) => Ok((i, n)),
+        _ => Err(format!(
+            "{text:?} is not a shard: give I/N with 1 ≤ I ≤ N, e.g. 1/2"
+        )),
+    }
 }
 
 /// The `analyze` flags: one per threshold of `analyze::THRESHOLDS` that has a flag,
@@ -78,6 +98,25 @@ pub(super) fn analyze(path: PathBuf, args: AnalyzeArgs) -> Result<()> {
             (spec.set)(t, *value);
         }
     };
+    if crate::store::pg::is_url(&path) {
+        let target = crate::store::pg::Target::parse(&path.to_string_lossy())?;
+        let mut bar = ProgressBar::new("analysing");
+        let summary = crate::pipeline::reanalyze_postgres(
+            &target,
+            &adjust,
+            args.shard.unwrap_or((1, 1)),
+            &mut |f| bar.set(f),
+        );
+        bar.finish();
+        let shown = PathBuf::from(target.display());
+        return print_stdout(&render::analyze_summary(&shown, &summary?));
+    }
+    if let Some((i, n)) = args.shard {
+        return Err(crate::error::Error::invalid(format!(
+            "--shard {i}/{n}: a SQLite file is analysed by one process at a time"
+        ))
+        .with_hint("leave --shard out, or keep the fleet on PostgreSQL (--db postgres://…) to analyse it on several machines"));
+    }
     let mut bar = ProgressBar::new("analysing");
     let summary = crate::pipeline::reanalyze(&path, &adjust, &mut |f| bar.set(f));
     bar.finish();

@@ -472,66 +472,7 @@ fn every_report_answers_the_same_on_postgres_as_on_sqlite() {
         "{}",
         generated.stdout
     );
-    let scratch = TempDir::new("pg-snapshots");
-    let mut cases = snapshot_cases(sqlite, scratch.path());
-    // Beyond the snapshots: the whole week's ranges, their second pages (keyset
-    // paging), one geofence's stops and its entries.
-    let week = |v: &[&str]| {
-        let mut words: Vec<String> = v.iter().map(|x| x.to_string()).collect();
-        words.extend(["--from", "2026-11-19", "--to", "2026-11-25"].map(String::from));
-        words
-    };
-    let ranges = [
-        ("trips", week(&["query", "trips"])),
-        ("stops", week(&["query", "stops"])),
-        (
-            "stops",
-            week(&[
-                "query",
-                "stops",
-                "--min-minutes",
-                "5",
-                "--geofence",
-                "Bodega Mixco",
-            ]),
-        ),
-        (
-            "events",
-            week(&["query", "events", "--kind", "geofence_enter"]),
-        ),
-        (
-            "events",
-            week(&["query", "events", "--geofence", "Bodega Mixco"]),
-        ),
-        ("daily_summary", week(&["query", "daily"])),
-    ];
-    let mut second_pages = 0;
-    for (name, words) in ranges {
-        let first = answer_json(sqlite, &words);
-        let cursor = first
-            .as_object()
-            .and_then(|o| o.values().find_map(|v| v.get("next_cursor")))
-            .and_then(|c| c.as_str());
-        if let Some(cursor) = cursor {
-            let mut next = words.clone();
-            next.extend(["--cursor".to_string(), cursor.to_string()]);
-            cases.push((name, next));
-            second_pages += 1;
-        }
-        cases.push((name, words));
-    }
-    assert!(
-        second_pages >= 3,
-        "only {second_pages} ranges had a second page"
-    );
-    for (name, words) in cases {
-        let on_sqlite = answer_json(sqlite, &words);
-        let on_postgres = answer_json(Path::new(&url), &words);
-        assert_eq!(
-            on_postgres, on_sqlite,
-            "{name} ({words:?}) answers otherwise on PostgreSQL"
-        );
-    }
+    assert_same_answers(sqlite, &url);
     // Generating again into a database with a fleet is refused unless --force.
     let again = run(fleetctl(&[
         "--db",
@@ -605,4 +546,165 @@ fn servers_on_one_database_see_each_others_edits_and_survive_a_lost_connection()
     for replica in &mut replicas {
         assert_eq!(driver_of(replica, &plate), "Ana Relevo");
     }
+}
+
+/// Asserts that every report answers the same (JSON equal) from the SQLite fixture
+/// and from the fleet at `url`: the snapshot cases, then the week's ranges and their
+/// second pages, each page reached by its own backend's cursor (a cursor is opaque:
+/// only the rows it leads to must agree).
+fn assert_same_answers(sqlite: &Path, url: &str) {
+    let postgres = Path::new(url);
+    let scratch = TempDir::new("pg-snapshots");
+    for (name, words) in snapshot_cases(sqlite, scratch.path()) {
+        assert_eq!(
+            without_cursors(answer_json(postgres, &words)),
+            without_cursors(answer_json(sqlite, &words)),
+            "{name} ({words:?}) answers otherwise on PostgreSQL"
+        );
+    }
+    let week = |v: &[&str]| {
+        let mut words: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+        words.extend(["--from", "2026-11-19", "--to", "2026-11-25"].map(String::from));
+        words
+    };
+    let ranges = [
+        week(&["query", "trips"]),
+        week(&["query", "stops"]),
+        week(&[
+            "query",
+            "stops",
+            "--min-minutes",
+            "5",
+            "--geofence",
+            "Bodega Mixco",
+        ]),
+        week(&["query", "events", "--kind", "geofence_enter"]),
+        week(&["query", "events", "--geofence", "Bodega Mixco"]),
+        week(&["query", "daily"]),
+    ];
+    let cursor_of = |answer: &serde_json::Value| {
+        answer
+            .as_object()
+            .and_then(|o| o.values().find_map(|v| v.get("next_cursor")))
+            .and_then(|c| c.as_str().map(String::from))
+    };
+    let mut second_pages = 0;
+    for words in ranges {
+        let (on_sqlite, on_postgres) = (answer_json(sqlite, &words), answer_json(postgres, &words));
+        assert_eq!(
+            without_cursors(on_postgres.clone()),
+            without_cursors(on_sqlite.clone()),
+            "{words:?} answers otherwise on PostgreSQL"
+        );
+        let (Some(a), Some(b)) = (cursor_of(&on_sqlite), cursor_of(&on_postgres)) else {
+            continue;
+        };
+        let next = |cursor: String| {
+            let mut more = words.clone();
+            more.extend(["--cursor".to_string(), cursor]);
+            more
+        };
+        assert_eq!(
+            without_cursors(answer_json(postgres, &next(b))),
+            without_cursors(answer_json(sqlite, &next(a))),
+            "the second page of {words:?} answers otherwise on PostgreSQL"
+        );
+        second_pages += 1;
+    }
+    assert!(
+        second_pages >= 3,
+        "only {second_pages} ranges had a second page"
+    );
+}
+
+/// An answer with its paging cursors taken out (they are opaque).
+fn without_cursors(mut value: serde_json::Value) -> serde_json::Value {
+    match &mut value {
+        serde_json::Value::Object(map) => {
+            map.remove("next_cursor");
+            for v in map.values_mut() {
+                *v = without_cursors(v.take());
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for v in items {
+                *v = without_cursors(v.take());
+            }
+        }
+        _ => {}
+    }
+    value
+}
+
+#[test]
+fn a_fleet_analysed_in_two_shards_at_once_answers_as_sqlite_does() {
+    let Some(server) = server() else { return };
+    let pg = TestDb::new(&server, "shards", "template1");
+    let url = pg.url();
+    let seed = FIXTURE_SEED.to_string();
+    run(fleetctl(&[
+        "--db",
+        &url,
+        "generate",
+        "--ahora",
+        FIXTURE_AHORA,
+        "--seed",
+        &seed,
+    ]))
+    .ok();
+    // The derived rows are wiped, so only the shards' analysis can bring them back.
+    pg.client()
+        .batch_execute(
+            "TRUNCATE fleetctl.stops, fleetctl.trips, fleetctl.events, fleetctl.visits, \
+             fleetctl.daily, fleetctl.latest_fix",
+        )
+        .unwrap();
+    let shard = |which: &str| {
+        fleetctl(&["--db", &url, "analyze", "--shard", which])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (shard("1/2"), shard("2/2"));
+    let mut vehicles = 0;
+    for child in [first, second] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("vehicles"))
+            .unwrap_or_default();
+        vehicles += line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(0);
+    }
+    assert_eq!(
+        vehicles, 15,
+        "the two shards split the 15 vehicles between them"
+    );
+    assert_same_answers(fixture_db(), &url);
+
+    let refused = run(fleetctl(&["--db", &url, "analyze", "--shard", "3/2"])).fails(2);
+    assert!(refused.stderr.contains("1 ≤ I ≤ N"), "{}", refused.stderr);
+    let on_sqlite = run(fleetctl(&[
+        "--db",
+        fixture_db().to_str().unwrap(),
+        "analyze",
+        "--shard",
+        "1/2",
+    ]))
+    .fails(2);
+    assert!(
+        on_sqlite.stderr.contains("one process at a time"),
+        "{}",
+        on_sqlite.stderr
+    );
 }

@@ -264,6 +264,55 @@ pub fn settings_in_postgres(
     ))
 }
 
+/// Re-runs detection over a fleet on PostgreSQL, or over one shard of it (`shard`:
+/// `(I, N)`, the vehicles a stable hash of their id puts in shard I of N), with the
+/// stored thresholds as `adjust` changes them (and stores them so). Each vehicle is
+/// analysed in a transaction of its own under its advisory lock, so several
+/// analysers (other shards, or live analysis) run at once and a failure or a kill
+/// leaves every vehicle wholly analysed, before or after.
+pub fn reanalyze_postgres(
+    target: &store::pg::Target,
+    adjust: &dyn Fn(&mut Thresholds),
+    shard: (u32, u32),
+    progress: &mut dyn FnMut(f64),
+) -> Result<AnalyzeSummary> {
+    let started = std::time::Instant::now();
+    let conn = store::pg::open_reader(target)?;
+    let mut thresholds = stored_thresholds(&conn)?;
+    adjust(&mut thresholds);
+    thresholds.validate()?;
+    store::pg::write_meta(&conn, &thresholds.to_meta())?;
+    let ctx = stored_context(&conn)?;
+    let vehicles: Vec<i64> = store::read::vehicles(&conn)?
+        .into_iter()
+        .map(|(v, _)| v.id)
+        .filter(|&id| store::pg::in_shard(id, shard))
+        .collect();
+    let mut summary = AnalyzeSummary::default();
+    let mut counts = std::collections::BTreeMap::new();
+    let mut odometer = std::collections::BTreeMap::new();
+    for (done, &vehicle_id) in vehicles.iter().enumerate() {
+        let (fixes, a) = store::pg::analyse_vehicle(&conn, vehicle_id, &|fixes| {
+            analyze::analyze_vehicle(fixes, &ctx)
+        })?;
+        summary.vehicles += 1;
+        summary.fixes += fixes;
+        summary.stops += a.stops.len();
+        summary.trips += a.trips.len();
+        for e in &a.events {
+            *counts.entry(e.kind).or_insert(0usize) += 1;
+        }
+        for why in a.daily.iter().filter_map(|d| d.odometer_rejected) {
+            *odometer.entry(why.as_str()).or_insert(0usize) += 1;
+        }
+        progress((done + 1) as f64 / vehicles.len() as f64);
+    }
+    summary.events = counts.into_iter().map(|(k, n)| (k.as_str(), n)).collect();
+    summary.odometer_rejected = odometer.into_iter().collect();
+    summary.seconds = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
 /// Re-runs detection over the database at `path`, with the stored thresholds as
 /// `adjust` changes them (and stores them so), in one write transaction: committed
 /// when complete, rolled back on any failure. Thresholds not adjusted keep their

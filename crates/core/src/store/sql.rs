@@ -246,6 +246,15 @@ impl PgConn {
         }
     }
 
+    /// Runs `f` on the connection itself (the store's PostgreSQL writers: COPY,
+    /// transactions, locks).
+    pub(crate) fn with_client<T>(
+        &self,
+        f: impl FnOnce(&mut postgres::Client) -> Result<T>,
+    ) -> Result<T> {
+        f(&mut self.client.borrow_mut())
+    }
+
     /// Where this connection goes, for messages (the password masked).
     pub fn target(&self) -> &super::pg::Target {
         &self.target

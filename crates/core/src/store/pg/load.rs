@@ -175,7 +175,7 @@ fn copy_table(
 }
 
 /// Text in COPY's text format: backslash, tab, newline and carriage return escaped.
-fn escape_into(line: &mut String, text: &str) {
+pub(super) fn escape_into(line: &mut String, text: &str) {
     for c in text.chars() {
         match c {
             '\\' => line.push_str("\\\\"),

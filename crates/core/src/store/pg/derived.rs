@@ -1,0 +1,330 @@
+//! Detection's results into PostgreSQL, one vehicle per transaction: the vehicle's
+//! advisory lock taken first (two analysers, two shards or a batch and a live one,
+//! never analyse one vehicle at once), its fixes read, detection run, its derived
+//! rows replaced with `COPY`, and all committed together, so a killed analyser
+//! leaves each vehicle analysed before or after, never half.
+
+use super::Target;
+use super::load::escape_into;
+use crate::error::{Error, Result};
+use crate::model::{Fix, VehicleAnalysis};
+use crate::store::sql::PgConn;
+use crate::store::{event_kinds, positions, read};
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+/// The advisory lock class of a vehicle's analysis (the vehicle id is the other key).
+const ANALYSIS_LOCK: i32 = 0x666c_7461; // "flta"
+
+/// Analyses one vehicle in a transaction of its own: waits for its lock, reads its
+/// fixes, runs `detect` on them and replaces its derived rows. Returns how many
+/// fixes were read and what was found.
+pub fn analyse_vehicle(
+    conn: &PgConn,
+    vehicle_id: i64,
+    detect: &dyn Fn(&[Fix]) -> VehicleAnalysis,
+) -> Result<(usize, VehicleAnalysis)> {
+    let target = conn.target().clone();
+    conn.with_client(|client| {
+        client
+            .batch_execute(&format!(
+                "BEGIN; SELECT pg_advisory_xact_lock({ANALYSIS_LOCK}, {vehicle_id}::int4)"
+            ))
+            .map_err(|e| target.failed("lock a vehicle in", e))
+    })?;
+    let done = (|| {
+        let mut fixes = Vec::new();
+        read::positions_between(conn, vehicle_id, i64::MIN, i64::MAX, &mut |f, _| {
+            fixes.push(*f)
+        })?;
+        let found = detect(&fixes);
+        conn.with_client(|client| write_analysis(client, &target, vehicle_id, &found))?;
+        Ok((fixes.len(), found))
+    })();
+    conn.with_client(|client| {
+        let end = if done.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        client
+            .batch_execute(end)
+            .map_err(|e| target.failed("write", e))
+    })?;
+    done
+}
+
+/// Replaces one vehicle's derived rows with `a`'s (inside the caller's transaction).
+fn write_analysis(
+    client: &mut postgres::Client,
+    target: &Target,
+    vehicle_id: i64,
+    a: &VehicleAnalysis,
+) -> Result<()> {
+    for table in ["stops", "trips", "events", "latest_fix", "visits", "daily"] {
+        client
+            .execute(
+                &format!("DELETE FROM fleetctl.{table} WHERE vehicle_id = $1"),
+                &[&vehicle_id],
+            )
+            .map_err(|e| target.failed("write", e))?;
+    }
+    let mut rows = Rows::default();
+    if let Some(f) = &a.latest {
+        rows.line(&[
+            Cell::Int(f.vehicle_id),
+            Cell::Int(f.ts),
+            Cell::Real(f.lat),
+            Cell::Real(f.lon),
+            Cell::Real(f.speed_kmh),
+            Cell::Flag(f.speed_derived),
+            Cell::OptReal(f.heading_deg),
+            Cell::OptFlag(f.ignition),
+            Cell::OptReal(f.odometer_km),
+        ]);
+    }
+    rows.copy(client, target, "latest_fix", crate::store::FIX_COLUMNS)?;
+    // Ids number a vehicle's rows in detection's order (the key is the vehicle's
+    // and the id): equal instants keep their order, as in SQLite.
+    for (id, s) in (1..).zip(&a.stops) {
+        rows.line(&[
+            Cell::Int(s.vehicle_id),
+            Cell::Int(id),
+            Cell::Int(s.start_ts),
+            Cell::Int(s.end_ts),
+            Cell::Real(s.lat),
+            Cell::Real(s.lon),
+            Cell::Int(s.idle_s),
+            Cell::Int(s.parked_s),
+            Cell::Flag(s.ongoing),
+            Cell::Text(&s.place),
+            Cell::Int(s.unknown_s),
+        ]);
+    }
+    rows.copy(
+        client,
+        target,
+        "stops",
+        "vehicle_id, id, start_ts, end_ts, lat, lon, idle_s, parked_s, ongoing, place, unknown_s",
+    )?;
+    for (id, t) in (1..).zip(&a.trips) {
+        rows.line(&[
+            Cell::Int(t.vehicle_id),
+            Cell::Int(id),
+            Cell::Int(t.start_ts),
+            Cell::Int(t.end_ts),
+            Cell::Real(t.distance_km),
+            Cell::Real(t.max_speed_kmh),
+            Cell::Int(positions::e7(t.start_lat)),
+            Cell::Int(positions::e7(t.start_lon)),
+            Cell::Int(positions::e7(t.end_lat)),
+            Cell::Int(positions::e7(t.end_lon)),
+            Cell::Real(t.gap_km),
+            Cell::Int(t.moving_s),
+            Cell::Int(t.idle_s),
+            Cell::OptReal(t.odometer_km),
+        ]);
+    }
+    rows.copy(
+        client,
+        target,
+        "trips",
+        "vehicle_id, id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat_e7, start_lon_e7, \
+         end_lat_e7, end_lon_e7, gap_km, moving_s, idle_s, odometer_km",
+    )?;
+    for (id, e) in (1..).zip(&a.events) {
+        let detail = serde_json::to_string(&e.detail).map_err(|err| {
+            Error::internal(format!("an event's detail did not serialise: {err}"))
+        })?;
+        rows.line(&[
+            Cell::Int(e.vehicle_id),
+            Cell::Int(id),
+            Cell::Int(event_kinds::code(e.kind)),
+            Cell::Int(e.start_ts),
+            Cell::Int(e.end_ts),
+            Cell::Real(e.lat),
+            Cell::Real(e.lon),
+            Cell::Text(&detail),
+        ]);
+    }
+    rows.copy(
+        client,
+        target,
+        "events",
+        "vehicle_id, id, kind, start_ts, end_ts, lat, lon, detail",
+    )?;
+    for v in &a.visits {
+        rows.line(&[
+            Cell::Int(v.vehicle_id),
+            Cell::Int(v.geofence_id),
+            Cell::Int(v.enter_ts),
+            Cell::OptInt(v.exit_ts),
+        ]);
+    }
+    rows.copy(
+        client,
+        target,
+        "visits",
+        "vehicle_id, geofence_id, enter_ts, exit_ts",
+    )?;
+    for d in &a.daily {
+        rows.line(&[
+            Cell::Int(d.vehicle_id),
+            Cell::Text(&d.date),
+            Cell::Real(d.gps_distance_km),
+            Cell::OptReal(d.odometer_distance_km),
+            Cell::Real(d.moving_min),
+            Cell::Real(d.idle_min),
+            Cell::Real(d.parked_min),
+            Cell::Int(d.trips),
+            Cell::Int(d.stops),
+            Cell::Real(d.max_speed_kmh),
+            Cell::Real(d.avg_moving_speed_kmh),
+            Cell::Int(d.first_ts),
+            Cell::Int(d.last_ts),
+            Cell::Int(d.signal_losses),
+            Cell::Real(d.gap_km),
+            Cell::OptText(d.odometer_rejected.map(|r| r.as_str())),
+            Cell::Int(d.events),
+        ]);
+    }
+    rows.copy(
+        client,
+        target,
+        "daily",
+        "vehicle_id, date, gps_distance_km, odometer_distance_km, moving_min, idle_min, parked_min, \
+         trips, stops, max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses, gap_km, \
+         odometer_rejected, events",
+    )?;
+    Ok(())
+}
+
+/// A value in COPY's text format.
+enum Cell<'a> {
+    Int(i64),
+    OptInt(Option<i64>),
+    Real(f64),
+    OptReal(Option<f64>),
+    Flag(bool),
+    OptFlag(Option<bool>),
+    Text(&'a str),
+    OptText(Option<&'a str>),
+}
+
+/// Lines of one table's COPY, sent when [`Rows::copy`] is called.
+#[derive(Default)]
+struct Rows(String);
+
+impl Rows {
+    fn line(&mut self, cells: &[Cell]) {
+        for (i, cell) in cells.iter().enumerate() {
+            if i > 0 {
+                self.0.push('\t');
+            }
+            // Floats are written as the shortest text that reads back as the same
+            // number, so a figure is the same in either store.
+            let _ = match *cell {
+                Cell::Int(v) | Cell::OptInt(Some(v)) => write!(self.0, "{v}"),
+                Cell::Real(v) | Cell::OptReal(Some(v)) => write!(self.0, "{v}"),
+                Cell::Flag(v) | Cell::OptFlag(Some(v)) => {
+                    write!(self.0, "{}", if v { 't' } else { 'f' })
+                }
+                Cell::Text(t) | Cell::OptText(Some(t)) => {
+                    escape_into(&mut self.0, t);
+                    Ok(())
+                }
+                Cell::OptInt(None)
+                | Cell::OptReal(None)
+                | Cell::OptFlag(None)
+                | Cell::OptText(None) => {
+                    write!(self.0, "\\N")
+                }
+            };
+        }
+        self.0.push('\n');
+    }
+
+    /// Sends the lines into `table`'s `columns` and starts again empty.
+    fn copy(
+        &mut self,
+        client: &mut postgres::Client,
+        target: &Target,
+        table: &str,
+        columns: &str,
+    ) -> Result<()> {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        let mut sink = client
+            .copy_in(&format!("COPY fleetctl.{table} ({columns}) FROM STDIN"))
+            .map_err(|e| target.failed("write", e))?;
+        sink.write_all(self.0.as_bytes()).map_err(|e| {
+            Error::new(
+                crate::error::ErrorCode::DbUnavailable,
+                format!("writing {table} to {} failed: {e}", target.display()),
+            )
+        })?;
+        sink.finish().map_err(|e| target.failed("write", e))?;
+        self.0.clear();
+        Ok(())
+    }
+}
+
+/// Vehicle `vehicle_id` belongs to shard `index` (1-based) of `count`: a stable hash
+/// of the id, so that every machine splits a fleet the same way.
+pub fn in_shard(vehicle_id: i64, (index, count): (u32, u32)) -> bool {
+    // SplitMix64's finaliser: consecutive ids spread evenly over the shards.
+    let mut x = vehicle_id as u64;
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    x % u64::from(count) == u64::from(index - 1)
+}
+
+/// Writes `meta` entries (the thresholds an analysis used), each in its own statement.
+pub fn write_meta(conn: &PgConn, entries: &[(&str, String)]) -> Result<()> {
+    let target = conn.target().clone();
+    conn.with_client(|client| {
+        let mut tx = client
+            .transaction()
+            .map_err(|e| target.failed("write", e))?;
+        for (key, value) in entries {
+            tx.execute(
+                "INSERT INTO fleetctl.meta (key, value) VALUES ($1, $2) \
+                 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                &[key, value],
+            )
+            .map_err(|e| target.failed("write", e))?;
+        }
+        tx.commit().map_err(|e| target.failed("write", e))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_split_a_fleet_evenly_and_each_vehicle_once() {
+        let ids = 1..=1000i64;
+        let counts: Vec<usize> = (1..=3)
+            .map(|i| ids.clone().filter(|&id| in_shard(id, (i, 3))).count())
+            .collect();
+        assert_eq!(counts.iter().sum::<usize>(), 1000);
+        assert!(
+            counts.iter().all(|&n| (300..=367).contains(&n)),
+            "{counts:?}"
+        );
+        assert!(ids.clone().all(|id| in_shard(id, (1, 1))));
+    }
+
+    #[test]
+    fn copy_lines_write_nulls_flags_and_exact_floats() {
+        let mut rows = Rows::default();
+        rows.line(&[
+            Cell::Int(-3),
+            Cell::OptInt(None),
+            Cell::Real(0.1 + 0.2),
+            Cell::Flag(true),
+            Cell::OptFlag(Some(false)),
+            Cell::Text("a\tb"),
+        ]);
+        assert_eq!(rows.0, "-3\t\\N\t0.30000000000000004\tt\tf\ta\\tb\n");
+    }
+}
