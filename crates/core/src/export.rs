@@ -595,13 +595,17 @@ fn positions_in_parallel(
 ) -> Result<()> {
     type Job = Vec<(i64, String, Date, (i64, i64))>;
     let path = db.path.clone();
+    let postgres = db.postgres().cloned();
     let zone = &db.zone;
     let work = |job: Job| -> Result<Vec<Chunk>> {
-        let conn = crate::store::open_read_only(&path)?;
+        let conn: Box<dyn crate::store::sql::Sql> = match &postgres {
+            Some(target) => Box::new(crate::store::pg::open_reader(target)?),
+            None => Box::new(crate::store::open_read_only(&path)?),
+        };
+        let conn = conn.as_ref();
         let mut chunks = Vec::with_capacity(job.len());
         for (vehicle_id, plate, date, bounds) in job {
-            if let Some(chunk) =
-                positions_day(&conn, zone, vehicle_id, plate, date, bounds, tracks)?
+            if let Some(chunk) = positions_day(conn, zone, vehicle_id, plate, date, bounds, tracks)?
             {
                 chunks.push(chunk);
             }
@@ -704,7 +708,7 @@ fn vehicle_day(
 }
 
 fn positions_day(
-    conn: &rusqlite::Connection,
+    conn: &dyn crate::store::sql::Sql,
     zone: &FleetZone,
     vehicle_id: i64,
     plate: String,
