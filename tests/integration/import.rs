@@ -1518,3 +1518,45 @@ fn mistakes_get_the_hint_that_fixes_them() {
     import(&db, &plated).ok();
     import(&db, &plated).ok();
 }
+
+#[test]
+fn regression_a_track_imported_again_adds_nothing_not_even_the_jump_it_refused() {
+    // The walk has one glitch (0.2 km in 2 s) the first import refuses. Imported
+    // again, its neighbour is already stored, not kept: the jump used to be judged
+    // from an older fix, pass, and be added on the second import.
+    let dir = TempDir::new("reimport-jump");
+    let db = dir.join("fleet.db");
+    let gpx = format!("{REAL}/walk-cerknica-lake.gpx");
+    let args = [
+        "--time-zone",
+        "Europe/Ljubljana",
+        "--plate",
+        "WALK",
+        gpx.as_str(),
+    ];
+    let first = import(&db, &args).ok();
+    assert!(
+        first
+            .stdout
+            .contains("impossible_jump                    1"),
+        "{}",
+        first.stdout
+    );
+    let second = import(&db, &args).ok();
+    assert!(
+        second.stdout.contains("No fixes added"),
+        "{}",
+        second.stdout
+    );
+    assert!(
+        second
+            .stdout
+            .contains("impossible_jump                    1"),
+        "{}",
+        second.stdout
+    );
+    let count: i64 = open(&db)
+        .query_row("SELECT COUNT(*) FROM positions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(count, 295);
+}

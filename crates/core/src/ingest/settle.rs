@@ -82,6 +82,9 @@ impl Window {
 pub struct Carry {
     appended: Option<Staged>,
     held: Option<Staged>,
+    /// The last row that stands (kept, or already stored), when it is newer than
+    /// `held`: the next row's jump is judged from it.
+    stands: Option<Staged>,
 }
 
 /// A row's time in milliseconds.
@@ -108,8 +111,10 @@ pub struct Settled {
 ///   values, never by its position in the file; the others are exact duplicates.
 /// - Rows at one instant with different places all go (conflicting duplicates): the
 ///   data cannot say which is right. A stored fix at that instant wins over any row.
-/// - A row whose distance from the previous kept fix implies over 250 km/h (and over
-///   50 m, above GPS noise) is an impossible jump.
+/// - A row whose distance from the previous fix that stands (kept, or already
+///   stored) implies over 250 km/h (and over 50 m, above GPS noise) is an impossible
+///   jump. Judging from a stored fix too makes an import idempotent: a file imported
+///   again adds nothing, not the jumps the first import refused.
 /// - A missing speed is the distance between the neighbouring kept fixes over their
 ///   time apart (one-sided at the ends; 0 for a lone fix), marked derived.
 pub fn settle_vehicle(
@@ -136,6 +141,8 @@ pub fn settle_window(
     let appended_already = usize::from(carry.appended.is_some());
     kept.extend(carry.appended);
     kept.extend(carry.held);
+    // The last fix that stands, kept or stored: the jump rule's reference.
+    let mut stands: Option<Staged> = carry.stands.or_else(|| kept.last().cloned());
     let mut rejected = Vec::new();
     let rows = place_repeated_times(rows, &mut rejected);
     let mut rows = rows.into_iter().peekable();
@@ -149,6 +156,9 @@ pub fn settle_window(
         }
         let (ts, ms) = (group[0].fix.ts, group[0].ts_ms);
         if let Some((lat, lon)) = stored_at(ts, ms)? {
+            let mut stored = group[0].clone();
+            (stored.fix.lat, stored.fix.lon) = (lat, lon);
+            stands = Some(stored);
             for s in group.drain(..) {
                 let reason = if same_place(&s.fix, lat, lon) {
                     R::AlreadyStored
@@ -202,7 +212,7 @@ pub fn settle_window(
             let detail = format!("same as line {}", keep.line);
             rejected.push((s, R::ExactDuplicate, detail));
         }
-        if let Some(prev) = kept.last()
+        if let Some(prev) = &stands
             && could_be_jump(prev, &keep, teleport_kmh)
         {
             let d_m = haversine_m(
@@ -221,6 +231,7 @@ pub fn settle_window(
                 continue;
             }
         }
+        stands = Some(keep.clone());
         kept.push(keep);
     }
     derive_speeds(&mut kept);
@@ -228,9 +239,11 @@ pub fn settle_window(
         Carry::default()
     } else {
         let held = kept.pop();
+        let stands = stands.filter(|s| held.as_ref().is_none_or(|h| millis(s) > millis(h)));
         Carry {
             appended: kept.last().cloned(),
             held,
+            stands,
         }
     };
     let kept = kept.split_off(appended_already.min(kept.len()));
