@@ -321,10 +321,11 @@ fn on_postgres(url: &str, command: Command) -> Result<()> {
         Command::Serve(args) => serve(PathBuf::from(url), args),
         Command::Analyze(args) => analyze(PathBuf::from(url), args),
         Command::Export(args) => export::run(PathBuf::from(url), args),
+        Command::Import(args) => import::run(PathBuf::from(url), args),
         other => Err(Error::new(
             ErrorCode::InvalidArgument,
             format!(
-                "--db {}: `{}` runs on a SQLite file only in this fleetctl; on PostgreSQL, `init`, `migrate`, `settings`, `generate`, `analyze`, `query`, `map`, `chart`, `export` and `serve` do",
+                "--db {}: `{}` runs on a SQLite file only in this fleetctl; on PostgreSQL, `init`, `migrate`, `settings`, `generate`, `import`, `analyze`, `query`, `map`, `chart`, `export` and `serve` do",
                 target.display(),
                 command_name(&other)
             ),

@@ -12,34 +12,45 @@ use std::path::{Path, PathBuf};
 
 const REAL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/real");
 
+/// Every real fixture and the flags it is imported with: its own zone, units, plate.
+pub(crate) const REAL_FILES: [(&str, &[&str]); 6] = [
+    (
+        "bus-austin-capmetro-2015-03-08.csv",
+        &["--time-zone", "America/Chicago", "--speed-unit", "mph"],
+    ),
+    (
+        "bus-minneapolis-metrotransit-avl.csv",
+        &["--time-zone", "America/Chicago", "--speed-unit", "mps"],
+    ),
+    (
+        "car-visnjan-etrex20x.gpx",
+        &["--time-zone", "Europe/Zagreb", "--plate", "CAR"],
+    ),
+    (
+        "walk-cerknica-lake.gpx",
+        &["--time-zone", "Europe/Ljubljana", "--plate", "WALK"],
+    ),
+    (
+        "run-los-gatos-garmin.gpx",
+        &["--time-zone", "America/Los_Angeles", "--plate", "RUN"],
+    ),
+    (
+        "walk-sparse-tower-collector.gpx",
+        &["--time-zone", "Europe/Berlin", "--plate", "TOWER"],
+    ),
+];
+
+/// The import flags of a real fixture.
+pub(crate) fn real_import_flags(file: &str) -> &'static [&'static str] {
+    REAL_FILES
+        .iter()
+        .find(|(f, _)| *f == file)
+        .map_or(&[], |(_, flags)| flags)
+}
+
 /// Every real fixture, imported as a fleet operator would, with its own zone.
 pub(crate) fn real_databases(dir: &TempDir) -> Vec<(&'static str, PathBuf)> {
-    let files: [(&str, &[&str]); 6] = [
-        (
-            "bus-austin-capmetro-2015-03-08.csv",
-            &["--time-zone", "America/Chicago", "--speed-unit", "mph"],
-        ),
-        (
-            "bus-minneapolis-metrotransit-avl.csv",
-            &["--time-zone", "America/Chicago", "--speed-unit", "mps"],
-        ),
-        (
-            "car-visnjan-etrex20x.gpx",
-            &["--time-zone", "Europe/Zagreb", "--plate", "CAR"],
-        ),
-        (
-            "walk-cerknica-lake.gpx",
-            &["--time-zone", "Europe/Ljubljana", "--plate", "WALK"],
-        ),
-        (
-            "run-los-gatos-garmin.gpx",
-            &["--time-zone", "America/Los_Angeles", "--plate", "RUN"],
-        ),
-        (
-            "walk-sparse-tower-collector.gpx",
-            &["--time-zone", "Europe/Berlin", "--plate", "TOWER"],
-        ),
-    ];
+    let files = REAL_FILES;
     files
         .into_iter()
         .map(|(file, flags)| {

@@ -260,9 +260,9 @@ fn a_refused_password_a_future_schema_and_a_command_not_on_postgres_are_said_cle
         said.stderr
     );
 
-    let said = run(fleetctl(&["--db", &url, "import", "fleet.csv"])).fails(2);
+    let said = run(fleetctl(&["--db", &url, "prune", "--older-than", "400d"])).fails(2);
     assert!(
-        said.stderr.contains("`import` runs on a SQLite file only"),
+        said.stderr.contains("`prune` runs on a SQLite file only"),
         "{}",
         said.stderr
     );
@@ -625,10 +625,14 @@ fn assert_same_answers(sqlite: &Path, url: &str) {
     let postgres = Path::new(url);
     let scratch = TempDir::new("pg-snapshots");
     for (name, words) in snapshot_cases(sqlite, scratch.path()) {
-        assert_eq!(
+        let (a, b) = (
             without_cursors(answer_json(postgres, &words)),
             without_cursors(answer_json(sqlite, &words)),
-            "{name} ({words:?}) answers otherwise on PostgreSQL"
+        );
+        assert!(
+            a == b,
+            "{name} ({words:?}) answers otherwise on PostgreSQL: {}",
+            first_difference(&a, &b, "")
         );
     }
     let week = |v: &[&str]| {
@@ -776,4 +780,116 @@ fn a_fleet_analysed_in_two_shards_at_once_answers_as_sqlite_does() {
         "{}",
         on_sqlite.stderr
     );
+}
+
+#[test]
+fn real_tracks_imported_into_postgres_answer_as_in_sqlite_and_a_failed_import_leaves_nothing() {
+    let Some(server) = server() else { return };
+    let dir = TempDir::new("pg-real");
+    for (i, (file, sqlite)) in crate::distance::real_databases(&dir)
+        .into_iter()
+        .enumerate()
+    {
+        let pg = TestDb::new(&server, &format!("real{i}"), "template1");
+        let url = pg.url();
+        // The same flags as the SQLite import: its zone, units and plate.
+        let flags = crate::distance::real_import_flags(file);
+        let path = format!("{}/fixtures/real/{file}", env!("CARGO_MANIFEST_DIR"));
+        let mut args = vec!["--db", url.as_str(), "import", &path];
+        args.extend_from_slice(flags);
+        run(fleetctl(&args)).ok();
+        // A second import of the same file adds nothing, as in SQLite.
+        let again = run(fleetctl(&args)).ok();
+        assert!(
+            again.stdout.contains("No fixes added"),
+            "{file}: {}",
+            again.stdout
+        );
+        let plate: String = pg
+            .client()
+            .query_one(
+                "SELECT plate FROM fleetctl.vehicles ORDER BY id LIMIT 1",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        for words in [
+            &["query", "mileage"][..],
+            &["query", "daily"],
+            &["query", "stopped"],
+            &["query", "trips"],
+            &["query", "stops"],
+            &["query", "events"],
+            &["query", "alerts"],
+            &["query", "vehicles"],
+            &["query", "position", &plate],
+            &["query", "trip", &plate],
+        ] {
+            let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+            let (a, b) = (
+                without_cursors(answer_json(Path::new(&url), &words)),
+                without_cursors(answer_json(&sqlite, &words)),
+            );
+            assert!(
+                a == b,
+                "{file}: {words:?} answers otherwise on PostgreSQL: {}",
+                first_difference(&a, &b, "")
+            );
+        }
+    }
+    // An import that fails (no zone for a new fleet) creates nothing.
+    let pg = TestDb::new(&server, "refused", "template1");
+    let gpx = format!(
+        "{}/fixtures/real/walk-cerknica-lake.gpx",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let said = run(fleetctl(&[
+        "--db",
+        &pg.url(),
+        "import",
+        &gpx,
+        "--plate",
+        "WALK",
+    ]))
+    .fails(2);
+    assert!(said.stderr.contains("--time-zone"), "{}", said.stderr);
+    assert!(
+        pg.fleetctl_tables().is_empty(),
+        "{:?}",
+        pg.fleetctl_tables()
+    );
+}
+
+/// Where two answers first differ: the path and both values (short, unlike the
+/// whole answers).
+fn first_difference(a: &serde_json::Value, b: &serde_json::Value, path: &str) -> String {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, v) in x {
+                match y.get(k) {
+                    Some(w) if v != w => return first_difference(v, w, &format!("{path}.{k}")),
+                    None => return format!("{path}.{k} only on PostgreSQL"),
+                    _ => {}
+                }
+            }
+            format!(
+                "{path}: keys {:?} against {:?}",
+                x.keys().collect::<Vec<_>>(),
+                y.keys().collect::<Vec<_>>()
+            )
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find(|(_, (v, w))| v != w)
+            .map_or(String::new(), |(i, (v, w))| {
+                first_difference(v, w, &format!("{path}[{i}]"))
+            }),
+        _ => {
+            let short = |v: &Value| v.to_string().chars().take(300).collect::<String>();
+            format!("{path}: {} on PostgreSQL, {} on SQLite", short(a), short(b))
+        }
+    }
 }

@@ -288,29 +288,69 @@ pub fn reanalyze_postgres(
         .map(|(v, _)| v.id)
         .filter(|&id| store::pg::in_shard(id, shard))
         .collect();
-    let mut summary = AnalyzeSummary::default();
-    let mut counts = std::collections::BTreeMap::new();
-    let mut odometer = std::collections::BTreeMap::new();
+    let mut tally = Tally::default();
     for (done, &vehicle_id) in vehicles.iter().enumerate() {
         let (fixes, a) = store::pg::analyse_vehicle(&conn, vehicle_id, &|fixes| {
             analyze::analyze_vehicle(fixes, &ctx)
         })?;
-        summary.vehicles += 1;
-        summary.fixes += fixes;
-        summary.stops += a.stops.len();
-        summary.trips += a.trips.len();
-        for e in &a.events {
-            *counts.entry(e.kind).or_insert(0usize) += 1;
-        }
-        for why in a.daily.iter().filter_map(|d| d.odometer_rejected) {
-            *odometer.entry(why.as_str()).or_insert(0usize) += 1;
-        }
+        tally.add(fixes, &a);
         progress((done + 1) as f64 / vehicles.len() as f64);
     }
-    summary.events = counts.into_iter().map(|(k, n)| (k.as_str(), n)).collect();
-    summary.odometer_rejected = odometer.into_iter().collect();
-    summary.seconds = started.elapsed().as_secs_f64();
-    Ok(summary)
+    Ok(tally.summary(started))
+}
+
+/// Re-runs detection for some vehicles of a PostgreSQL fleet (those an import
+/// touched), with its stored thresholds, inside the caller's transaction.
+pub fn detect_vehicles_postgres(
+    conn: &store::sql::PgConn,
+    vehicle_ids: &[i64],
+) -> Result<AnalyzeSummary> {
+    let started = std::time::Instant::now();
+    let ctx = stored_context(conn)?;
+    let mut tally = Tally::default();
+    for &vehicle_id in vehicle_ids {
+        let (fixes, a) = store::pg::analyse_vehicle_in(conn, vehicle_id, &|fixes| {
+            analyze::analyze_vehicle(fixes, &ctx)
+        })?;
+        tally.add(fixes, &a);
+    }
+    Ok(tally.summary(started))
+}
+
+/// What analyses found, added up vehicle by vehicle.
+#[derive(Default)]
+struct Tally {
+    summary: AnalyzeSummary,
+    events: std::collections::BTreeMap<crate::model::EventKind, usize>,
+    odometer: std::collections::BTreeMap<&'static str, usize>,
+}
+
+impl Tally {
+    fn add(&mut self, fixes: usize, a: &VehicleAnalysis) {
+        self.summary.vehicles += 1;
+        self.summary.fixes += fixes;
+        self.summary.stops += a.stops.len();
+        self.summary.trips += a.trips.len();
+        for e in &a.events {
+            *self.events.entry(e.kind).or_insert(0) += 1;
+        }
+        for why in a.daily.iter().filter_map(|d| d.odometer_rejected) {
+            *self.odometer.entry(why.as_str()).or_insert(0) += 1;
+        }
+    }
+
+    fn summary(self, started: std::time::Instant) -> AnalyzeSummary {
+        AnalyzeSummary {
+            events: self
+                .events
+                .into_iter()
+                .map(|(k, n)| (k.as_str(), n))
+                .collect(),
+            odometer_rejected: self.odometer.into_iter().collect(),
+            seconds: started.elapsed().as_secs_f64(),
+            ..self.summary
+        }
+    }
 }
 
 /// Re-runs detection over the database at `path`, with the stored thresholds as

@@ -692,22 +692,35 @@ pub fn import(
         .as_deref()
         .map(FleetZone::named)
         .transpose()?;
-    let created = matches!(store::probe(&opts.db)?, Probe::Missing);
-    let spill_dir = opts
-        .db
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), |p| p.to_path_buf());
-    let spill_prefix = format!(
-        ".{}.import-",
-        opts.db
-            .file_name()
-            .map_or_else(|| "fleet.db".into(), |n| n.to_string_lossy().into_owned())
-    );
+    let postgres = if store::pg::is_url(&opts.db) {
+        Some(store::pg::Target::parse(&opts.db.to_string_lossy())?)
+    } else {
+        None
+    };
+    let created = postgres.is_none() && matches!(store::probe(&opts.db)?, Probe::Missing);
+    // Sort runs go beside the file, or (PostgreSQL) in the temporary folder.
+    let (spill_dir, spill_prefix) = match &postgres {
+        Some(target) => (
+            std::env::temp_dir(),
+            format!(".fleetctl-{}.import-", target.database()),
+        ),
+        None => (
+            opts.db
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("."), |p| p.to_path_buf()),
+            format!(
+                ".{}.import-",
+                opts.db
+                    .file_name()
+                    .map_or_else(|| "fleet.db".into(), |n| n.to_string_lossy().into_owned())
+            ),
+        ),
+    };
     // A killed import's sort runs go, whether or not this one needs to sort.
     crate::scratch::remove_abandoned(&spill_dir, &spill_prefix);
     // `undo` takes back what a stream wrote before it met a row out of order.
-    let mut run = |conn: &rusqlite::Connection,
+    let mut run = |conn: Backend,
                    zone: FleetZone,
                    undo: &dyn Fn() -> Result<()>,
                    before_detection: &dyn Fn() -> Result<()>|
@@ -724,9 +737,9 @@ pub fn import(
             broken: false,
         };
         // The fleet's own jump rule (defaults for a new database).
-        let teleport_kmh = pipeline::stored_thresholds(conn)?.teleport_kmh;
+        let teleport_kmh = pipeline::stored_thresholds(conn.sql())?.teleport_kmh;
         let mut ingest = Ingest::new(
-            Importer::start(conn),
+            conn.importer(),
             stream,
             checker.clone(),
             rejects,
@@ -739,7 +752,7 @@ pub fn import(
             rejects.restart()?;
             let sorter = sort::Sorter::new(spill_dir.clone(), &spill_prefix);
             let mut sorted = Ingest::new(
-                Importer::start(conn),
+                conn.importer(),
                 Order::Sort(sorter),
                 checker,
                 rejects,
@@ -759,11 +772,54 @@ pub fn import(
         let analysis = if touched.is_empty() {
             None
         } else {
-            Some(pipeline::detect_vehicles(conn, &touched, &mut |_| {})?)
+            Some(match conn {
+                Backend::Sqlite(c) => pipeline::detect_vehicles(c, &touched, &mut |_| {})?,
+                Backend::Postgres(c) => pipeline::detect_vehicles_postgres(c, &touched)?,
+            })
         };
         Ok((zone, files, vehicles, analysis))
     };
-    let (zone, files, vehicles, analysis) = if created {
+    let (zone, files, vehicles, analysis) = if let Some(target) = &postgres {
+        let (conn, new) = store::pg::import::begin(target, wanted.as_ref())?;
+        let outcome = (|| {
+            let zone = store::read_zone(&conn)?;
+            if let Some(w) = wanted.as_ref().filter(|w| **w != zone) {
+                return Err(Error::invalid(format!(
+                    "{} keeps its times in {}, not {}",
+                    target.display(),
+                    zone.name,
+                    w.name
+                ))
+                .with_hint("leave out --time-zone, or import into a new database"));
+            }
+            store::pg::import::execute(&conn, "SAVEPOINT stream")?;
+            let undo = || store::pg::import::execute(&conn, "ROLLBACK TO SAVEPOINT stream");
+            let out = run(Backend::Postgres(&conn), zone, &undo, &|| Ok(()))?;
+            if new && out.2.is_empty() {
+                return Err(Error::new(
+                    ErrorCode::NoData,
+                    format!(
+                        "no row could be imported, so no fleet was created: {}",
+                        rejected_by_reason(&out.1)
+                    ),
+                )
+                .with_hint(nothing_imported_hint(&out.1)));
+            }
+            Ok(out)
+        })();
+        // One transaction: committed whole, or rolled back (the server does so by
+        // itself if the connection is lost first).
+        match outcome {
+            Ok(out) => {
+                store::pg::import::execute(&conn, "COMMIT")?;
+                out
+            }
+            Err(e) => {
+                let _ = store::pg::import::execute(&conn, "ROLLBACK");
+                return Err(e);
+            }
+        }
+    } else if created {
         let zone = wanted.ok_or_else(|| {
             Error::invalid(format!(
                 "{} does not exist, and a new database needs the fleet's time zone",
@@ -776,7 +832,12 @@ pub fn import(
             w.set_meta("time_zone", &zone.name)?;
             // The new file has no journal: the stream's rows are deleted instead.
             let undo = || w.clear_vehicles_and_positions();
-            let out = run(w.connection(), zone.clone(), &undo, &|| w.build_indexes())?;
+            let out = run(
+                Backend::Sqlite(w.connection()),
+                zone.clone(),
+                &undo,
+                &|| w.build_indexes(),
+            )?;
             if out.2.is_empty() {
                 return Err(Error::new(
                     ErrorCode::NoData,
@@ -807,14 +868,14 @@ pub fn import(
                 conn.execute_batch("ROLLBACK TO stream")
                     .map_err(store::db_write_err)
             };
-            let out = run(conn, zone, &undo, &|| Ok(()))?;
+            let out = run(Backend::Sqlite(conn), zone, &undo, &|| Ok(()))?;
             conn.execute_batch("RELEASE stream")
                 .map_err(store::db_write_err)?;
             Ok(out)
         })?
     };
     Ok(ImportSummary {
-        db: opts.db.clone(),
+        db: PathBuf::from(store::pg::shown(&opts.db)),
         created,
         zone,
         files,
@@ -822,6 +883,29 @@ pub fn import(
         analysis,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// Where an import writes.
+#[derive(Clone, Copy)]
+enum Backend<'c> {
+    Sqlite(&'c rusqlite::Connection),
+    Postgres(&'c store::sql::PgConn),
+}
+
+impl<'c> Backend<'c> {
+    fn importer(self) -> Importer<'c> {
+        match self {
+            Backend::Sqlite(c) => Importer::start(c),
+            Backend::Postgres(c) => Importer::postgres(c),
+        }
+    }
+
+    fn sql(self) -> &'c dyn store::sql::Sql {
+        match self {
+            Backend::Sqlite(c) => c,
+            Backend::Postgres(c) => c,
+        }
+    }
 }
 
 /// `--strict-units`: the first file whose figures agree with another unit than the

@@ -26,17 +26,76 @@ pub struct Staged {
     pub repeated_later_by_s: i64,
 }
 
-/// Finds vehicles and appends the rows of one import.
-pub struct Importer<'c> {
-    conn: &'c Connection,
+/// Finds vehicles and appends the rows of one import, in a SQLite file or a
+/// PostgreSQL database.
+pub enum Importer<'c> {
+    /// A SQLite file.
+    Sqlite(Sqlite<'c>),
+    /// PostgreSQL (`store::pg::import`).
+    Postgres(&'c super::sql::PgConn),
 }
 
 impl<'c> Importer<'c> {
     /// Appends to `conn` (inside the caller's transaction).
     pub fn start(conn: &'c Connection) -> Importer<'c> {
-        Importer { conn }
+        Importer::Sqlite(Sqlite { conn })
     }
 
+    /// Appends to a PostgreSQL fleet (inside the caller's transaction).
+    pub fn postgres(conn: &'c super::sql::PgConn) -> Importer<'c> {
+        Importer::Postgres(conn)
+    }
+
+    /// The id of the vehicle with this plate, added when there is none (see
+    /// [`Sqlite::vehicle_id`]).
+    pub fn vehicle_id(&self, plate: &str, device_id: bool) -> Result<(i64, bool)> {
+        match self {
+            Importer::Sqlite(s) => s.vehicle_id(plate, device_id),
+            Importer::Postgres(c) => super::pg::import::vehicle_id(c, plate, device_id),
+        }
+    }
+
+    /// The positions already stored for a vehicle from `from_ts` to `to_ts`
+    /// (inclusive), by instant (seconds, milliseconds).
+    pub fn stored_between(
+        &self,
+        vehicle_id: i64,
+        from_ts: i64,
+        to_ts: i64,
+    ) -> Result<std::collections::HashMap<(i64, i64), (f64, f64)>> {
+        match self {
+            Importer::Sqlite(s) => s.stored_between(vehicle_id, from_ts, to_ts),
+            Importer::Postgres(c) => {
+                let mut found = std::collections::HashMap::new();
+                super::read::positions_between(
+                    *c,
+                    vehicle_id,
+                    from_ts,
+                    to_ts.saturating_add(1),
+                    &mut |f, ms| {
+                        found.insert((f.ts, ms), (f.lat, f.lon));
+                    },
+                )?;
+                Ok(found)
+            }
+        }
+    }
+
+    /// Appends a vehicle's settled rows.
+    pub fn insert_all(&self, rows: &[Staged]) -> Result<()> {
+        match self {
+            Importer::Sqlite(s) => s.insert_all(rows),
+            Importer::Postgres(c) => super::pg::import::insert_all(c, rows),
+        }
+    }
+}
+
+/// The SQLite importer.
+pub struct Sqlite<'c> {
+    conn: &'c Connection,
+}
+
+impl Sqlite<'_> {
     /// The id of the vehicle with this plate, added (kind `unknown`, no driver) when
     /// the database has none; true when it was added. With `device_id`, the plate is
     /// a device's id: the vehicle gets it as its device id, unless it has one or

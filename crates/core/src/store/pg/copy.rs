@@ -19,7 +19,7 @@ pub(super) const CHUNK: usize = 65_536;
 /// Returns how many were written. A fix already stored fails the whole unit (the
 /// caller's transaction rolls back): bulk paths write new data.
 pub fn copy_fixes<'f>(
-    tx: &mut postgres::Transaction<'_>,
+    tx: &mut impl postgres::GenericClient,
     target: &Target,
     fixes: impl IntoIterator<Item = (&'f Fix, i64)>,
 ) -> Result<u64> {
@@ -44,7 +44,11 @@ pub fn copy_fixes<'f>(
     Ok(written)
 }
 
-fn copy_chunk(tx: &mut postgres::Transaction<'_>, target: &Target, rows: &[Stored]) -> Result<u64> {
+fn copy_chunk(
+    tx: &mut impl postgres::GenericClient,
+    target: &Target,
+    rows: &[Stored],
+) -> Result<u64> {
     let sink = tx
         .copy_in(
             "COPY fleetctl.positions (vehicle_id, ts_ms, lat_e7, lon_e7, motion, odometer_m) \

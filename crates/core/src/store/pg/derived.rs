@@ -27,20 +27,10 @@ pub fn analyse_vehicle(
     let target = conn.target().clone();
     conn.with_client(|client| {
         client
-            .batch_execute(&format!(
-                "BEGIN; SELECT pg_advisory_xact_lock({ANALYSIS_LOCK}, {vehicle_id}::int4)"
-            ))
-            .map_err(|e| target.failed("lock a vehicle in", e))
+            .batch_execute("BEGIN")
+            .map_err(|e| target.failed("write", e))
     })?;
-    let done = (|| {
-        let mut fixes = Vec::new();
-        read::positions_between(conn, vehicle_id, i64::MIN, i64::MAX, &mut |f, _| {
-            fixes.push(*f)
-        })?;
-        let found = detect(&fixes);
-        conn.with_client(|client| write_analysis(client, &target, vehicle_id, &found))?;
-        Ok((fixes.len(), found))
-    })();
+    let done = analyse_vehicle_in(conn, vehicle_id, detect);
     conn.with_client(|client| {
         let end = if done.is_ok() { "COMMIT" } else { "ROLLBACK" };
         client
@@ -48,6 +38,31 @@ pub fn analyse_vehicle(
             .map_err(|e| target.failed("write", e))
     })?;
     done
+}
+
+/// [`analyse_vehicle`] inside the caller's transaction (an import's): the lock is
+/// held until it ends.
+pub fn analyse_vehicle_in(
+    conn: &PgConn,
+    vehicle_id: i64,
+    detect: &dyn Fn(&[Fix]) -> VehicleAnalysis,
+) -> Result<(usize, VehicleAnalysis)> {
+    let target = conn.target().clone();
+    conn.with_client(|client| {
+        client
+            .execute(
+                "SELECT pg_advisory_xact_lock($1, CAST($2::int8 AS int4))",
+                &[&ANALYSIS_LOCK, &vehicle_id],
+            )
+            .map_err(|e| target.failed("lock a vehicle in", e))
+    })?;
+    let mut fixes = Vec::new();
+    read::positions_between(conn, vehicle_id, i64::MIN, i64::MAX, &mut |f, _| {
+        fixes.push(*f)
+    })?;
+    let found = detect(&fixes);
+    conn.with_client(|client| write_analysis(client, &target, vehicle_id, &found))?;
+    Ok((fixes.len(), found))
 }
 
 /// Replaces one vehicle's derived rows with `a`'s (inside the caller's transaction).

@@ -8,13 +8,14 @@
 mod connect;
 mod copy;
 mod derived;
+pub(crate) mod import;
 mod load;
 
 use crate::clock::{Date, FleetZone};
 use crate::error::{Error, ErrorCode, Result};
 pub use connect::{Target, is_url, shown};
 pub use copy::copy_fixes;
-pub use derived::{analyse_vehicle, in_shard, write_meta};
+pub use derived::{analyse_vehicle, analyse_vehicle_in, in_shard, write_meta};
 pub use load::{Loaded, load_fleet};
 
 /// The Postgres schema, run in one transaction by [`init`].
