@@ -15,8 +15,11 @@ FUZZ_TARGETS := jsonrpc_line tool_arguments wkt polyline tile csv traccar_csv tr
 
 LIVE   := $(TARGET)/live
 LIVE_ADDR ?= 127.0.0.1:5055
+PG_DEMO := $(TARGET)/pg-demo
+PG_DEMO_DB ?= fleetctl_demo
+PG_REPLICAS ?= 127.0.0.1:8766 127.0.0.1:8767
 
-.PHONY: build install run live test bench lint fmt clean mcpb interop-mcpb interop-python interop-inspector interop-duckdb fuzz
+.PHONY: build install run live pg-demo test bench lint fmt clean mcpb interop-mcpb interop-python interop-inspector interop-duckdb fuzz
 
 build:
 	$(CARGO) build --release
@@ -69,6 +72,28 @@ live:
 	echo "  MCP: http://$(LIVE_ADDR)/mcp with the bearer token in $(LIVE)/token"; echo; \
 	$(DEV_BIN) --db $(LIVE)/demo.db replay --to http://$(LIVE_ADDR) --start-now --devices 15 \
 	  --ingest-token-file $(LIVE)/ingest-token
+
+# The demo fleet on PostgreSQL and two `serve --http` replicas on it (docs/postgres.md).
+# .ci/postgres starts the local cluster (as root it installs PostgreSQL 15 and PostGIS
+# first); the database $(PG_DEMO_DB) is made anew. Ctrl-C stops the replicas.
+pg-demo:
+	$(DEV_CARGO) build
+	@mkdir -p $(PG_DEMO)
+	@server=$$(.ci/postgres) || { echo "pg-demo: no PostgreSQL server: see the lines above"; exit 1; }; \
+	url="$${server%/*}/$(PG_DEMO_DB)"; \
+	psql "$$server" -X -q -c "DROP DATABASE IF EXISTS $(PG_DEMO_DB) WITH (FORCE)" -c "CREATE DATABASE $(PG_DEMO_DB)" || exit 1; \
+	$(DEV_BIN) --db "$$url" generate --ahora $(AHORA) || exit 1; \
+	(umask 077; od -An -tx1 -N24 /dev/urandom | tr -d ' \n' > $(PG_DEMO)/token); \
+	pids=; trap 'kill $$pids 2>/dev/null' EXIT INT TERM; \
+	for addr in $(PG_REPLICAS); do \
+	  $(DEV_BIN) --db "$$url" serve --http $$addr --token-file $(PG_DEMO)/token & pids="$$pids $$!"; \
+	done; \
+	echo; echo "Two replicas serve the demo fleet from PostgreSQL: $(PG_REPLICAS) (MCP at /mcp, bearer token in $(PG_DEMO)/token)."; \
+	echo "In another terminal:"; \
+	echo "  $(DEV_BIN) --db '$$url' query stopped"; \
+	echo "  $(DEV_BIN) --db '$$url' analyze --shard 1/2 & $(DEV_BIN) --db '$$url' analyze --shard 2/2"; \
+	echo "Ctrl-C stops the replicas."; echo; \
+	wait
 
 # An MCP Bundle for Claude Desktop on this platform: open fleetctl.mcpb with it (it asks
 # for the database, offering the default one).

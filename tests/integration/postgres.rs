@@ -893,3 +893,73 @@ fn first_difference(a: &serde_json::Value, b: &serde_json::Value, path: &str) ->
         }
     }
 }
+
+#[test]
+fn servers_run_under_a_read_only_role_and_a_write_under_it_changes_nothing() {
+    let Some(server) = server() else { return };
+    let pg = TestDb::new(&server, "reader", "template1");
+    let url = pg.url();
+    run(fleetctl(&[
+        "--db",
+        &url,
+        "generate",
+        "--ahora",
+        FIXTURE_AHORA,
+    ]))
+    .ok();
+    // The GRANTs of docs/postgres.md, word for word but for the names.
+    let reader = format!("fleetctl_reader_{}", std::process::id());
+    let grants = format!(
+        "DROP ROLE IF EXISTS {reader}; \
+         CREATE ROLE {reader} LOGIN PASSWORD 'change-me'; \
+         GRANT CONNECT ON DATABASE {db} TO {reader}; \
+         GRANT USAGE ON SCHEMA fleetctl TO {reader}; \
+         GRANT SELECT ON ALL TABLES IN SCHEMA fleetctl TO {reader};",
+        db = pg.name
+    );
+    pg.client().batch_execute(&grants).unwrap();
+    let (scheme_user, rest) = url.split_once('@').unwrap();
+    let (scheme, _) = scheme_user.split_once("//").unwrap();
+    let reader_url = format!("{scheme}//{reader}:change-me@{rest}");
+
+    let words: Vec<String> = ["query", "mileage"].map(String::from).to_vec();
+    assert_eq!(
+        answer_json(Path::new(&reader_url), &words),
+        answer_json(Path::new(&url), &words)
+    );
+    let mut session = McpSession::initialized(Path::new(&reader_url), "2025-06-18");
+    let stopped = session.call_tool("stopped_vehicles", serde_json::json!({}));
+    assert!(
+        stopped["structuredContent"]["vehicles"]["total"].as_u64() > Some(0),
+        "{stopped}"
+    );
+    drop(session);
+
+    let before = answer_json(Path::new(&url), &words);
+    let settings_before = run(fleetctl(&["--db", &url, "settings"])).ok().stdout;
+    let refused = run(fleetctl(&[
+        "--db",
+        &reader_url,
+        "analyze",
+        "--speed-limit",
+        "95",
+    ]))
+    .fails(4);
+    assert!(
+        refused.stderr.contains("permission denied") && refused.stderr.contains("GRANT"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(answer_json(Path::new(&url), &words), before);
+    let settings = run(fleetctl(&["--db", &url, "settings"])).ok().stdout;
+    assert_eq!(settings, settings_before);
+
+    pg.client()
+        .batch_execute(&format!(
+            "REVOKE ALL ON ALL TABLES IN SCHEMA fleetctl FROM {reader}; \
+             REVOKE ALL ON SCHEMA fleetctl FROM {reader}; \
+             REVOKE ALL ON DATABASE {db} FROM {reader}; DROP ROLE {reader}",
+            db = pg.name
+        ))
+        .unwrap();
+}
