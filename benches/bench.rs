@@ -43,11 +43,7 @@ fn main() {
             "live-analysis" => bench_incremental(&dir, quick),
             "ingest" => bench_live(&dir, quick),
             "storage" => bench_storage(&dir, &[("15 × 7", &demo())]),
-            "postgres" => {
-                let mid = dir.join("100x30.db");
-                generate_in_child(&mid, 100, 30, false);
-                bench_postgres(&[("15 × 7", &demo()), ("100 × 30", &mid)]);
-            }
+            "postgres" => bench_postgres(&dir, quick),
             "import" => bench_import(&dir, quick),
             other => eprintln!(
                 "FLEETCTL_BENCH_ONLY={other}: not a section; one of import-memory, http-non-readers, hostile, pages, live-analysis, ingest, storage, postgres, import"
@@ -81,7 +77,7 @@ fn main() {
     }
     bench_storage(&dir, &stored);
     println!();
-    bench_postgres(&[("15 × 7", small.as_path())]);
+    bench_postgres(&dir, quick);
 
     println!();
     println!("analyze (re-run detection, in a child process)");
@@ -1003,16 +999,7 @@ fn http_post(stream: &mut std::net::TcpStream, buf: &mut Vec<u8>, request: &[u8]
 
 /// The HTTP request of an MCP `vehicle_position` call (the stateless revision).
 fn vehicle_position_request(addr: &str, token: &str, plate: &str) -> String {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "vehicle_position", "arguments": {"plate": plate},
-        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}})
-    .to_string();
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
-         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: vehicle_position\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    request
+    tool_request(addr, token, "vehicle_position", &json!({"plate": plate}))
 }
 
 fn bench_http(db: &Path) {
@@ -1674,64 +1661,310 @@ fn bench_storage(dir: &Path, dbs: &[(&str, &Path)]) {
     }
 }
 
-/// Positions copied into PostgreSQL (binary COPY into the monthly partitions, in
-/// process, the fixes read from a generated SQLite database beforehand), and what a
-/// fix costs there: the partitions' heap, their key index, both. Needs the server of
-/// `.ci/postgres` (FLEETCTL_TEST_PG); says so and skips without one.
-fn bench_postgres(dbs: &[(&str, &Path)]) {
-    println!("postgres (positions by binary COPY; bytes per fix)");
+/// The two backends side by side, each figure from the commands a user runs: for
+/// each fleet size, `generate`, `analyze` (and two `--shard`s at once on
+/// PostgreSQL), `import` of the fleet's positions as a CSV, bytes per fix, and the
+/// tools' latency under 50 HTTP clients on two `serve --http` replicas. Sizes in
+/// FLEETCTL_BENCH_PG_SIZES (default `15x7,100x30`; add `1000x30` for the issue's
+/// size). Needs the server of `.ci/postgres` (FLEETCTL_TEST_PG); says so and skips
+/// without one.
+fn bench_postgres(dir: &Path, quick: bool) {
+    println!("PostgreSQL against SQLite (the release binary; PostgreSQL 15 on this machine)");
     let Ok(server) = std::env::var("FLEETCTL_TEST_PG") else {
         println!(
             "  skipped: FLEETCTL_TEST_PG is not set (.ci/postgres starts a server and prints it)"
         );
         return;
     };
-    for (label, db) in dbs {
-        let name = format!("fleetctl_bench_{}", std::process::id());
-        let mut admin = postgres::Client::connect(&server, postgres::NoTls).expect("server");
+    let sizes = std::env::var("FLEETCTL_BENCH_PG_SIZES")
+        .unwrap_or_else(|_| if quick { "15x7" } else { "15x7,100x30" }.to_string());
+    for size in sizes.split(',') {
+        let Some((vehicles, days)) = size
+            .split_once('x')
+            .and_then(|(v, d)| Some((v.parse::<u32>().ok()?, d.parse::<u32>().ok()?)))
+        else {
+            println!("  FLEETCTL_BENCH_PG_SIZES: {size:?} is not VEHICLESxDAYS");
+            continue;
+        };
+        bench_postgres_size(dir, &server, vehicles, days);
+    }
+}
+
+fn bench_postgres_size(dir: &Path, server: &str, vehicles: u32, days: u32) {
+    let label = format!("{vehicles} × {days}");
+    let (v, d) = (vehicles.to_string(), days.to_string());
+    let file = dir.join(format!("pg-{vehicles}x{days}.db"));
+    let _ = std::fs::remove_file(&file);
+    let fleet = PgDatabase::new(server, "fleet");
+    let generate = ["generate", "--vehicles", &v, "--days", &d, "--ahora", AHORA];
+    let on_file = timed(file.to_str().unwrap(), &generate);
+    let on_pg = timed(&fleet.url, &generate);
+    let fixes: i64 = rusqlite::Connection::open(&file)
+        .expect("open")
+        .query_row("SELECT COUNT(*) FROM positions", [], |r| r.get(0))
+        .expect("count");
+    println!(
+        "  {label} ({} fixes)",
+        fleetctl::render::thousands(fixes as u64)
+    );
+    let line = |what: &str, sqlite: (f64, f64), postgres: (f64, f64)| {
+        println!(
+            "    {what:<34} SQLite {:>7.2} s {:>7.1} MiB   PostgreSQL {:>7.2} s {:>7.1} MiB",
+            sqlite.0, sqlite.1, postgres.0, postgres.1
+        );
+    };
+    line("generate", on_file, on_pg);
+    let analyse = ["analyze"];
+    line(
+        "analyze",
+        timed(file.to_str().unwrap(), &analyse),
+        timed(&fleet.url, &analyse),
+    );
+    let started = Instant::now();
+    let shards: Vec<_> = ["1/2", "2/2"]
+        .iter()
+        .map(|shard| {
+            let url = fleet.url.clone();
+            let shard = shard.to_string();
+            std::thread::spawn(move || timed(&url, &["analyze", "--shard", &shard]))
+        })
+        .collect();
+    let peak = shards
+        .into_iter()
+        .map(|t| t.join().expect("shard").1)
+        .fold(0.0, f64::max);
+    println!(
+        "    {:<34} {:>58}",
+        "analyze --shard 1/2 + 2/2 at once",
+        format!(
+            "PostgreSQL {:>7.2} s {:>7.1} MiB",
+            started.elapsed().as_secs_f64(),
+            peak
+        )
+    );
+
+    // Import: the fleet's positions as a CSV, into a new database of each kind.
+    let csv = dir.join("pg-positions.csv");
+    let _ = std::fs::remove_file(&csv);
+    let exported = Command::new(env!("CARGO_BIN_EXE_fleetctl"))
+        .args([
+            "--db",
+            file.to_str().unwrap(),
+            "export",
+            "positions",
+            "-o",
+            csv.to_str().unwrap(),
+        ])
+        .output()
+        .expect("export");
+    assert!(
+        exported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&exported.stderr)
+    );
+    let into_file = dir.join("pg-imported.db");
+    let _ = std::fs::remove_file(&into_file);
+    let into_pg = PgDatabase::new(server, "import");
+    let import = [
+        "import",
+        csv.to_str().unwrap(),
+        "--time-zone",
+        "America/Guatemala",
+    ];
+    let (a, b) = (
+        timed(into_file.to_str().unwrap(), &import),
+        timed(&into_pg.url, &import),
+    );
+    let rate = |(seconds, _): (f64, f64)| fixes as f64 / seconds;
+    println!(
+        "    {:<34} SQLite {:>7.0} rows/s {:>5.0} MiB   PostgreSQL {:>7.0} rows/s {:>5.0} MiB  (target ≥ 500000 rows/s, ≤ 1024 MiB: {})",
+        "import (CSV, end to end)",
+        rate(a),
+        a.1,
+        rate(b),
+        b.1,
+        if rate(b) >= 500_000.0 && b.1 <= 1024.0 {
+            "met"
+        } else {
+            "MISSED"
+        }
+    );
+    let _ = std::fs::remove_file(&csv);
+    let _ = std::fs::remove_file(&into_file);
+    drop(into_pg);
+
+    // Bytes per fix.
+    let whole = std::fs::metadata(&file).expect("size").len() as f64 / fixes as f64;
+    let mut client = postgres::Client::connect(&fleet.url, postgres::NoTls).expect("connect");
+    let sizes = client
+        .query_one(
+            "SELECT \
+               (SELECT sum(pg_total_relation_size(inhrelid))::int8 FROM pg_inherits \
+                WHERE inhparent = 'fleetctl.positions'::regclass), \
+               (SELECT sum(pg_total_relation_size(c.oid))::int8 FROM pg_class c \
+                JOIN pg_namespace n ON n.oid = c.relnamespace \
+                WHERE n.nspname = 'fleetctl' AND c.relkind = 'r')",
+            &[],
+        )
+        .expect("sizes");
+    let (positions, all): (i64, i64) = (sizes.get(0), sizes.get(1));
+    println!(
+        "    {:<34} SQLite {:>5.1} in all   PostgreSQL {:>5.1} positions alone, {:>5.1} in all",
+        "bytes per fix",
+        whole,
+        positions as f64 / fixes as f64,
+        all as f64 / fixes as f64
+    );
+    drop(client);
+
+    // 50 HTTP clients over two replicas on the PostgreSQL fleet.
+    let token = "bench-token-0123456789abcdef";
+    let fleet_path = PathBuf::from(&fleet.url);
+    let replicas: Vec<_> = (0..2)
+        .map(|_| start_http_server(&fleet_path, token))
+        .collect();
+    let plate = Db::open(&fleet_path).expect("open").vehicles[0]
+        .0
+        .plate
+        .clone();
+    let tools: Vec<(&str, serde_json::Value)> = vec![
+        ("vehicle_position", json!({"plate": plate})),
+        ("stopped_vehicles", json!({})),
+        ("trip_summary", json!({"plate": plate, "date": "yesterday"})),
+        ("daily_summary", json!({"plate": plate})),
+        ("mileage_ranking", json!({})),
+        ("alerts", json!({})),
+    ];
+    let (clients, rounds) = (50, 20);
+    let addrs: Vec<String> = replicas.iter().map(|(_, a)| a.clone()).collect();
+    let threads: Vec<_> = (0..clients)
+        .map(|i| {
+            let addr = addrs[i % addrs.len()].clone();
+            let tools = tools.clone();
+            std::thread::spawn(move || {
+                let mut stream = std::net::TcpStream::connect(&addr).expect("connect");
+                stream.set_nodelay(true).ok();
+                let mut buf = Vec::new();
+                let mut times: Vec<(usize, f64)> = Vec::new();
+                for _ in 0..rounds {
+                    for (k, (name, args)) in tools.iter().enumerate() {
+                        let request = tool_request(&addr, token, name, args);
+                        let t = Instant::now();
+                        assert_eq!(http_post(&mut stream, &mut buf, request.as_bytes()), 200);
+                        times.push((k, t.elapsed().as_secs_f64() * 1000.0));
+                    }
+                }
+                times
+            })
+        })
+        .collect();
+    let all: Vec<(usize, f64)> = threads
+        .into_iter()
+        .flat_map(|t| t.join().expect("client"))
+        .collect();
+    let mut worst = 0.0f64;
+    let figures: Vec<String> = tools
+        .iter()
+        .enumerate()
+        .map(|(k, (name, _))| {
+            let mut times: Vec<f64> = all
+                .iter()
+                .filter(|(j, _)| *j == k)
+                .map(|(_, t)| *t)
+                .collect();
+            let (p50, p99) = (percentile(&mut times, 50), percentile(&mut times, 99));
+            worst = worst.max(p99);
+            format!("{name} {p50:.1}/{p99:.1}")
+        })
+        .collect();
+    println!(
+        "    {clients} HTTP clients on 2 replicas, p50/p99 ms: {}  (target p99 ≤ 50 ms: {})",
+        figures.join(", "),
+        if worst <= 50.0 { "met" } else { "MISSED" }
+    );
+    for (mut child, _) in replicas {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let _ = std::fs::remove_file(&file);
+}
+
+/// A database made for one bench step, dropped afterwards.
+struct PgDatabase {
+    server: String,
+    name: String,
+    url: String,
+}
+
+impl PgDatabase {
+    fn new(server: &str, tag: &str) -> PgDatabase {
+        let name = format!("fleetctl_bench_{}_{tag}", std::process::id());
+        let mut admin = postgres::Client::connect(server, postgres::NoTls).expect("server");
         admin
-            .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
             .expect("drop");
         admin
             .batch_execute(&format!("CREATE DATABASE {name}"))
             .expect("create");
         let url = format!("{}/{name}", server.rsplit_once('/').expect("a URL").0);
-        let made = Command::new(env!("CARGO_BIN_EXE_fleetctl"))
-            .args(["--db", &url, "init", "--time-zone", "America/Guatemala"])
-            .output()
-            .expect("init");
-        assert!(
-            made.status.success(),
-            "{}",
-            String::from_utf8_lossy(&made.stderr)
-        );
-        let sqlite = rusqlite::Connection::open(db).expect("open");
-        let mut fixes: Vec<(fleetctl::model::Fix, i64)> = Vec::new();
-        store::read::all_positions(&sqlite, &mut |f, ms| fixes.push((*f, ms))).expect("fixes");
-        let target = store::pg::Target::parse(&url).expect("url");
-        let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
-        let started = Instant::now();
-        let mut tx = client.transaction().expect("begin");
-        let written = store::pg::copy_fixes(&mut tx, &target, fixes.iter().map(|(f, ms)| (f, *ms)))
-            .expect("copy");
-        tx.commit().expect("commit");
-        let seconds = started.elapsed().as_secs_f64();
-        let sizes = client
-            .query_one(
-                "SELECT sum(pg_table_size(inhrelid))::int8, sum(pg_indexes_size(inhrelid))::int8                  FROM pg_inherits WHERE inhparent = 'fleetctl.positions'::regclass",
-                &[],
-            )
-            .expect("sizes");
-        let (heap, index): (i64, i64) = (sizes.get(0), sizes.get(1));
-        let per = |bytes: i64| bytes as f64 / written as f64;
-        println!(
-            "  {label}: {written} fixes in {seconds:.2} s = {:.0} rows/s; {:.1} bytes per fix (heap {:.1} + key index {:.1})",
-            written as f64 / seconds,
-            per(heap + index),
-            per(heap),
-            per(index)
-        );
-        drop(client);
-        let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+        PgDatabase {
+            server: server.to_string(),
+            name,
+            url,
+        }
     }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        if let Ok(mut admin) = postgres::Client::connect(&self.server, postgres::NoTls) {
+            let _ = admin.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ));
+        }
+    }
+}
+
+/// Runs `fleetctl --db DB WORDS…`; its wall time, s, and peak resident memory, MiB
+/// (read from /proc while it runs: the high-water mark it last showed).
+fn timed(db: &str, words: &[&str]) -> (f64, f64) {
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetctl"))
+        .arg("--db")
+        .arg(db)
+        .args(words)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("fleetctl starts");
+    let mut peak = 0.0f64;
+    let status = loop {
+        peak = peak.max(peak_rss_of(child.id()));
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    if !status.success() {
+        let mut said = String::new();
+        use std::io::Read;
+        let _ = child.stderr.take().map(|mut e| e.read_to_string(&mut said));
+        panic!("fleetctl --db … {words:?} failed: {said}");
+    }
+    (seconds, peak)
+}
+
+/// The HTTP request of an MCP `tools/call` (the stateless revision).
+fn tool_request(addr: &str, token: &str, name: &str, arguments: &serde_json::Value) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": name, "arguments": arguments,
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
+         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {name}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
 }
