@@ -212,6 +212,24 @@ impl Stored {
         ))
     }
 
+    /// PostgreSQL's columns (the vehicle and its milliseconds apart), `motion` unpacked.
+    pub(crate) fn from_parts(
+        vehicle_id: i64,
+        ts_ms: i64,
+        lat_e7: i64,
+        lon_e7: i64,
+        motion: i64,
+        odometer_m: Option<i64>,
+    ) -> Stored {
+        Stored::from_columns(
+            (vehicle_id << TIME_BITS) | ts_ms,
+            lat_e7,
+            lon_e7,
+            motion,
+            odometer_m,
+        )
+    }
+
     /// The columns of [`COLUMNS`], `motion` unpacked.
     fn from_columns(
         vehicle_time: i64,

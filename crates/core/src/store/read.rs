@@ -85,6 +85,14 @@ pub fn positions_between(
     each: &mut dyn FnMut(&Fix, i64),
 ) -> Result<()> {
     let (from, to) = positions::key_range(vehicle_id, from_ts, to_ts);
+    if let Some(pg) = conn.as_postgres() {
+        let (_, from_ms) = positions::split_key(from);
+        let to_ms = match positions::split_key(to) {
+            (id, ms) if id == vehicle_id => ms,
+            _ => i64::MAX,
+        };
+        return super::pg::copy_positions_out(pg, vehicle_id, (from_ms, to_ms), each);
+    }
     let (sql, args) = one_vehicles_positions(conn.dialect(), (from, to), "");
     conn.each(&sql, &args, &mut |r| {
         let (fix, ms) = positions::from_sql_row(r)?;

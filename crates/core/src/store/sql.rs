@@ -91,6 +91,10 @@ pub trait Sql {
     /// `data_version`), or `None` where the backend has none cheap to read: the
     /// caller then reads again what it keeps.
     fn change_counter(&self) -> Result<Option<i64>>;
+    /// The PostgreSQL connection, for the store's bulk paths (`COPY`).
+    fn as_postgres(&self) -> Option<&PgConn> {
+        None
+    }
 }
 
 impl dyn Sql + '_ {
@@ -310,6 +314,10 @@ impl PgConn {
 impl Sql for PgConn {
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
+    }
+
+    fn as_postgres(&self) -> Option<&PgConn> {
+        Some(self)
     }
 
     fn each(

@@ -14,7 +14,7 @@ mod load;
 use crate::clock::{Date, FleetZone};
 use crate::error::{Error, ErrorCode, Result};
 pub use connect::{Target, is_url, shown};
-pub use copy::copy_fixes;
+pub use copy::{copy_fixes, copy_positions_out};
 pub use derived::{analyse_vehicle, analyse_vehicle_in, in_shard, write_meta};
 pub use load::{Loaded, load_fleet};
 
