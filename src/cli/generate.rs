@@ -109,11 +109,11 @@ fn generate_into_postgres(mut opts: synth::GenerateOptions, if_missing: bool) ->
             ));
         }
         if !opts.force {
-            return Err(crate::error::Error::invalid(format!(
-                "{} holds a fleet already (schema version {schema_version})",
-                target.display()
-            ))
-            .with_hint("pass --force to replace it, or give another database (createdb NAME)"));
+            return Err(store::pg::holds_a_fleet(
+                &target,
+                schema_version,
+                store::pg::FORCE_HINT,
+            ));
         }
     }
     drop(client);

@@ -25,6 +25,18 @@ fn server() -> Option<String> {
     }
 }
 
+/// The demo fleet generated into the database at `url`.
+fn generate_demo(url: &str) {
+    run(fleetctl(&[
+        "--db",
+        url,
+        "generate",
+        "--ahora",
+        FIXTURE_AHORA,
+    ]))
+    .ok();
+}
+
 /// A database made for one test, dropped when it ends.
 struct TestDb {
     server: String,
@@ -563,14 +575,7 @@ fn servers_on_one_database_see_each_others_edits_and_survive_a_lost_connection()
     let Some(server) = server() else { return };
     let pg = TestDb::new(&server, "replicas", "template1");
     let url = pg.url();
-    run(fleetctl(&[
-        "--db",
-        &url,
-        "generate",
-        "--ahora",
-        FIXTURE_AHORA,
-    ]))
-    .ok();
+    generate_demo(&url);
     let db = Path::new(&url);
     let mut replicas = [
         McpSession::initialized(db, "2025-06-18"),
@@ -899,14 +904,7 @@ fn servers_run_under_a_read_only_role_and_a_write_under_it_changes_nothing() {
     let Some(server) = server() else { return };
     let pg = TestDb::new(&server, "reader", "template1");
     let url = pg.url();
-    run(fleetctl(&[
-        "--db",
-        &url,
-        "generate",
-        "--ahora",
-        FIXTURE_AHORA,
-    ]))
-    .ok();
+    generate_demo(&url);
     // The GRANTs of docs/postgres.md, word for word but for the names.
     let reader = format!("fleetctl_reader_{}", std::process::id());
     let grants = format!(

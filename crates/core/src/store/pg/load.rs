@@ -49,14 +49,11 @@ pub fn load_fleet(
         Found::Empty => {}
         Found::Fleet { .. } if replace => {}
         Found::Fleet { schema_version } => {
-            return Err(Error::new(
-                ErrorCode::InvalidArgument,
-                format!(
-                    "{} holds a fleet already (schema version {schema_version})",
-                    target.display()
-                ),
-            )
-            .with_hint("pass --force to replace it, or give another database (createdb NAME)"));
+            return Err(super::holds_a_fleet(
+                target,
+                schema_version,
+                super::FORCE_HINT,
+            ));
         }
         Found::Other { tables } => return Err(super::other_application(target, &tables)),
     }

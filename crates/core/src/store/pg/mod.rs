@@ -133,14 +133,9 @@ pub fn init(target: &Target, zone: &FleetZone) -> Result<()> {
     match probe(&mut client, target)? {
         Found::Empty => {}
         Found::Fleet { schema_version } => {
-            return Err(Error::new(
-                ErrorCode::InvalidArgument,
-                format!(
-                    "{} holds a fleet already (schema version {schema_version})",
-                    target.display()
-                ),
-            )
-            .with_hint(
+            return Err(holds_a_fleet(
+                target,
+                schema_version,
                 "use it as it is, or create another database for a new fleet (createdb NAME)",
             ));
         }
@@ -168,6 +163,21 @@ pub fn init(target: &Target, zone: &FleetZone) -> Result<()> {
     }
     tx.commit().map_err(|e| target.failed("write", e))
 }
+
+/// The refusal to make a fleet where one is: `hint` says what to do instead.
+pub fn holds_a_fleet(target: &Target, schema_version: i64, hint: &str) -> Error {
+    Error::new(
+        ErrorCode::InvalidArgument,
+        format!(
+            "{} holds a fleet already (schema version {schema_version})",
+            target.display()
+        ),
+    )
+    .with_hint(hint)
+}
+
+/// The hint of a command that replaces a fleet with `--force`.
+pub const FORCE_HINT: &str = "pass --force to replace it, or give another database (createdb NAME)";
 
 /// Opens a fleetctl database at this binary's schema version, or says why not: an
 /// empty database (which `init` fills), another application's, or another version.
