@@ -1695,7 +1695,7 @@ fn bench_postgres_size(dir: &Path, server: &str, vehicles: u32, days: u32) {
     let (v, d) = (vehicles.to_string(), days.to_string());
     let file = dir.join(format!("pg-{vehicles}x{days}.db"));
     let _ = std::fs::remove_file(&file);
-    let fleet = PgDatabase::new(server, "fleet");
+    let fleet = PgDatabase::new(server, &format!("fleet_{vehicles}x{days}"));
     let generate = ["generate", "--vehicles", &v, "--days", &d, "--ahora", AHORA];
     let on_file = timed(file.to_str().unwrap(), &generate);
     let on_pg = timed(&fleet.url, &generate);
@@ -1764,7 +1764,7 @@ fn bench_postgres_size(dir: &Path, server: &str, vehicles: u32, days: u32) {
     );
     let into_file = dir.join("pg-imported.db");
     let _ = std::fs::remove_file(&into_file);
-    let into_pg = PgDatabase::new(server, "import");
+    let into_pg = PgDatabase::new(server, &format!("import_{vehicles}x{days}"));
     let import = [
         "import",
         csv.to_str().unwrap(),

@@ -613,7 +613,7 @@ fn servers_on_one_database_see_each_others_edits_and_survive_a_lost_connection()
     // same): the next call connects again and answers.
     pg.client()
         .execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND usename = current_user AND pid <> pg_backend_pid()",
             &[&pg.name],
         )
         .unwrap();

@@ -288,14 +288,57 @@ pub fn reanalyze_postgres(
         .map(|(v, _)| v.id)
         .filter(|&id| store::pg::in_shard(id, shard))
         .collect();
+    drop(conn);
+    // A worker per core, each on a connection of its own, takes the next vehicle:
+    // reading, detecting and writing overlap across vehicles, and each vehicle is
+    // still one transaction under its lock.
+    let workers = crate::parallel::cores().min(vehicles.len()).max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let (found, results) = std::sync::mpsc::channel::<(usize, VehicleAnalysis)>();
     let mut tally = Tally::default();
-    for (done, &vehicle_id) in vehicles.iter().enumerate() {
-        let (fixes, a) = store::pg::analyse_vehicle(&conn, vehicle_id, &|fixes| {
-            analyze::analyze_vehicle(fixes, &ctx)
-        })?;
-        tally.add(fixes, &a);
-        progress((done + 1) as f64 / vehicles.len() as f64);
-    }
+    std::thread::scope(|scope| -> Result<()> {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                let (found, next, failed, ctx, vehicles) =
+                    (found.clone(), &next, &failed, &ctx, &vehicles);
+                scope.spawn(move || -> Result<()> {
+                    use std::sync::atomic::Ordering;
+                    let conn = store::pg::open_reader(target)?;
+                    while !failed.load(Ordering::Relaxed) {
+                        let Some(&vehicle_id) = vehicles.get(next.fetch_add(1, Ordering::Relaxed))
+                        else {
+                            break;
+                        };
+                        let done = store::pg::analyse_vehicle(&conn, vehicle_id, &|fixes| {
+                            analyze::analyze_vehicle(fixes, ctx)
+                        });
+                        match done {
+                            Ok(done) => {
+                                let _ = found.send(done);
+                            }
+                            Err(e) => {
+                                failed.store(true, Ordering::Relaxed);
+                                return Err(e);
+                            }
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        drop(found);
+        for (fixes, a) in results {
+            tally.add(fixes, &a);
+            progress(tally.summary.vehicles as f64 / vehicles.len() as f64);
+        }
+        for handle in handles {
+            handle
+                .join()
+                .map_err(|_| crate::error::Error::internal("an analysis worker panicked"))??;
+        }
+        Ok(())
+    })?;
     Ok(tally.summary(started))
 }
 
