@@ -39,8 +39,8 @@ pub struct Cli {
     /// The fleet database: a SQLite file, by default fleet.db in the fleetctl folder of
     /// your data directory (~/.local/share/fleetctl/fleet.db on Linux); or a
     /// PostgreSQL + PostGIS database, postgres://USER@HOST/DB[?sslmode=verify-full&sslrootcert=CA.pem]
-    /// (PGHOST, PGUSER, PGPASSWORD… fill what the URL leaves out), where this fleetctl
-    /// runs `init`, `migrate` and `settings` (docs/postgres.md).
+    /// (PGHOST, PGUSER, PGPASSWORD… fill what the URL leaves out), where every command
+    /// but `mcp-config` runs (docs/postgres.md).
     #[arg(long, global = true, env = "FLEETCTL_DB", value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
 
@@ -285,9 +285,9 @@ pub fn run(cli: Cli) -> Result<()> {
     }
 }
 
-/// A command on a PostgreSQL database (`--db postgres://…`). This fleetctl creates
-/// and checks the Postgres schema (`init`, `migrate`) and shows its settings; the
-/// other commands run on a SQLite file only, and say so before touching anything.
+/// A command on a PostgreSQL database (`--db postgres://…`): `init`, `migrate` and
+/// `settings` here, the others through the store's PostgreSQL paths; `mcp-config`
+/// runs on a SQLite file only, and says so before touching anything.
 fn on_postgres(url: &str, command: Command) -> Result<()> {
     let target = store::pg::Target::parse(url)?;
     match command {
@@ -322,10 +322,15 @@ fn on_postgres(url: &str, command: Command) -> Result<()> {
         Command::Analyze(args) => analyze(PathBuf::from(url), args),
         Command::Export(args) => export::run(PathBuf::from(url), args),
         Command::Import(args) => import::run(PathBuf::from(url), args),
+        Command::Places(cmd) => places::run_places(PathBuf::from(url), cmd),
+        Command::Geofences(cmd) => places::run_geofences(PathBuf::from(url), cmd),
+        Command::Vehicles(cmd) => vehicles::run(PathBuf::from(url), cmd),
+        Command::Prune(args) => prune::run(PathBuf::from(url), args),
+        Command::Replay(args) => replay::run(PathBuf::from(url), args),
         other => Err(Error::new(
             ErrorCode::InvalidArgument,
             format!(
-                "--db {}: `{}` runs on a SQLite file only in this fleetctl; on PostgreSQL, `init`, `migrate`, `settings`, `generate`, `import`, `analyze`, `query`, `map`, `chart`, `export` and `serve` do",
+                "--db {}: `{}` runs on a SQLite file only in this fleetctl; on PostgreSQL, every other command does",
                 target.display(),
                 command_name(&other)
             ),

@@ -76,7 +76,7 @@ fn not_found(what: &str, name: &str) -> Error {
 }
 
 fn reanalysed(db: &Path, summary: &pipeline::AnalyzeSummary) -> String {
-    render::analyze_summary(db, summary)
+    render::analyze_summary(Path::new(&store::pg::shown(db)), summary)
 }
 
 /// Runs a `places` subcommand.
@@ -98,6 +98,7 @@ pub fn run_places(db: PathBuf, cmd: PlacesCommand) -> Result<()> {
                     }
                     store::insert_places(conn, &loaded.items)
                 },
+                None,
                 &mut |_| {},
             )?;
             format!(
@@ -114,8 +115,7 @@ pub fn run_places(db: PathBuf, cmd: PlacesCommand) -> Result<()> {
             )
         }
         PlacesCommand::List => {
-            let conn = store::open_read_only(&db)?;
-            let places = store::read_places(&conn)?;
+            let places = store::read_places(store::open_for_reading(&db)?.as_ref())?;
             let mut out = format!("{} places\n", places.len());
             for p in places {
                 out.push_str(&format!(
@@ -132,6 +132,7 @@ pub fn run_places(db: PathBuf, cmd: PlacesCommand) -> Result<()> {
                     0 => Err(not_found("place", &name)),
                     n => Ok(n),
                 },
+                None,
                 &mut |_| {},
             )?;
             format!(
@@ -160,6 +161,7 @@ pub fn run_geofences(db: PathBuf, cmd: GeofencesCommand) -> Result<()> {
                     }
                     Ok(())
                 },
+                None,
                 &mut |_| {},
             )?;
             format!(
@@ -171,8 +173,7 @@ pub fn run_geofences(db: PathBuf, cmd: GeofencesCommand) -> Result<()> {
             )
         }
         GeofencesCommand::List => {
-            let conn = store::open_read_only(&db)?;
-            let geofences = store::read_geofences(&conn)?;
+            let geofences = store::read_geofences(store::open_for_reading(&db)?.as_ref())?;
             let mut out = format!("{} geofences\n", geofences.len());
             for g in geofences {
                 let c = g.shape.center();
@@ -190,6 +191,7 @@ pub fn run_geofences(db: PathBuf, cmd: GeofencesCommand) -> Result<()> {
                     0 => Err(not_found("geofence", &name)),
                     n => Ok(n),
                 },
+                None,
                 &mut |_| {},
             )?;
             format!("Removed geofence {name:?}\n{}", reanalysed(&db, &summary))

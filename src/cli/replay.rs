@@ -67,15 +67,15 @@ pub(super) fn run(db: PathBuf, args: ReplayArgs) -> Result<()> {
             "faster than real time, fixes stamped from now on would lie in the future, which servers refuse; replay faster without --start-now",
         ));
     }
-    let conn = store::open_read_only(&db)?;
-    let ids = store::live::pushing_ids(&conn)?;
+    let conn = store::open_for_reading(&db)?;
+    let ids = store::live::pushing_ids(conn.as_ref())?;
     if ids.is_empty() {
         return Err(Error::new(
             ErrorCode::NoData,
-            format!("{} has no positions to replay", db.display()),
+            format!("{} has no positions to replay", store::pg::shown(&db)),
         ));
     }
-    let first_ts = store::read::oldest_fix_ts(&conn)?.unwrap_or(0);
+    let first_ts = store::read::oldest_fix_ts(conn.as_ref())?.unwrap_or(0);
     drop(conn);
     let devices = usize::from(args.devices).min(ids.len());
     let shift_s = if args.start_now {
@@ -161,15 +161,16 @@ pub(super) fn run(db: PathBuf, args: ReplayArgs) -> Result<()> {
 
 /// A share of the vehicles' fixes, each with the id it pushes as, in time order.
 fn share_fixes(db: &std::path::Path, share: &[(i64, String)]) -> Result<Vec<(String, Fix)>> {
-    let conn = store::open_read_only(db)?;
+    let conn = store::open_for_reading(db)?;
     let mut out = Vec::new();
     for (vehicle, device) in share {
-        store::read_fixes(&conn, Some(*vehicle), |next| {
-            while let Some(fix) = next()? {
-                out.push((device.clone(), fix));
-            }
-            Ok(())
-        })?;
+        store::read::positions_between(
+            conn.as_ref(),
+            *vehicle,
+            i64::MIN,
+            i64::MAX,
+            &mut |fix, _| out.push((device.clone(), *fix)),
+        )?;
     }
     out.sort_by_key(|(_, f)| f.ts);
     Ok(out)

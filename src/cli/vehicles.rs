@@ -73,7 +73,7 @@ pub fn run(db: PathBuf, cmd: VehiclesCommand) -> Result<()> {
                 .map(device_id_arg)
                 .transpose()?
                 .flatten();
-            store::with_write_transaction(&db, |conn| {
+            store::with_write(&db, |conn| {
                 store::live::add_vehicle(conn, &plate, device_id.as_deref())
             })?;
             let with = device_id.map_or(String::new(), |d| format!(" (device {d})"));
@@ -91,7 +91,7 @@ pub fn run(db: PathBuf, cmd: VehiclesCommand) -> Result<()> {
             let vehicle = report::Db::open(&db)?.resolve_plate(&plate)?.clone();
             if let Some(text) = device_id {
                 let id = device_id_arg(&text)?;
-                store::with_write_transaction(&db, |conn| {
+                store::with_write(&db, |conn| {
                     store::live::set_device_id(conn, vehicle.id, id.as_deref())
                 })?;
                 super::print_stdout(&match id {
@@ -127,6 +127,7 @@ fn set_speed_limit(
     let (_, summary) = pipeline::edit_and_reanalyze(
         db,
         |conn| store::set_vehicle_speed_limit(conn, vehicle.id, limit),
+        Some(&[vehicle.id]),
         &mut |_| {},
     )?;
     let speeding = summary
@@ -139,7 +140,7 @@ fn set_speed_limit(
         None => format!("{} follows the fleet's speed limit again", vehicle.plate),
     };
     super::print_stdout(&format!(
-        "{said}\nRe-analysed {} vehicles: {speeding} speeding episodes in the database\n",
-        summary.vehicles
+        "{said}\nRe-analysed {}: {speeding} speeding episodes\n",
+        vehicle.plate
     ))
 }

@@ -272,9 +272,10 @@ fn a_refused_password_a_future_schema_and_a_command_not_on_postgres_are_said_cle
         said.stderr
     );
 
-    let said = run(fleetctl(&["--db", &url, "prune", "--older-than", "400d"])).fails(2);
+    let said = run(fleetctl(&["--db", &url, "mcp-config"])).fails(2);
     assert!(
-        said.stderr.contains("`prune` runs on a SQLite file only"),
+        said.stderr
+            .contains("`mcp-config` runs on a SQLite file only"),
         "{}",
         said.stderr
     );
@@ -960,4 +961,157 @@ fn servers_run_under_a_read_only_role_and_a_write_under_it_changes_nothing() {
             db = pg.name
         ))
         .unwrap();
+}
+
+/// The editing commands — places, geofences, vehicles and prune — run on
+/// PostgreSQL as on SQLite: the same edits on both stores leave the same answers,
+/// the same lists and the same archive, and each re-analysis sees its edit.
+#[test]
+fn places_geofences_vehicles_and_prune_edit_postgres_as_they_edit_sqlite() {
+    let Some(server) = server() else { return };
+    let db = TestDb::new(&server, "edits", "template1");
+    let url = db.url();
+    generate_demo(&url);
+    let dir = TempDir::new("pg-edits");
+    let sqlite = dir.join("fleet.db");
+    std::fs::copy(fixture_db(), &sqlite).unwrap();
+    let zone = dir.join("zone.geojson");
+    std::fs::write(
+        &zone,
+        r#"{"type":"FeatureCollection","features":[{"type":"Feature",
+            "geometry":{"type":"Point","coordinates":[-90.5133,14.6407]},
+            "properties":{"name":"Parque Central","kind":"zone","radius_m":250,"speed_limit_kmh":20}}]}"#,
+    )
+    .unwrap();
+    let place = dir.join("place.geojson");
+    std::fs::write(
+        &place,
+        r#"{"type":"FeatureCollection","features":[{"type":"Feature",
+            "geometry":{"type":"Point","coordinates":[-90.5133,14.6407]},
+            "properties":{"name":"Catedral Metropolitana","kind":"landmark"}}]}"#,
+    )
+    .unwrap();
+    let edits: [&[&str]; 7] = [
+        &["geofences", "import", zone.to_str().unwrap()],
+        &["geofences", "remove", "Mercado La Terminal"],
+        &["places", "import", place.to_str().unwrap()],
+        &["places", "remove", "Zona 10 (Zona Viva)"],
+        &["vehicles", "add", "P-900NEW", "--device-id", "48241179"],
+        &["vehicles", "set", "P-701JFG", "--speed-limit", "45"],
+        &["vehicles", "set", "P-884MMV", "--device-id", "77"],
+    ];
+    for edit in edits {
+        let on = |db: &str| {
+            let mut words = vec!["--db", db];
+            words.extend_from_slice(edit);
+            run(fleetctl(&words)).ok().stdout
+        };
+        let (a, b) = (on(sqlite.to_str().unwrap()), on(&url));
+        assert_eq!(a.lines().next(), b.lines().next(), "{edit:?}");
+    }
+    let taken = run(fleetctl(&[
+        "--db",
+        &url,
+        "vehicles",
+        "add",
+        "P-901NEW",
+        "--device-id",
+        "77",
+    ]))
+    .fails(2);
+    assert!(
+        taken.stderr.contains("already belongs to P-884MMV"),
+        "{}",
+        taken.stderr
+    );
+    for list in ["places", "geofences"] {
+        let on = |db: &str| run(fleetctl(&["--db", db, list, "list"])).ok().stdout;
+        assert_eq!(on(&url), on(sqlite.to_str().unwrap()), "{list} list");
+    }
+    let pruned = |db: &str, archive: &Path| {
+        run(fleetctl(&[
+            "--db",
+            db,
+            "prune",
+            "--older-than",
+            "3d",
+            "--archive",
+            archive.to_str().unwrap(),
+        ]))
+        .ok()
+        .stdout
+    };
+    let (archive_a, archive_b) = (dir.join("archive-sqlite"), dir.join("archive-postgres"));
+    let (a, b) = (
+        pruned(sqlite.to_str().unwrap(), &archive_a),
+        pruned(&url, &archive_b),
+    );
+    assert_eq!(
+        a.replace(archive_a.to_str().unwrap(), "ARCHIVE"),
+        b.replace(archive_b.to_str().unwrap(), "ARCHIVE")
+    );
+    assert!(a.contains("from before 2026-11-22"), "{a}");
+    for day in ["2026-11-19", "2026-11-20", "2026-11-21"] {
+        let file = |root: &Path| {
+            std::fs::read(root.join(format!("date={day}")).join("part-0.parquet")).unwrap()
+        };
+        assert!(
+            file(&archive_a) == file(&archive_b),
+            "{day}'s archive differs"
+        );
+    }
+    // The prune dropped no month still holding positions, and what both stores
+    // answer now is the same.
+    for words in [
+        vec!["query", "stopped"],
+        vec![
+            "query",
+            "alerts",
+            "--from",
+            "2026-11-22",
+            "--to",
+            "2026-11-25",
+        ],
+        vec![
+            "query",
+            "events",
+            "--from",
+            "2026-11-22",
+            "--to",
+            "2026-11-25",
+            "--kind",
+            "speeding",
+        ],
+        vec![
+            "query",
+            "events",
+            "--from",
+            "2026-11-22",
+            "--to",
+            "2026-11-25",
+            "--geofence",
+            "Parque Central",
+        ],
+        vec![
+            "query",
+            "daily",
+            "--from",
+            "2026-11-19",
+            "--to",
+            "2026-11-25",
+        ],
+        vec!["query", "position", "P-900NEW"],
+        vec!["query", "nearest", "Catedral Metropolitana"],
+    ] {
+        let words: Vec<String> = words.into_iter().map(String::from).collect();
+        let (a, b) = (
+            without_cursors(answer_json(Path::new(&url), &words)),
+            without_cursors(answer_json(&sqlite, &words)),
+        );
+        assert!(
+            a == b,
+            "{words:?} answers otherwise on PostgreSQL: {}",
+            first_difference(&a, &b, "")
+        );
+    }
 }

@@ -3,11 +3,12 @@
 //! at an instant the vehicle already has is the one stored) and in any order (a
 //! device that uploads its buffer hours late lands in place).
 
+use super::sql::{Arg, Dialect, Sql};
 use super::{db_err, db_write_err, positions};
 use crate::error::{Error, ErrorCode, Result};
 use crate::geo::{LatLon, haversine_m};
 use crate::model::{EventKey, Fix, Pushed};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension};
 use std::path::Path;
 
 /// The `meta` entry that says which clock a database answers at, and the value of
@@ -82,19 +83,23 @@ pub fn data_version(conn: &Connection) -> Result<i64> {
 
 /// Each vehicle with positions and the id it pushes as: its device id, else its
 /// plate; ordered by vehicle id.
-pub fn pushing_ids(conn: &Connection) -> Result<Vec<(i64, String)>> {
+pub fn pushing_ids(conn: &dyn Sql) -> Result<Vec<(i64, String)>> {
     // A vehicle's positions are one key range: one look-up each.
-    conn.prepare_cached(&format!(
-        "SELECT id, COALESCE(device_id, plate) FROM vehicles v WHERE EXISTS \
-         (SELECT 1 FROM positions WHERE vehicle_time >= {} AND vehicle_time < {}) ORDER BY id",
-        positions::first_key_sql("v.id"),
-        positions::first_key_sql("v.id + 1")
-    ))
-    .and_then(|mut st| {
-        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<Vec<_>>>()
-    })
-    .map_err(db_err)
+    let has_positions = match conn.dialect() {
+        Dialect::Sqlite => format!(
+            "SELECT 1 FROM positions WHERE vehicle_time >= {} AND vehicle_time < {}",
+            positions::first_key_sql("v.id"),
+            positions::first_key_sql("v.id + 1")
+        ),
+        Dialect::Postgres => "SELECT 1 FROM positions p WHERE p.vehicle_id = v.id".to_string(),
+    };
+    conn.rows(
+        &format!(
+            "SELECT id, COALESCE(device_id, plate) FROM vehicles v WHERE EXISTS ({has_positions}) ORDER BY id"
+        ),
+        &[],
+        |r| Ok((r.int(0)?, r.text(1)?)),
+    )
 }
 
 /// Deletes every position before `before_ts` inside the caller's transaction,
@@ -124,21 +129,21 @@ pub fn delete_positions_before(conn: &Connection, before_ts: i64) -> Result<(usi
 }
 
 /// The vehicle whose tracker pushes with `device_id`, if one does.
-pub fn vehicle_of_device(conn: &Connection, device_id: &str) -> Result<Option<i64>> {
-    conn.prepare_cached("SELECT id FROM vehicles WHERE device_id = ?1")
-        .and_then(|mut st| st.query_row([device_id], |r| r.get(0)).optional())
-        .map_err(db_err)
+pub fn vehicle_of_device(conn: &dyn Sql, device_id: &str) -> Result<Option<i64>> {
+    conn.first(
+        "SELECT id FROM vehicles WHERE device_id = ?1",
+        &[Arg::Text(device_id)],
+        |r| r.int(0),
+    )
 }
 
-/// The plate of the vehicle whose tracker pushes with `device_id`.
-fn plate_of_device(conn: &Connection, device_id: &str) -> Result<Option<String>> {
-    conn.prepare_cached("SELECT plate FROM vehicles WHERE device_id = ?1")
-        .and_then(|mut st| st.query_row([device_id], |r| r.get(0)).optional())
-        .map_err(db_err)
-}
-
-fn device_taken(conn: &Connection, device_id: &str) -> Result<()> {
-    match plate_of_device(conn, device_id)? {
+fn device_taken(conn: &dyn Sql, device_id: &str) -> Result<()> {
+    let holder = conn.first(
+        "SELECT plate FROM vehicles WHERE device_id = ?1",
+        &[Arg::Text(device_id)],
+        |r| r.text(0),
+    )?;
+    match holder {
         Some(plate) => Err(Error::invalid(format!(
             "device id {device_id:?} already belongs to {plate}"
         ))
@@ -151,11 +156,12 @@ fn device_taken(conn: &Connection, device_id: &str) -> Result<()> {
 
 /// Adds a vehicle (kind `unknown`, no driver), with the device id its tracker
 /// pushes with, if any; its id.
-pub fn add_vehicle(conn: &Connection, plate: &str, device_id: Option<&str>) -> Result<i64> {
-    let exists: Option<i64> = conn
-        .prepare_cached("SELECT id FROM vehicles WHERE plate = ?1")
-        .and_then(|mut st| st.query_row([plate], |r| r.get(0)).optional())
-        .map_err(db_err)?;
+pub fn add_vehicle(conn: &dyn Sql, plate: &str, device_id: Option<&str>) -> Result<i64> {
+    let exists = conn.first(
+        "SELECT id FROM vehicles WHERE plate = ?1",
+        &[Arg::Text(plate)],
+        |r| r.int(0),
+    )?;
     if exists.is_some() {
         return Err(
             Error::invalid(format!("{plate} is already in the fleet")).with_hint(format!(
@@ -166,26 +172,41 @@ pub fn add_vehicle(conn: &Connection, plate: &str, device_id: Option<&str>) -> R
     if let Some(id) = device_id {
         device_taken(conn, id)?;
     }
-    conn.prepare_cached(
-        "INSERT INTO vehicles (plate, kind, driver, active, route, device_id) VALUES (?1, 'unknown', '', 1, NULL, ?2)",
-    )
-    .and_then(|mut st| st.execute(params![plate, device_id]))
-    .map_err(db_write_err)?;
-    Ok(conn.last_insert_rowid())
+    if conn.dialect() == Dialect::Postgres {
+        // Two writers adding vehicles at once never pick the same id.
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(?1)",
+            &[Arg::Int(Some(super::pg::import::NEW_VEHICLE_LOCK))],
+        )?;
+    }
+    let device = device_id.map_or(Arg::Int(None), Arg::Text);
+    conn.first(
+        &format!(
+            "INSERT INTO vehicles (id, plate, kind, driver, active, route, device_id) \
+             VALUES ({}, ?1, 'unknown', '', {}, NULL, ?2) RETURNING id",
+            super::next_id("vehicles"),
+            conn.truth()
+        ),
+        &[Arg::Text(plate), device],
+        |r| r.int(0),
+    )?
+    .ok_or_else(|| Error::internal("a vehicle's insert returned no id"))
 }
 
 /// Sets (or, with `None`, clears) the device id a vehicle's tracker pushes with.
-pub fn set_device_id(conn: &Connection, vehicle_id: i64, device_id: Option<&str>) -> Result<()> {
+pub fn set_device_id(conn: &dyn Sql, vehicle_id: i64, device_id: Option<&str>) -> Result<()> {
     if let Some(id) = device_id {
         let holder = vehicle_of_device(conn, id)?;
         if holder.is_some_and(|v| v != vehicle_id) {
             device_taken(conn, id)?;
         }
     }
-    conn.prepare_cached("UPDATE vehicles SET device_id = ?2 WHERE id = ?1")
-        .and_then(|mut st| st.execute(params![vehicle_id, device_id]))
-        .map(drop)
-        .map_err(db_write_err)
+    let device = device_id.map_or(Arg::Int(None), Arg::Text);
+    conn.execute(
+        "UPDATE vehicles SET device_id = ?2 WHERE id = ?1",
+        &[Arg::Int(Some(vehicle_id)), device],
+    )
+    .map(drop)
 }
 
 /// A pushed fix without a speed gets the speed from the vehicle's fix before it

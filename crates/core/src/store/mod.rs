@@ -13,6 +13,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::geo::{Geofence, Shape};
 use crate::model::Fix;
 use rusqlite::{Connection, OpenFlags, params};
+use sql::Arg;
 use std::path::{Path, PathBuf};
 
 mod derived;
@@ -193,14 +194,42 @@ pub fn default_db_path() -> PathBuf {
 
 /// Sets (or, with `None`, clears) a vehicle's own speed limit, km/h.
 pub fn set_vehicle_speed_limit(
-    conn: &Connection,
+    conn: &dyn sql::Sql,
     vehicle_id: i64,
     limit_kmh: Option<f64>,
 ) -> Result<()> {
-    conn.prepare_cached("UPDATE vehicles SET speed_limit_kmh = ?2 WHERE id = ?1")
-        .and_then(|mut st| st.execute(params![vehicle_id, limit_kmh]))
-        .map(drop)
-        .map_err(db_write_err)
+    let limit = limit_kmh.map_or(Arg::Int(None), Arg::Real);
+    conn.execute(
+        "UPDATE vehicles SET speed_limit_kmh = ?2 WHERE id = ?1",
+        &[Arg::Int(Some(vehicle_id)), limit],
+    )
+    .map(drop)
+}
+
+/// The next id of a small table whose ids PostgreSQL does not number itself
+/// (SQLite's `INTEGER PRIMARY KEY` would; the same expression serves both).
+pub(crate) fn next_id(table: &str) -> String {
+    format!("(SELECT COALESCE(MAX(id), 0) + 1 FROM {table})")
+}
+
+/// Runs `f` in one write transaction on the fleet at `db`, a SQLite file or a
+/// `postgres://` URL: committed when `f` succeeds, rolled back when it fails.
+pub fn with_write<T>(db: &Path, f: impl FnOnce(&dyn sql::Sql) -> Result<T>) -> Result<T> {
+    if pg::is_url(db) {
+        let conn = pg::open_reader(&pg::Target::parse(&db.to_string_lossy())?)?;
+        return pg::in_transaction(&conn, || f(&conn));
+    }
+    with_write_transaction(db, |conn| f(conn))
+}
+
+/// Opens the fleet at `db`, a SQLite file or a `postgres://` URL, for reading.
+pub fn open_for_reading(db: &Path) -> Result<Box<dyn sql::Sql + Send>> {
+    if pg::is_url(db) {
+        return Ok(Box::new(pg::open_reader(&pg::Target::parse(
+            &db.to_string_lossy(),
+        )?)?));
+    }
+    Ok(Box::new(open_read_only(db)?))
 }
 
 /// Opens a fleet database read-only, checking that it is one and of our schema.
@@ -458,36 +487,43 @@ pub fn read_places(conn: &dyn sql::Sql) -> Result<Vec<crate::geo::Place>> {
 }
 
 /// Adds places (inside the caller's transaction).
-pub fn insert_places(conn: &Connection, places: &[crate::geo::Place]) -> Result<()> {
-    let mut st = conn
-        .prepare_cached("INSERT INTO places (name, kind, lat, lon) VALUES (?1, ?2, ?3, ?4)")
-        .map_err(db_write_err)?;
+pub fn insert_places(conn: &dyn sql::Sql, places: &[crate::geo::Place]) -> Result<()> {
+    let insert = format!(
+        "INSERT INTO places (id, name, kind, lat, lon) VALUES ({}, ?1, ?2, ?3, ?4)",
+        next_id("places")
+    );
     for p in places {
-        st.execute(params![p.name, p.kind, p.lat, p.lon])
-            .map_err(db_write_err)?;
+        conn.execute(
+            &insert,
+            &[
+                Arg::Text(&p.name),
+                Arg::Text(&p.kind),
+                Arg::Real(p.lat),
+                Arg::Real(p.lon),
+            ],
+        )?;
     }
     Ok(())
 }
 
 /// Removes every place (`None`) or those with this name; how many went.
-pub fn remove_places(conn: &Connection, name: Option<&str>) -> Result<usize> {
+pub fn remove_places(conn: &dyn sql::Sql, name: Option<&str>) -> Result<usize> {
     match name {
-        None => conn.execute("DELETE FROM places", []),
-        Some(n) => conn.execute("DELETE FROM places WHERE name = ?1", [n]),
+        None => conn.execute("DELETE FROM places", &[]),
+        Some(n) => conn.execute("DELETE FROM places WHERE name = ?1", &[Arg::Text(n)]),
     }
-    .map_err(db_write_err)
+    .map(|n| n as usize)
 }
 
 /// Adds a geofence (inside the caller's transaction); an existing name is an error.
-pub fn insert_geofence(conn: &Connection, g: &crate::geo::atlas::GeofenceDef) -> Result<()> {
-    let taken: bool = conn
-        .query_row(
-            "SELECT COUNT(*) FROM geofences WHERE name = ?1",
-            [&g.name],
-            |r| r.get::<_, i64>(0),
-        )
-        .map_err(db_err)?
-        > 0;
+pub fn insert_geofence(conn: &dyn sql::Sql, g: &crate::geo::atlas::GeofenceDef) -> Result<()> {
+    let taken = conn
+        .first(
+            "SELECT id FROM geofences WHERE name = ?1",
+            &[Arg::Text(&g.name)],
+            |_| Ok(()),
+        )?
+        .is_some();
     if taken {
         return Err(
             Error::invalid(format!("a geofence named {:?} already exists", g.name)).with_hint(
@@ -495,31 +531,44 @@ pub fn insert_geofence(conn: &Connection, g: &crate::geo::atlas::GeofenceDef) ->
             ),
         );
     }
-    insert_geofence_row(conn, g).map_err(db_write_err)
+    insert_geofence_row(conn, g)
 }
 
 /// The one insert of a geofence row, every column (the generator's copy once
-/// dropped the speed limit).
-fn insert_geofence_row(
-    conn: &Connection,
-    g: &crate::geo::atlas::GeofenceDef,
-) -> rusqlite::Result<()> {
-    conn.prepare_cached(
-        "INSERT INTO geofences (name, kind, wkt, radius_m, speed_limit_kmh) VALUES (?1, ?2, ?3, ?4, ?5)",
+/// dropped the speed limit); PostgreSQL keeps its area too, for the spatial index.
+fn insert_geofence_row(conn: &dyn sql::Sql, g: &crate::geo::atlas::GeofenceDef) -> Result<()> {
+    let opt_real = |v: Option<f64>| v.map_or(Arg::Int(None), Arg::Real);
+    let insert = match conn.dialect() {
+        sql::Dialect::Sqlite => {
+            "INSERT INTO geofences (name, kind, wkt, radius_m, speed_limit_kmh) VALUES (?1, ?2, ?3, ?4, ?5)".to_string()
+        }
+        sql::Dialect::Postgres => format!(
+            "INSERT INTO geofences (id, name, kind, wkt, radius_m, speed_limit_kmh, area) VALUES ({}, ?1, ?2, ?3, ?4, ?5, {})",
+            next_id("geofences"),
+            pg::area_of("?3", "?4")
+        ),
+    };
+    conn.execute(
+        &insert,
+        &[
+            Arg::Text(&g.name),
+            Arg::Text(&g.kind),
+            Arg::Text(&g.wkt),
+            opt_real(g.radius_m),
+            opt_real(g.speed_limit_kmh),
+        ],
     )
-    .and_then(|mut st| st.execute(params![g.name, g.kind, g.wkt, g.radius_m, g.speed_limit_kmh]))
     .map(drop)
 }
 
 /// Removes the geofence with this name (and its visits); how many went.
-pub fn remove_geofence(conn: &Connection, name: &str) -> Result<usize> {
+pub fn remove_geofence(conn: &dyn sql::Sql, name: &str) -> Result<usize> {
     conn.execute(
         "DELETE FROM visits WHERE geofence_id IN (SELECT id FROM geofences WHERE name = ?1)",
-        [name],
-    )
-    .map_err(db_write_err)?;
-    conn.execute("DELETE FROM geofences WHERE name = ?1", [name])
-        .map_err(db_write_err)
+        &[Arg::Text(name)],
+    )?;
+    conn.execute("DELETE FROM geofences WHERE name = ?1", &[Arg::Text(name)])
+        .map(|n| n as usize)
 }
 
 /// Reads fixes in vehicle and time order — every vehicle's, or one's — and hands

@@ -82,6 +82,9 @@ pub trait Sql {
         args: &[Arg],
         each: &mut dyn FnMut(&dyn Row) -> Result<()>,
     ) -> Result<()>;
+    /// Runs a statement that changes rows (inside the caller's transaction); how
+    /// many it changed.
+    fn execute(&self, sql: &str, args: &[Arg]) -> Result<u64>;
     /// Begins a read-only transaction, so that several reads see one state; `false`
     /// when one is open already (the caller then must not end it).
     fn begin_read(&self) -> Result<bool>;
@@ -188,6 +191,16 @@ impl Row for rusqlite::Row<'_> {
     }
 }
 
+/// The arguments as SQLite values.
+fn sqlite_values<'a>(args: &'a [Arg]) -> impl Iterator<Item = rusqlite::types::Value> + 'a {
+    use rusqlite::types::Value;
+    args.iter().map(|a| match *a {
+        Arg::Int(v) => v.map_or(Value::Null, Value::Integer),
+        Arg::Real(v) => Value::Real(v),
+        Arg::Text(v) | Arg::Date(v) => Value::Text(v.to_string()),
+    })
+}
+
 impl Sql for rusqlite::Connection {
     fn dialect(&self) -> Dialect {
         Dialect::Sqlite
@@ -199,20 +212,21 @@ impl Sql for rusqlite::Connection {
         args: &[Arg],
         each: &mut dyn FnMut(&dyn Row) -> Result<()>,
     ) -> Result<()> {
-        use rusqlite::types::Value;
-        let values = args.iter().map(|a| match *a {
-            Arg::Int(v) => v.map_or(Value::Null, Value::Integer),
-            Arg::Real(v) => Value::Real(v),
-            Arg::Text(v) | Arg::Date(v) => Value::Text(v.to_string()),
-        });
         let mut st = self.prepare_cached(sql).map_err(db_err)?;
         let mut rows = st
-            .query(rusqlite::params_from_iter(values))
+            .query(rusqlite::params_from_iter(sqlite_values(args)))
             .map_err(db_err)?;
         while let Some(row) = rows.next().map_err(db_err)? {
             each(row)?;
         }
         Ok(())
+    }
+
+    fn execute(&self, sql: &str, args: &[Arg]) -> Result<u64> {
+        let mut st = self.prepare_cached(sql).map_err(super::db_write_err)?;
+        st.execute(rusqlite::params_from_iter(sqlite_values(args)))
+            .map(|n| n as u64)
+            .map_err(super::db_write_err)
     }
 
     fn begin_read(&self) -> Result<bool> {
@@ -301,6 +315,49 @@ impl PgConn {
 }
 
 impl PgConn {
+    /// Prepares `sql` once (the cache is the connection's) and runs it with `args`
+    /// through `call` (a query or an execute); `doing` names the work in errors.
+    fn run<T>(
+        &self,
+        sql: &str,
+        args: &[Arg],
+        doing: &str,
+        call: impl FnOnce(
+            &mut postgres::Client,
+            &postgres::Statement,
+            &[&(dyn postgres::types::ToSql + Sync)],
+        ) -> std::result::Result<T, postgres::Error>,
+    ) -> Result<T> {
+        use postgres::types::ToSql;
+        let text = Self::dialect_sql(sql, args);
+        let mut client = self.client.borrow_mut();
+        let statement = {
+            let mut cache = self.statements.borrow_mut();
+            match cache.get(&text) {
+                Some(st) => st.clone(),
+                None => {
+                    let st = client
+                        .prepare(&text)
+                        .map_err(|e| self.target.failed(doing, e))?;
+                    cache.insert(text, st.clone());
+                    st
+                }
+            }
+        };
+        let owned: Vec<Box<dyn ToSql + Sync>> = args
+            .iter()
+            .map(|a| -> Box<dyn ToSql + Sync> {
+                match *a {
+                    Arg::Int(v) => Box::new(v),
+                    Arg::Real(v) => Box::new(v),
+                    Arg::Text(v) | Arg::Date(v) => Box::new(v.to_string()),
+                }
+            })
+            .collect();
+        let params: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|b| b.as_ref()).collect();
+        call(&mut client, &statement, &params).map_err(|e| self.target.failed(doing, e))
+    }
+
     fn first<T>(
         &self,
         sql: &str,
@@ -326,41 +383,19 @@ impl Sql for PgConn {
         args: &[Arg],
         each: &mut dyn FnMut(&dyn Row) -> Result<()>,
     ) -> Result<()> {
-        use postgres::types::ToSql;
-        let text = Self::dialect_sql(sql, args);
-        let mut client = self.client.borrow_mut();
-        let statement = {
-            let mut cache = self.statements.borrow_mut();
-            match cache.get(&text) {
-                Some(st) => st.clone(),
-                None => {
-                    let st = client
-                        .prepare(&text)
-                        .map_err(|e| self.target.failed("read", e))?;
-                    cache.insert(text, st.clone());
-                    st
-                }
-            }
-        };
-        let owned: Vec<Box<dyn ToSql + Sync>> = args
-            .iter()
-            .map(|a| -> Box<dyn ToSql + Sync> {
-                match *a {
-                    Arg::Int(v) => Box::new(v),
-                    Arg::Real(v) => Box::new(v),
-                    Arg::Text(v) | Arg::Date(v) => Box::new(v.to_string()),
-                }
-            })
-            .collect();
-        let params: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|b| b.as_ref()).collect();
-        let rows = client
-            .query(&statement, &params)
-            .map_err(|e| self.target.failed("read", e))?;
-        drop(client);
+        let rows = self.run(sql, args, "read", |client, st, params| {
+            client.query(st, params)
+        })?;
         for row in &rows {
             each(&PgRow(row))?;
         }
         Ok(())
+    }
+
+    fn execute(&self, sql: &str, args: &[Arg]) -> Result<u64> {
+        self.run(sql, args, "write", |client, st, params| {
+            client.execute(st, params)
+        })
     }
 
     fn begin_read(&self) -> Result<bool> {

@@ -80,7 +80,7 @@ impl Writer {
 
     /// Adds a geofence.
     pub fn insert_geofence(&self, g: &crate::geo::atlas::GeofenceDef) -> Result<()> {
-        insert_geofence_row(&self.conn, g).map_err(|e| self.fail(e))
+        insert_geofence_row(&self.conn, g)
     }
 
     /// Appends fixes (whole seconds).

@@ -24,20 +24,7 @@ pub fn analyse_vehicle(
     vehicle_id: i64,
     detect: &dyn Fn(&[Fix]) -> VehicleAnalysis,
 ) -> Result<(usize, VehicleAnalysis)> {
-    let target = conn.target().clone();
-    conn.with_client(|client| {
-        client
-            .batch_execute("BEGIN")
-            .map_err(|e| target.failed("write", e))
-    })?;
-    let done = analyse_vehicle_in(conn, vehicle_id, detect);
-    conn.with_client(|client| {
-        let end = if done.is_ok() { "COMMIT" } else { "ROLLBACK" };
-        client
-            .batch_execute(end)
-            .map_err(|e| target.failed("write", e))
-    })?;
-    done
+    super::in_transaction(conn, || analyse_vehicle_in(conn, vehicle_id, detect))
 }
 
 /// [`analyse_vehicle`] inside the caller's transaction (an import's): the lock is

@@ -7,7 +7,7 @@ use crate::store::sql::PgConn;
 
 /// The advisory lock taken before a new vehicle's id is chosen (the largest plus
 /// one), so that two imports adding vehicles at once never pick the same id.
-const NEW_VEHICLE_LOCK: i64 = 0x666c_7476; // "fltv"
+pub(crate) const NEW_VEHICLE_LOCK: i64 = 0x666c_7476; // "fltv"
 
 /// The id of the vehicle with this plate, added (kind `unknown`, no driver) when the
 /// fleet has none; true when it was added. With `device_id`, the plate is a device's

@@ -184,8 +184,7 @@ pub(super) fn escape_into(line: &mut String, text: &str) {
     }
 }
 
-/// Geofences with their PostGIS area (for the spatial index): a polygon as given, a
-/// circle as the buffer of its centre, on the spheroid.
+/// Geofences with their PostGIS area (`area_of`).
 fn copy_geofences(
     tx: &mut postgres::Transaction<'_>,
     target: &Target,
@@ -210,9 +209,11 @@ fn copy_geofences(
         .map_err(crate::store::db_err)?;
     for (id, name, kind, wkt, radius_m, speed_limit_kmh) in &rows {
         tx.execute(
-            "INSERT INTO fleetctl.geofences (id, name, kind, wkt, radius_m, speed_limit_kmh, area) \
-             VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $5::float8 IS NULL THEN ST_GeomFromText($4, 4326) \
-             ELSE ST_Buffer(ST_GeomFromText($4, 4326)::geography, $5::float8)::geometry END)",
+            &format!(
+                "INSERT INTO fleetctl.geofences (id, name, kind, wkt, radius_m, speed_limit_kmh, area) \
+                 VALUES ($1, $2, $3, $4, $5, $6, {})",
+                super::area_of("$4", "$5::float8")
+            ),
             &[id, name, kind, wkt, radius_m, speed_limit_kmh],
         )
         .map_err(|e| target.failed("write", e))?;

@@ -223,6 +223,26 @@ pub fn open_reader(target: &Target) -> Result<super::sql::PgConn> {
     Ok(super::sql::PgConn::new(client, target.clone()))
 }
 
+/// Runs `f` in one transaction on `conn`: committed when it succeeds, rolled back
+/// when it fails (a lost connection rolls back on the server by itself).
+pub fn in_transaction<T>(conn: &super::sql::PgConn, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let run = |sql: &str| {
+        conn.with_client(|client| {
+            client
+                .batch_execute(sql)
+                .map_err(|e| conn.target().failed("write", e))
+        })
+    };
+    run("BEGIN")?;
+    match f() {
+        Ok(out) => run("COMMIT").map(|()| out),
+        Err(e) => {
+            let _ = run("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
 /// Every `meta` entry of the fleet at `target` (its zone, thresholds, clock).
 pub fn read_meta(target: &Target) -> Result<std::collections::HashMap<String, String>> {
     let mut client = open(target)?;
@@ -290,6 +310,72 @@ pub fn ensure_partitions(
     }
 }
 
+/// Deletes every position before `before_ts` (UTC epoch seconds) inside the
+/// caller's transaction; how many went, and from which vehicles (to analyse again).
+/// Readers go on meanwhile: a delete locks rows, not the table.
+pub fn delete_positions_before(
+    conn: &super::sql::PgConn,
+    before_ts: i64,
+) -> Result<(usize, Vec<i64>)> {
+    use super::sql::{Arg, Sql};
+    let sql: &dyn Sql = conn;
+    let gone = sql.rows(
+        "WITH gone AS (DELETE FROM positions WHERE ts_ms < ?1 RETURNING vehicle_id) \
+         SELECT vehicle_id, COUNT(*) FROM gone GROUP BY vehicle_id ORDER BY vehicle_id",
+        &[Arg::Int(Some(before_ts.saturating_mul(1000)))],
+        |r| Ok((r.int(0)?, r.int(1)? as usize)),
+    )?;
+    Ok((
+        gone.iter().map(|(_, n)| n).sum(),
+        gone.into_iter().map(|(v, _)| v).collect(),
+    ))
+}
+
+/// Drops the monthly partitions wholly before `before_ts` that hold no position (a
+/// prune emptied them), each in a transaction of its own, so their space goes back
+/// to the disk; the names dropped.
+pub fn drop_empty_months_before(conn: &super::sql::PgConn, before_ts: i64) -> Result<Vec<String>> {
+    use super::sql::Sql;
+    let sql: &dyn Sql = conn;
+    let months = sql.rows(
+        "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid \
+         WHERE i.inhparent = CAST('fleetctl.positions' AS regclass) ORDER BY c.relname",
+        &[],
+        |r| r.text(0),
+    )?;
+    let mut dropped = Vec::new();
+    for name in months {
+        let Some(month) = month_of_partition(&name) else {
+            continue;
+        };
+        if month_start_ms(next_month(month))? > before_ts.saturating_mul(1000) {
+            continue;
+        }
+        in_transaction(conn, || {
+            let empty = sql
+                .first(
+                    &format!("SELECT 1 FROM fleetctl.{name} LIMIT 1"),
+                    &[],
+                    |_| Ok(()),
+                )?
+                .is_none();
+            if empty {
+                sql.execute(&format!("DROP TABLE fleetctl.{name}"), &[])?;
+                dropped.push(name.clone());
+            }
+            Ok(())
+        })?;
+    }
+    Ok(dropped)
+}
+
+/// The (year, month) of a partition named `positions_YYYY_MM`.
+fn month_of_partition(name: &str) -> Option<(i32, u32)> {
+    let (year, month) = name.strip_prefix("positions_")?.split_once('_')?;
+    let month: u32 = month.parse().ok().filter(|m| (1..=12).contains(m))?;
+    Some((year.parse().ok()?, month))
+}
+
 /// The first half of the advisory lock on a month's partition (the second: YYYYMM).
 const PARTITION_LOCK: i32 = 0x666c_7470; // "fltp"
 
@@ -316,6 +402,16 @@ fn month_start_ms((year, month): (i32, u32)) -> Result<i64> {
         day: 1,
     };
     Ok(first.days_since_epoch() * DAY_MS)
+}
+
+/// A geofence's PostGIS area (for the spatial index) from the SQL expressions of
+/// its WKT and radius: a polygon as given, a circle as the buffer of its centre, on
+/// the spheroid. Containment stays the project's own test of the WKT.
+pub(crate) fn area_of(wkt: &str, radius_m: &str) -> String {
+    format!(
+        "CASE WHEN {radius_m} IS NULL THEN ST_GeomFromText({wkt}, 4326) \
+         ELSE ST_Buffer(ST_GeomFromText({wkt}, 4326)::geography, {radius_m})::geometry END"
+    )
 }
 
 #[cfg(test)]
