@@ -123,13 +123,6 @@ pub(super) fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
         );
     }
     let token = crate::mcp::http::read_token(args.token_file.as_deref())?;
-    if args.ingest && crate::store::pg::is_url(&db) {
-        return Err(Error::invalid(format!(
-            "--ingest: live positions are written to a SQLite file only in this fleetctl, not to {}",
-            crate::store::pg::shown(&db)
-        ))
-        .with_hint("serve the PostgreSQL fleet without --ingest (its tools read it), or take live positions into a SQLite file"));
-    }
     let ingest = if args.ingest {
         let ingest_token = crate::mcp::http::read_ingest_token(args.ingest_token_file.as_deref())?;
         if ingest_token == token {

@@ -111,7 +111,7 @@ fn send(
 }
 
 /// As [`send`], to a server's base URL.
-fn send_to(
+pub(crate) fn send_to(
     base: &str,
     method: &str,
     path: &str,

@@ -1115,3 +1115,157 @@ fn places_geofences_vehicles_and_prune_edit_postgres_as_they_edit_sqlite() {
         );
     }
 }
+
+/// Live ingest on PostgreSQL from two servers at once: one vehicle's device pushes
+/// to one server, another's to the other, and a third's fixes alternate between
+/// them (a load balancer with no stickiness), some sent twice and some late. Once
+/// both servers have stopped, every report answers as on the database `generate`
+/// built from the same positions.
+#[test]
+fn a_fleet_pushed_live_to_two_servers_on_postgres_answers_as_the_generated_database() {
+    let Some(server) = server() else { return };
+    let pg = TestDb::new(&server, "live", "template1");
+    let url = pg.url();
+    let dir = TempDir::new("pg-live");
+    let generated = dir.join("generated.db");
+    let fleet = [
+        "--ahora",
+        "2026-11-25T15:30",
+        "--seed",
+        "5",
+        "--vehicles",
+        "4",
+        "--days",
+        "2",
+    ];
+    crate::harness::generate(&generated, &fleet).ok();
+    let mut words = vec!["--db", url.as_str(), "generate"];
+    words.extend_from_slice(&fleet);
+    run(fleetctl(&words)).ok();
+    let fixes: Vec<(String, String)> = {
+        let conn = rusqlite::Connection::open(&generated).unwrap();
+        let mut st = conn
+            .prepare(
+                "SELECT v.plate, p.ts, p.lat, p.lon, p.speed_kmh, p.heading_deg, p.ignition, p.odometer_km \
+                 FROM fixes p JOIN vehicles v ON v.id = p.vehicle_id ORDER BY p.vehicle_id, p.ts",
+            )
+            .unwrap();
+        st.query_map([], |r| {
+            let plate: String = r.get(0)?;
+            let mut q = format!(
+                "/ingest/osmand?id={plate}&timestamp={}&lat={}&lon={}&speed={}",
+                r.get::<_, i64>(1)?,
+                r.get::<_, f64>(2)?,
+                r.get::<_, f64>(3)?,
+                r.get::<_, f64>(4)?
+            );
+            if let Some(h) = r.get::<_, Option<f64>>(5)? {
+                q += &format!("&bearing={h}");
+            }
+            if let Some(i) = r.get::<_, Option<bool>>(6)? {
+                q += &format!("&ignition={i}");
+            }
+            if let Some(km) = r.get::<_, Option<f64>>(7)? {
+                q += &format!("&odometer={}", km * 1000.0);
+            }
+            Ok((plate, q))
+        })
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+    };
+    pg.client()
+        .batch_execute(
+            "DELETE FROM fleetctl.positions; DELETE FROM fleetctl.stops; DELETE FROM fleetctl.trips; \
+             DELETE FROM fleetctl.events; DELETE FROM fleetctl.visits; DELETE FROM fleetctl.daily; \
+             DELETE FROM fleetctl.latest_fix; UPDATE fleetctl.vehicles SET device_id = plate;",
+        )
+        .unwrap();
+    let token = "ingest-token-0123456789abcdef";
+    let spawn = || {
+        let (child, stderr, base, _) = crate::http::spawn_server_on(
+            Path::new(&url),
+            &["--ingest", "--osmand-speed-unit", "kmh"],
+            &[("FLEETCTL_INGEST_TOKEN", token)],
+        );
+        // The log is read as it comes, so that a full pipe never stops a server.
+        (child, crate::http::log_lines(stderr), base)
+    };
+    let mut servers = [spawn(), spawn()];
+    let bases: Vec<String> = servers.iter().map(|s| s.2.clone()).collect();
+    let mut by_plate: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (plate, path) in fixes {
+        by_plate.entry(plate).or_default().push(path);
+    }
+    assert!(by_plate.len() >= 3, "{} vehicles drove", by_plate.len());
+    let auth = format!("Bearer {token}");
+    std::thread::scope(|scope| {
+        for (n, paths) in by_plate.values().enumerate() {
+            let (bases, auth) = (&bases, &auth);
+            scope.spawn(move || {
+                // Vehicle 0 pushes to the first server, 1 to the second, 2 to each
+                // in turn.
+                let base_for = |k: usize| &bases[if n == 2 { k % 2 } else { n % 2 }];
+                let send = |k: usize, path: &String| {
+                    let (status, body) = crate::live::send_to(
+                        base_for(k),
+                        "POST",
+                        path,
+                        &[("Authorization", auth)],
+                        "",
+                    );
+                    assert_eq!(status, 200, "{path}: {body}");
+                };
+                let held_back = |k: usize| k % 53 == 52 && k + 100 < paths.len();
+                for (k, path) in paths.iter().enumerate() {
+                    if !held_back(k) {
+                        send(k, path);
+                        if k % 37 == 36 {
+                            // The retry reaches the other server.
+                            send(k + 1, path);
+                        }
+                    }
+                    if k >= 100 && held_back(k - 100) {
+                        send(k, &paths[k - 100]);
+                    }
+                }
+            });
+        }
+    });
+    // A stopped server has analysed every fix it acknowledged.
+    for s in &mut servers {
+        let status = crate::harness::sigterm_and_wait(&mut s.0);
+        assert!(status.success(), "{status:?}");
+        // Neither server's analysis failed on the way (two analysers writing one
+        // vehicle's rows over each other would).
+        let failed: Vec<String> = s.1.try_iter().filter(|l| l.contains("failed")).collect();
+        assert!(failed.is_empty(), "{failed:#?}");
+    }
+    let scratch = dir.join("pictures");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let mut cases = snapshot_cases(&generated, &scratch);
+    for plate in by_plate.keys() {
+        let words = |w: &[&str]| w.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        cases.push(("position", words(&["query", "position", plate])));
+        cases.push(("daily", words(&["query", "daily", "--plate", plate])));
+        cases.push((
+            "trips",
+            words(&["query", "trips", "--plate", plate, "--from", "2026-11-24"]),
+        ));
+        cases.push((
+            "stops",
+            words(&["query", "stops", "--plate", plate, "--from", "2026-11-24"]),
+        ));
+    }
+    for (name, words) in cases {
+        let (a, b) = (
+            without_cursors(answer_json(Path::new(&url), &words)),
+            without_cursors(answer_json(&generated, &words)),
+        );
+        assert!(
+            a == b,
+            "{name} ({words:?}) answers otherwise after the live feed: {}",
+            first_difference(&a, &b, "")
+        );
+    }
+}

@@ -6,6 +6,7 @@
 //! the threads, the answers) is the server's; what a request means and what is
 //! stored is decided here.
 
+mod postgres;
 pub mod protocols;
 
 use crate::analyze::{self, window::Tail};
@@ -112,7 +113,7 @@ pub struct Committed {
 
 impl Ingestor {
     /// An ingestor for the database `conn` holds (its zone reads naive local times).
-    pub fn new(conn: &Connection, options: Options) -> Result<Ingestor> {
+    pub fn new(conn: &dyn store::sql::Sql, options: Options) -> Result<Ingestor> {
         Ok(Ingestor {
             zone: store::read_zone(conn)?,
             options,
@@ -173,11 +174,11 @@ impl Ingestor {
                 // One fix is one insert, whole or not at all by itself: no savepoint
                 // to pay for. (With --auto-register its device's new vehicle may come
                 // first; that registration stands on its own.)
-                Ok(batch) if batch.fixes.len() <= 1 => self.store_batch(tx, batch),
+                Ok(batch) if batch.fixes.len() <= 1 => self.store_batch(&**tx, batch),
                 Ok(batch) => match tx.savepoint() {
                     Err(e) => Err(savepoint_err(e)),
                     // Dropped without commit, a savepoint rolls its request back.
-                    Ok(sp) => self.store_batch(&sp, batch).and_then(|stored| {
+                    Ok(sp) => self.store_batch(&*sp, batch).and_then(|stored| {
                         sp.commit().map_err(savepoint_err)?;
                         Ok(stored)
                     }),
@@ -216,7 +217,11 @@ impl Ingestor {
     }
 
     /// Stores one request's fixes; what was stored, and the new fixes.
-    fn store_batch(&self, conn: &Connection, batch: Batch) -> Result<(Accepted, Vec<Fix>)> {
+    fn store_batch(
+        &self,
+        conn: &dyn store::sql::Sql,
+        batch: Batch,
+    ) -> Result<(Accepted, Vec<Fix>)> {
         let mut by_vehicle: BTreeMap<i64, Vec<protocols::Pushed>> = BTreeMap::new();
         let mut known: HashMap<String, i64> = HashMap::new();
         for fix in batch.fixes {
@@ -259,11 +264,67 @@ impl Ingestor {
     }
 }
 
+/// Commits pushed requests in groups, each group one transaction: a 200 means
+/// its fixes are committed.
+pub enum Writer {
+    /// A SQLite file.
+    File(Box<FileWriter>),
+    /// PostgreSQL: fixes only (each analyser writes its own rows).
+    Postgres(Box<postgres::PgWriter>),
+}
+
+impl Writer {
+    /// Commits a group of requests with the wall clock `now`, with the analyser's
+    /// `rows` where the writer stores them (a SQLite file).
+    pub fn commit(&mut self, group: &[Request], rows: Vec<Rows>, now: i64) -> Committed {
+        match self {
+            Writer::File(w) => w.commit(group, rows, now),
+            Writer::Postgres(w) => w.commit(group, now),
+        }
+    }
+}
+
+/// Works out (and, on PostgreSQL, stores) the derived rows of the fixes committed.
+pub enum Analyser {
+    /// A SQLite file: the rows go to the [`Writer`].
+    File(Box<FileAnalyser>),
+    /// PostgreSQL: each vehicle's rows written under its lock.
+    Postgres(Box<postgres::PgAnalyser>),
+}
+
+impl Analyser {
+    /// Forgets every open detection: the vehicles that had one, to analyse whole
+    /// again. After an error of [`Analyser::analyse`], or before a restart.
+    pub fn forget(&mut self) -> Vec<i64> {
+        match self {
+            Analyser::File(a) => a.forget(),
+            Analyser::Postgres(a) => a.forget(),
+        }
+    }
+
+    /// Reads the settings again for the writer's epoch `epoch`.
+    pub fn restart(&mut self, epoch: u64) -> Result<()> {
+        match self {
+            Analyser::File(a) => a.restart(epoch),
+            Analyser::Postgres(a) => a.restart(),
+        }
+    }
+
+    /// Works out the derived rows for fixes committed since the last call, by
+    /// vehicle; the rows equal a full `analyze` of the same positions.
+    pub fn analyse(&mut self, added: &BTreeMap<i64, Vec<Fix>>) -> Result<(Rows, Analysed)> {
+        match self {
+            Analyser::File(a) => a.analyse(added),
+            Analyser::Postgres(a) => a.analyse(added),
+        }
+    }
+}
+
 /// Commits pushed requests in groups on the feed's one writing connection
 /// (`store::live::open_writer`: WAL, `synchronous = FULL`), and in the same
 /// transaction the derived rows the [`Analyser`] worked out since: one sync per
 /// group for both.
-pub struct Writer {
+pub struct FileWriter {
     conn: Connection,
     ingestor: Ingestor,
     /// The database's `data_version` when the zone was read: another connection's
@@ -295,7 +356,7 @@ impl StoredRows {
 /// Works out the vehicles' derived rows as their fixes arrive, each from its open
 /// detection (`analyze::window::Tail`), without writing: the [`Writer`] stores
 /// them. Reads (a vehicle's fixes, the settings) on its own connection.
-pub struct Analyser {
+pub struct FileAnalyser {
     conn: Connection,
     ctx: analyze::Context,
     epoch: u64,
@@ -342,8 +403,17 @@ pub struct Analysed {
     pub new_events: Vec<Event>,
 }
 
-/// Opens the database at `path` for the feed: its writer and its analyser.
+/// Opens the database at `path` (a SQLite file or a `postgres://` URL) for the
+/// feed: its writer and its analyser.
 pub fn open(path: &std::path::Path, options: Options) -> Result<(Writer, Analyser)> {
+    if store::pg::is_url(path) {
+        let target = store::pg::Target::parse(&path.to_string_lossy())?;
+        let (writer, analyser) = postgres::open(&target, options)?;
+        return Ok((
+            Writer::Postgres(Box::new(writer)),
+            Analyser::Postgres(Box::new(analyser)),
+        ));
+    }
     let conn = store::live::open_writer(path)?;
     let ingestor = Ingestor::new(&conn, options)?;
     let seen_version = store::live::data_version(&conn)?;
@@ -351,23 +421,23 @@ pub fn open(path: &std::path::Path, options: Options) -> Result<(Writer, Analyse
     let reader = store::open_read_only(path)?;
     let ctx = crate::pipeline::stored_context(&reader)?;
     Ok((
-        Writer {
+        Writer::File(Box::new(FileWriter {
             conn,
             ingestor,
             seen_version,
             stored: StoredRows::default(),
-        },
-        Analyser {
+        })),
+        Analyser::File(Box::new(FileAnalyser {
             conn: reader,
             ctx,
             epoch: 0,
             tails: HashMap::new(),
             announced: HashMap::new(),
-        },
+        })),
     ))
 }
 
-impl Writer {
+impl FileWriter {
     /// Stores the analyser's `rows` (those of its current epoch) and commits a
     /// group of requests (`Ingestor::commit_in`) with the wall clock `now`, in one
     /// transaction.
@@ -463,7 +533,7 @@ fn store_rows(
     Ok(())
 }
 
-impl Analyser {
+impl FileAnalyser {
     /// Forgets every open detection: the vehicles that had one, to analyse whole
     /// again (rows worked out for them may never be stored). After an error of
     /// [`Analyser::analyse`], or before a [`Analyser::restart`].
@@ -633,23 +703,21 @@ fn announce<'e>(
 
 /// Analyses one vehicle whole from its stored fixes, a window at a time, and keeps
 /// its detection open: every row it comes to.
-fn rebuild(conn: &Connection, vehicle: i64, ctx: &analyze::Context) -> Result<(Tail, VehicleRows)> {
+fn rebuild(
+    conn: &dyn store::sql::Sql,
+    vehicle: i64,
+    ctx: &analyze::Context,
+) -> Result<(Tail, VehicleRows)> {
     let mut tail = Tail::default();
     let mut done = VehicleAnalysis::default();
-    store::read_fixes(conn, Some(vehicle), |next| {
-        let mut chunk = Vec::new();
-        loop {
-            let fix = next()?;
-            let end = fix.is_none();
-            chunk.extend(fix);
-            if end || chunk.len() >= analyze::window::WINDOW_FIXES {
-                done.append(tail.push(std::mem::take(&mut chunk), ctx));
-            }
-            if end {
-                return Ok(());
-            }
+    let mut chunk = Vec::new();
+    store::read::positions_between(conn, vehicle, i64::MIN, i64::MAX, &mut |fix, _| {
+        chunk.push(*fix);
+        if chunk.len() >= analyze::window::WINDOW_FIXES {
+            done.append(tail.push(std::mem::take(&mut chunk), ctx));
         }
     })?;
+    done.append(tail.push(chunk, ctx));
     let provisional = tail.provisional(ctx);
     Ok((
         tail,

@@ -8,7 +8,7 @@ use super::{db_err, db_write_err, positions};
 use crate::error::{Error, ErrorCode, Result};
 use crate::geo::{LatLon, haversine_m};
 use crate::model::{EventKey, Fix, Pushed};
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 use std::path::Path;
 
 /// The `meta` entry that says which clock a database answers at, and the value of
@@ -47,28 +47,17 @@ pub fn open_writer(path: &Path) -> Result<Connection> {
 
 /// The keys of the events stored for a vehicle: what the live feed already knew
 /// before it analyses the vehicle again, so that it alerts only what is new.
-pub fn event_keys(
-    conn: &Connection,
-    vehicle_id: i64,
-) -> Result<std::collections::HashSet<EventKey>> {
-    let mut st = conn
-        .prepare_cached(
-            "SELECT kind, start_ts, COALESCE(json_extract(detail, '$.geofence_id'), 0) \
-             FROM events WHERE vehicle_id = ?1",
-        )
-        .map_err(db_err)?;
-    let rows = st
-        .query_map([vehicle_id], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, i64>(2)?,
-            ))
-        })
-        .map_err(db_err)?;
+pub fn event_keys(conn: &dyn Sql, vehicle_id: i64) -> Result<std::collections::HashSet<EventKey>> {
+    let rows = conn.rows(
+        &format!(
+            "SELECT kind, start_ts, COALESCE({}, 0) FROM events WHERE vehicle_id = ?1",
+            conn.json_int("detail", "geofence_id")
+        ),
+        &[Arg::Int(Some(vehicle_id))],
+        |r| Ok((r.int(0)?, r.int(1)?, r.int(2)?)),
+    )?;
     let mut keys = std::collections::HashSet::new();
-    for row in rows {
-        let (kind, start_ts, geofence_id) = row.map_err(db_err)?;
+    for (kind, start_ts, geofence_id) in rows {
         keys.insert((super::event_kinds::kind(kind)?, start_ts, geofence_id));
     }
     Ok(keys)
@@ -216,16 +205,29 @@ const DERIVE_SPEED_WITHIN_S: i64 = 300;
 /// Appends one vehicle's pushed fixes inside the caller's transaction; the ones
 /// that were new, as stored (a fix at an instant already stored is a duplicate, and
 /// the stored one stays).
-pub fn append_pushed(conn: &Connection, vehicle_id: i64, fixes: &[Pushed]) -> Result<Vec<Fix>> {
-    let mut previous = conn
-        .prepare_cached(&format!(
-            "SELECT {} FROM positions WHERE vehicle_time >= ?1 AND vehicle_time < ?2 ORDER BY vehicle_time DESC LIMIT 1",
-            positions::COLUMNS
-        ))
-        .map_err(db_err)?;
-    let mut insert = conn
-        .prepare_cached(&format!("INSERT OR IGNORE {}", positions::insert_sql(1)))
-        .map_err(db_write_err)?;
+pub fn append_pushed(conn: &dyn Sql, vehicle_id: i64, fixes: &[Pushed]) -> Result<Vec<Fix>> {
+    let (previous, insert) = match conn.dialect() {
+        Dialect::Sqlite => (
+            format!(
+                "SELECT {} FROM positions WHERE vehicle_time >= ?1 AND vehicle_time < ?2 ORDER BY vehicle_time DESC LIMIT 1",
+                positions::COLUMNS
+            ),
+            format!(
+                "INSERT OR IGNORE INTO positions (vehicle_time, lat_e7, lon_e7, motion, odometer_m) \
+                 VALUES ({} | ?2, ?3, ?4, ?5, ?6)",
+                positions::first_key_sql("?1")
+            ),
+        ),
+        Dialect::Postgres => (
+            format!(
+                "SELECT {} FROM positions WHERE vehicle_id = ?1 AND ts_ms >= ?2 AND ts_ms < ?3 ORDER BY ts_ms DESC LIMIT 1",
+                positions::columns(Dialect::Postgres)
+            ),
+            "INSERT INTO positions (vehicle_id, ts_ms, lat_e7, lon_e7, motion, odometer_m) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING"
+                .to_string(),
+        ),
+    };
     let mut added = Vec::new();
     for f in fixes {
         let given = Fix {
@@ -243,10 +245,22 @@ pub fn append_pushed(conn: &Connection, vehicle_id: i64, fixes: &[Pushed]) -> Re
         let mut fix = positions::as_stored(&given)?;
         if fix.speed_derived {
             let (from, to) = positions::key_range(vehicle_id, f.ts - DERIVE_SPEED_WITHIN_S, f.ts);
-            let before = previous
-                .query_row([from, to], positions::from_row)
-                .optional()
-                .map_err(db_err)?;
+            let before = match conn.dialect() {
+                Dialect::Sqlite => conn.first(
+                    &previous,
+                    &[Arg::Int(Some(from)), Arg::Int(Some(to))],
+                    positions::from_sql_row,
+                )?,
+                Dialect::Postgres => conn.first(
+                    &previous,
+                    &[
+                        Arg::Int(Some(vehicle_id)),
+                        Arg::Int(Some(positions::split_key(from).1)),
+                        Arg::Int(Some(positions::split_key(to).1)),
+                    ],
+                    positions::from_sql_row,
+                )?,
+            };
             fix.speed_kmh = before.map_or(0.0, |(b, _)| {
                 let m = haversine_m(LatLon::new(b.lat, b.lon), LatLon::new(fix.lat, fix.lon));
                 m / (fix.ts - b.ts).max(1) as f64 * 3.6
@@ -254,8 +268,21 @@ pub fn append_pushed(conn: &Connection, vehicle_id: i64, fixes: &[Pushed]) -> Re
             fix = positions::as_stored(&fix)?;
         }
         let stored = positions::Stored::of(&fix, f.ts_ms)?;
-        stored.bind(&mut insert, 0).map_err(db_write_err)?;
-        if insert.raw_execute().map_err(db_write_err)? > 0 {
+        if let Some(pg) = conn.as_postgres() {
+            super::pg::ensure_partition_of(pg, stored.instant_ms())?;
+        }
+        let inserted = conn.execute(
+            &insert,
+            &[
+                Arg::Int(Some(vehicle_id)),
+                Arg::Int(Some(stored.instant_ms())),
+                Arg::Int(Some(stored.lat_e7)),
+                Arg::Int(Some(stored.lon_e7)),
+                Arg::Int(Some(stored.motion())),
+                Arg::Int(stored.odometer_m),
+            ],
+        )?;
+        if inserted > 0 {
             added.push(fix);
         }
     }

@@ -252,6 +252,8 @@ pub struct PgConn {
     client: RefCell<postgres::Client>,
     statements: RefCell<HashMap<String, postgres::Statement>>,
     target: super::pg::Target,
+    /// The months whose partition of positions this connection saw exist.
+    months: RefCell<std::collections::HashSet<i64>>,
 }
 
 impl PgConn {
@@ -261,6 +263,7 @@ impl PgConn {
             client: RefCell::new(client),
             statements: RefCell::new(HashMap::new()),
             target,
+            months: RefCell::default(),
         }
     }
 
@@ -271,6 +274,12 @@ impl PgConn {
         f: impl FnOnce(&mut postgres::Client) -> Result<T>,
     ) -> Result<T> {
         f(&mut self.client.borrow_mut())
+    }
+
+    /// The months (`YYYYMM`) whose partition this connection knows to exist: a
+    /// writer of single fixes asks the server once a month, not once a fix.
+    pub(crate) fn known_months(&self) -> std::cell::RefMut<'_, std::collections::HashSet<i64>> {
+        self.months.borrow_mut()
     }
 
     /// Where this connection goes, for messages (the password masked).

@@ -35,14 +35,7 @@ pub fn analyse_vehicle_in(
     detect: &dyn Fn(&[Fix]) -> VehicleAnalysis,
 ) -> Result<(usize, VehicleAnalysis)> {
     let target = conn.target().clone();
-    conn.with_client(|client| {
-        client
-            .execute(
-                "SELECT pg_advisory_xact_lock($1, CAST($2::int8 AS int4))",
-                &[&ANALYSIS_LOCK, &vehicle_id],
-            )
-            .map_err(|e| target.failed("lock a vehicle in", e))
-    })?;
+    conn.with_client(|client| lock_vehicle(client, &target, vehicle_id))?;
     let mut fixes = Vec::new();
     read::positions_between(conn, vehicle_id, i64::MIN, i64::MAX, &mut |f, _| {
         fixes.push(*f)
@@ -59,16 +52,59 @@ fn write_analysis(
     vehicle_id: i64,
     a: &VehicleAnalysis,
 ) -> Result<()> {
-    for table in ["stops", "trips", "events", "latest_fix", "visits", "daily"] {
-        client
-            .execute(
-                &format!("DELETE FROM fleetctl.{table} WHERE vehicle_id = $1"),
-                &[&vehicle_id],
-            )
-            .map_err(|e| target.failed("write", e))?;
+    delete_vehicle_rows(client, target, vehicle_id)?;
+    append_analysis(client, target, a, &mut NextIds::default()).map(drop)
+}
+
+/// The ids a vehicle's next stop, trip and event rows get.
+#[derive(Debug, Clone, Copy)]
+pub struct NextIds {
+    stops: i64,
+    trips: i64,
+    events: i64,
+}
+
+impl Default for NextIds {
+    /// A vehicle without rows: each numbering starts at 1.
+    fn default() -> NextIds {
+        NextIds {
+            stops: 1,
+            trips: 1,
+            events: 1,
+        }
     }
+}
+
+/// The keys of rows [`append_analysis`] wrote, so that they can be taken back: the
+/// live feed's provisional answer for a vehicle's open stretch.
+#[derive(Debug, Clone, Default)]
+pub struct WrittenKeys {
+    vehicle_id: i64,
+    stops: Vec<i64>,
+    trips: Vec<i64>,
+    events: Vec<i64>,
+    visits: Vec<(i64, i64)>,
+    daily: Vec<String>,
+}
+
+/// Appends `a`'s rows (its latest fix replacing the vehicle's, when it has one),
+/// numbering stops, trips and events from `next` on, inside the caller's
+/// transaction; the keys written.
+pub fn append_analysis(
+    client: &mut postgres::Client,
+    target: &Target,
+    a: &VehicleAnalysis,
+    next: &mut NextIds,
+) -> Result<WrittenKeys> {
+    let mut written = WrittenKeys::default();
     let mut rows = Rows::default();
     if let Some(f) = &a.latest {
+        client
+            .execute(
+                "DELETE FROM fleetctl.latest_fix WHERE vehicle_id = $1",
+                &[&f.vehicle_id],
+            )
+            .map_err(|e| target.failed("write", e))?;
         rows.line(&[
             Cell::Int(f.vehicle_id),
             Cell::Int(f.ts),
@@ -84,7 +120,8 @@ fn write_analysis(
     rows.copy(client, target, "latest_fix", crate::store::FIX_COLUMNS)?;
     // Ids number a vehicle's rows in detection's order (the key is the vehicle's
     // and the id): equal instants keep their order, as in SQLite.
-    for (id, s) in (1..).zip(&a.stops) {
+    written.stops = (next.stops..).take(a.stops.len()).collect();
+    for (id, s) in (next.stops..).zip(&a.stops) {
         rows.line(&[
             Cell::Int(s.vehicle_id),
             Cell::Int(id),
@@ -105,7 +142,8 @@ fn write_analysis(
         "stops",
         "vehicle_id, id, start_ts, end_ts, lat, lon, idle_s, parked_s, ongoing, place, unknown_s",
     )?;
-    for (id, t) in (1..).zip(&a.trips) {
+    written.trips = (next.trips..).take(a.trips.len()).collect();
+    for (id, t) in (next.trips..).zip(&a.trips) {
         rows.line(&[
             Cell::Int(t.vehicle_id),
             Cell::Int(id),
@@ -130,7 +168,8 @@ fn write_analysis(
         "vehicle_id, id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat_e7, start_lon_e7, \
          end_lat_e7, end_lon_e7, gap_km, moving_s, idle_s, odometer_km",
     )?;
-    for (id, e) in (1..).zip(&a.events) {
+    written.events = (next.events..).take(a.events.len()).collect();
+    for (id, e) in (next.events..).zip(&a.events) {
         let detail = serde_json::to_string(&e.detail).map_err(|err| {
             Error::internal(format!("an event's detail did not serialise: {err}"))
         })?;
@@ -152,6 +191,7 @@ fn write_analysis(
         "vehicle_id, id, kind, start_ts, end_ts, lat, lon, detail",
     )?;
     for v in &a.visits {
+        written.visits.push((v.geofence_id, v.enter_ts));
         rows.line(&[
             Cell::Int(v.vehicle_id),
             Cell::Int(v.geofence_id),
@@ -166,6 +206,7 @@ fn write_analysis(
         "vehicle_id, geofence_id, enter_ts, exit_ts",
     )?;
     for d in &a.daily {
+        written.daily.push(d.date.clone());
         rows.line(&[
             Cell::Int(d.vehicle_id),
             Cell::Text(&d.date),
@@ -194,6 +235,105 @@ fn write_analysis(
          trips, stops, max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses, gap_km, \
          odometer_rejected, events",
     )?;
+    next.stops += a.stops.len() as i64;
+    next.trips += a.trips.len() as i64;
+    next.events += a.events.len() as i64;
+    written.vehicle_id = a
+        .latest
+        .as_ref()
+        .map(|f| f.vehicle_id)
+        .or(a.stops.first().map(|s| s.vehicle_id))
+        .or(a.trips.first().map(|t| t.vehicle_id))
+        .or(a.events.first().map(|e| e.vehicle_id))
+        .or(a.visits.first().map(|v| v.vehicle_id))
+        .or(a.daily.first().map(|d| d.vehicle_id))
+        .unwrap_or(0);
+    Ok(written)
+}
+
+/// Takes back rows [`append_analysis`] wrote, inside the caller's transaction.
+pub fn delete_written(
+    client: &mut postgres::Client,
+    target: &Target,
+    written: &WrittenKeys,
+) -> Result<()> {
+    let failed = |e| target.failed("write", e);
+    let v = &written.vehicle_id;
+    for (table, ids) in [
+        ("stops", &written.stops),
+        ("trips", &written.trips),
+        ("events", &written.events),
+    ] {
+        if !ids.is_empty() {
+            client
+                .execute(
+                    &format!("DELETE FROM fleetctl.{table} WHERE vehicle_id = $1 AND id = ANY($2)"),
+                    &[v, ids],
+                )
+                .map_err(failed)?;
+        }
+    }
+    for (geofence, enter) in &written.visits {
+        client
+            .execute(
+                "DELETE FROM fleetctl.visits WHERE vehicle_id = $1 AND geofence_id = $2 AND enter_ts = $3",
+                &[v, geofence, enter],
+            )
+            .map_err(failed)?;
+    }
+    for date in &written.daily {
+        client
+            .execute(
+                "DELETE FROM fleetctl.daily WHERE vehicle_id = $1 AND date = CAST($2::text AS date)",
+                &[v, date],
+            )
+            .map_err(failed)?;
+    }
+    Ok(())
+}
+
+/// The transaction that last wrote a vehicle's newest fix row (its `xmin`): every
+/// analysis of a vehicle, by any process, rewrites that row, so the same value
+/// later means that nobody analysed the vehicle since. `None`: it has no row.
+pub fn analysis_stamp(
+    client: &mut postgres::Client,
+    target: &Target,
+    vehicle_id: i64,
+) -> Result<Option<i64>> {
+    Ok(client
+        .query_opt(
+            "SELECT CAST(CAST(xmin AS text) AS bigint) FROM fleetctl.latest_fix WHERE vehicle_id = $1",
+            &[&vehicle_id],
+        )
+        .map_err(|e| target.failed("read", e))?
+        .map(|row| row.get(0)))
+}
+
+/// Waits for a vehicle's analysis lock, held until the caller's transaction ends.
+pub fn lock_vehicle(client: &mut postgres::Client, target: &Target, vehicle_id: i64) -> Result<()> {
+    client
+        .execute(
+            "SELECT pg_advisory_xact_lock($1, CAST($2::int8 AS int4))",
+            &[&ANALYSIS_LOCK, &vehicle_id],
+        )
+        .map(drop)
+        .map_err(|e| target.failed("lock a vehicle in", e))
+}
+
+/// Deletes every derived row of a vehicle, inside the caller's transaction.
+pub fn delete_vehicle_rows(
+    client: &mut postgres::Client,
+    target: &Target,
+    vehicle_id: i64,
+) -> Result<()> {
+    for table in ["stops", "trips", "events", "latest_fix", "visits", "daily"] {
+        client
+            .execute(
+                &format!("DELETE FROM fleetctl.{table} WHERE vehicle_id = $1"),
+                &[&vehicle_id],
+            )
+            .map_err(|e| target.failed("write", e))?;
+    }
     Ok(())
 }
 

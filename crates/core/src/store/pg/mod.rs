@@ -15,7 +15,10 @@ use crate::clock::{Date, FleetZone};
 use crate::error::{Error, ErrorCode, Result};
 pub use connect::{Target, is_url, shown};
 pub use copy::{copy_fixes, copy_positions_out};
-pub use derived::{analyse_vehicle, analyse_vehicle_in, in_shard, write_meta};
+pub use derived::{
+    NextIds, WrittenKeys, analyse_vehicle, analyse_vehicle_in, analysis_stamp, append_analysis,
+    delete_vehicle_rows, delete_written, in_shard, lock_vehicle, write_meta,
+};
 pub use load::{Loaded, load_fleet};
 
 /// The Postgres schema, run in one transaction by [`init`].
@@ -374,6 +377,45 @@ fn month_of_partition(name: &str) -> Option<(i32, u32)> {
     let (year, month) = name.strip_prefix("positions_")?.split_once('_')?;
     let month: u32 = month.parse().ok().filter(|m| (1..=12).contains(m))?;
     Some((year.parse().ok()?, month))
+}
+
+/// A digest of what detection reads besides fixes — `meta` (the thresholds), the
+/// geofences, the places and the vehicles' own limits — read in one round trip:
+/// another value means an edit since.
+pub fn settings_digest(conn: &super::sql::PgConn) -> Result<String> {
+    use super::sql::Sql;
+    let sql: &dyn Sql = conn;
+    sql.first(
+        "SELECT concat_ws('|', \
+         (SELECT md5(string_agg(key || '=' || value, ',' ORDER BY key)) FROM meta), \
+         (SELECT md5(string_agg(concat_ws(';', id, name, kind, wkt, radius_m, speed_limit_kmh), ',' ORDER BY id)) FROM geofences), \
+         (SELECT md5(string_agg(p::text, ',' ORDER BY id)) FROM places p), \
+         (SELECT md5(string_agg(concat_ws(';', id, speed_limit_kmh), ',' ORDER BY id)) FROM vehicles))",
+        &[],
+        |r| r.text(0),
+    )
+    .map(Option::unwrap_or_default)
+}
+
+/// Makes the partition of the month of `ms` (UTC epoch milliseconds) if missing,
+/// inside the caller's transaction, asking the server once per month and
+/// connection. A failed transaction may have taken a new partition with it: the
+/// caller then calls [`forget_months`].
+pub fn ensure_partition_of(conn: &super::sql::PgConn, ms: i64) -> Result<()> {
+    let (year, month) = month_of(ms)?;
+    let key = i64::from(year) * 100 + i64::from(month);
+    if conn.known_months().contains(&key) {
+        return Ok(());
+    }
+    let target = conn.target().clone();
+    conn.with_client(|client| ensure_partitions(client, &target, ms, ms))?;
+    conn.known_months().insert(key);
+    Ok(())
+}
+
+/// Forgets which partitions exist (after a rollback, or a prune that dropped some).
+pub fn forget_months(conn: &super::sql::PgConn) {
+    conn.known_months().clear();
 }
 
 /// The first half of the advisory lock on a month's partition (the second: YYYYMM).

@@ -1,0 +1,286 @@
+//! The live feed on PostgreSQL, where several servers may take pushes for one
+//! fleet at once: each group of requests is one transaction of fixes (committed
+//! before a device hears 200), and each server's analyser writes the rows of the
+//! vehicles that got fixes itself, a vehicle at a time under the vehicle's advisory
+//! lock — the lock `analyze` and the other servers take — resuming a vehicle's
+//! open detection only while nobody else has analysed it since (its newest-fix
+//! row's `xmin` says so), else analysing it whole.
+
+use super::{
+    Analysed, Committed, Ingestor, Options, Request, Rows, VehicleRows, announce, rebuild,
+};
+use crate::analyze::{self, window::Tail};
+use crate::error::{Error, Result};
+use crate::model::{EventKey, Fix};
+use crate::store::{self, pg, sql::PgConn};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Opens a fleet on PostgreSQL for the feed: the writer's connection and the
+/// analyser's.
+pub(super) fn open(target: &pg::Target, options: Options) -> Result<(PgWriter, PgAnalyser)> {
+    let conn = pg::open_reader(target)?;
+    // An acknowledged fix is on the server's disk, whatever the server's default.
+    pg::import::execute(&conn, "SET synchronous_commit = on")?;
+    let ingestor = Ingestor::new(&conn, options)?;
+    let reader = pg::open_reader(target)?;
+    let ctx = crate::pipeline::stored_context(&reader)?;
+    let settings = pg::settings_digest(&reader)?;
+    Ok((
+        PgWriter { conn, ingestor },
+        PgAnalyser {
+            conn: reader,
+            ctx,
+            settings,
+            held: Held::default(),
+        },
+    ))
+}
+
+/// Commits groups of pushed requests on one connection.
+pub struct PgWriter {
+    conn: PgConn,
+    ingestor: Ingestor,
+}
+
+impl PgWriter {
+    /// Reads and stores a group of requests in one transaction: each request whole
+    /// or not at all (a savepoint each), all committed together.
+    pub(super) fn commit(&mut self, group: &[Request], now: i64) -> Committed {
+        match self.commit_group(group, now) {
+            Ok(committed) => committed,
+            Err(e) => {
+                pg::forget_months(&self.conn);
+                self.ingestor.all_failed(group.len(), &e.message)
+            }
+        }
+    }
+
+    fn commit_group(&mut self, group: &[Request], now: i64) -> Result<Committed> {
+        let conn = &self.conn;
+        let ingestor = &self.ingestor;
+        pg::in_transaction(conn, || {
+            let mut added: BTreeMap<i64, Vec<Fix>> = BTreeMap::new();
+            let mut outcomes = Vec::with_capacity(group.len());
+            for request in group {
+                let outcome = match ingestor.read(request, now) {
+                    Err(e) => Err(e),
+                    Ok(batch) => {
+                        pg::import::execute(conn, "SAVEPOINT request")?;
+                        match ingestor.store_batch(conn, batch) {
+                            Ok(stored) => {
+                                pg::import::execute(conn, "RELEASE SAVEPOINT request")?;
+                                Ok(stored)
+                            }
+                            Err(e) => {
+                                pg::import::execute(conn, "ROLLBACK TO SAVEPOINT request")?;
+                                // A partition made inside the savepoint went with it.
+                                pg::forget_months(conn);
+                                Err(e)
+                            }
+                        }
+                    }
+                };
+                outcomes.push(outcome.map(|(accepted, stored)| {
+                    for fix in stored {
+                        added.entry(fix.vehicle_id).or_default().push(fix);
+                    }
+                    accepted
+                }));
+            }
+            Ok(Committed {
+                outcomes,
+                added,
+                restart: None,
+                rows_failed: None,
+            })
+        })
+    }
+}
+
+/// Analyses the vehicles that got fixes and writes their rows, each vehicle in a
+/// transaction of its own under its lock.
+pub struct PgAnalyser {
+    conn: PgConn,
+    ctx: analyze::Context,
+    /// A digest of what detection reads besides fixes (thresholds, geofences,
+    /// places, vehicles' limits): another value means the settings changed.
+    settings: String,
+    held: Held,
+}
+
+/// What an analyser holds of the vehicles it analysed.
+#[derive(Default)]
+struct Held {
+    /// Each vehicle's open detection.
+    tails: HashMap<i64, Tail>,
+    /// Each vehicle's events announced lately (see the file feed's).
+    announced: HashMap<i64, HashSet<EventKey>>,
+    /// What this analyser last wrote for a vehicle: the stamp of that write, the
+    /// provisional rows to take back, and the next ids.
+    written: HashMap<i64, Written>,
+}
+
+/// One vehicle's last write by this analyser.
+struct Written {
+    stamp: i64,
+    provisional: pg::WrittenKeys,
+    next: pg::NextIds,
+}
+
+impl PgAnalyser {
+    /// Forgets every open detection: the vehicles that had one.
+    pub(super) fn forget(&mut self) -> Vec<i64> {
+        self.held.written.clear();
+        self.held
+            .tails
+            .drain()
+            .map(|(vehicle, _)| vehicle)
+            .collect()
+    }
+
+    /// Reads the settings again.
+    pub(super) fn restart(&mut self) -> Result<()> {
+        self.held.tails.clear();
+        self.held.written.clear();
+        self.ctx = crate::pipeline::stored_context(&self.conn)?;
+        self.settings = pg::settings_digest(&self.conn)?;
+        Ok(())
+    }
+
+    /// Analyses each vehicle of `added` and writes its rows (nothing is left for
+    /// the writer).
+    pub(super) fn analyse(&mut self, added: &BTreeMap<i64, Vec<Fix>>) -> Result<(Rows, Analysed)> {
+        if pg::settings_digest(&self.conn)? != self.settings {
+            // An edit re-analyses every vehicle itself; what this analyser held
+            // was worked out with the old settings.
+            self.restart()?;
+        }
+        let mut done = Analysed::default();
+        let (conn, ctx, held) = (&self.conn, &self.ctx, &mut self.held);
+        for (&vehicle, fixes) in added {
+            let outcome = pg::in_transaction(conn, || {
+                conn.with_client(|c| pg::lock_vehicle(c, conn.target(), vehicle))?;
+                held.analyse_vehicle(conn, ctx, vehicle, fixes, &mut done)
+            });
+            if let Err(e) = outcome {
+                // What was held may be ahead of what is stored.
+                held.tails.remove(&vehicle);
+                held.written.remove(&vehicle);
+                return Err(e);
+            }
+        }
+        Ok((
+            Rows {
+                epoch: 0,
+                vehicles: Vec::new(),
+            },
+            done,
+        ))
+    }
+}
+
+impl Held {
+    /// One vehicle, its lock held: resumed from its open detection when nobody
+    /// analysed it since this analyser did and its new fixes all follow what it
+    /// holds, else analysed whole; its rows written and its stamp kept.
+    fn analyse_vehicle(
+        &mut self,
+        conn: &PgConn,
+        ctx: &analyze::Context,
+        vehicle: i64,
+        fixes: &[Fix],
+        done: &mut Analysed,
+    ) -> Result<()> {
+        let target = conn.target().clone();
+        let stamp = conn.with_client(|c| pg::analysis_stamp(c, &target, vehicle))?;
+        let ours = self
+            .written
+            .get(&vehicle)
+            .is_some_and(|w| Some(w.stamp) == stamp);
+        let announced = self.announced.entry(vehicle).or_default();
+        let resumable = match self.tails.get(&vehicle) {
+            Some(tail) if ours => {
+                let last = tail.last_ts();
+                // A late fix (older than the newest held, and not held) needs the
+                // whole vehicle again.
+                fixes
+                    .iter()
+                    .all(|f| tail.holds(f.ts) || last.is_none_or(|l| f.ts > l))
+            }
+            _ => false,
+        };
+        if resumable {
+            let tail = self.tails.get_mut(&vehicle).expect("checked above");
+            // Every fix after the newest held, whichever server stored it.
+            let mut new = Vec::new();
+            let from = tail.last_ts().map_or(i64::MIN, |l| l + 1);
+            store::read::positions_between(conn, vehicle, from, i64::MAX, &mut |f, _| {
+                new.push(*f)
+            })?;
+            if new.is_empty() {
+                return Ok(());
+            }
+            let final_rows = tail.push(new, ctx);
+            let provisional = tail.provisional(ctx);
+            announce(
+                announced,
+                final_rows.events.iter().chain(&provisional.events),
+                tail.last_ts(),
+                &mut done.new_events,
+            );
+            let written = self.written.get_mut(&vehicle).expect("ours");
+            let kept = conn.with_client(|c| {
+                pg::delete_written(c, &target, &written.provisional)?;
+                pg::append_analysis(c, &target, &final_rows, &mut written.next)?;
+                pg::append_analysis(c, &target, &provisional, &mut written.next)
+            })?;
+            written.provisional = kept;
+            written.stamp = stamp_of(conn, vehicle)?;
+            done.resumed += 1;
+            return Ok(());
+        }
+        // Stored events are known; so are those announced but not stored yet.
+        announced.extend(store::live::event_keys(conn, vehicle)?);
+        let (tail, whole) = rebuild(conn, vehicle, ctx)?;
+        let VehicleRows {
+            done: final_rows,
+            provisional,
+            ..
+        } = &whole;
+        announce(
+            announced,
+            final_rows.events.iter().chain(&provisional.events),
+            tail.last_ts(),
+            &mut done.new_events,
+        );
+        let mut next = pg::NextIds::default();
+        let kept = conn.with_client(|c| {
+            pg::delete_vehicle_rows(c, &target, vehicle)?;
+            pg::append_analysis(c, &target, final_rows, &mut next)?;
+            pg::append_analysis(c, &target, provisional, &mut next)
+        })?;
+        let stamp = stamp_of(conn, vehicle)?;
+        self.tails.insert(vehicle, tail);
+        self.written.insert(
+            vehicle,
+            Written {
+                stamp,
+                provisional: kept,
+                next,
+            },
+        );
+        done.rebuilt += 1;
+        Ok(())
+    }
+}
+
+/// The stamp of the vehicle's rows this transaction wrote.
+fn stamp_of(conn: &PgConn, vehicle: i64) -> Result<i64> {
+    let target = conn.target().clone();
+    conn.with_client(|c| pg::analysis_stamp(c, &target, vehicle))?
+        .ok_or_else(|| {
+            Error::internal(format!(
+                "vehicle {vehicle}'s rows were written without its newest fix"
+            ))
+        })
+}
