@@ -610,6 +610,27 @@ fn servers_on_one_database_see_each_others_edits_and_survive_a_lost_connection()
     for replica in &mut replicas {
         assert_eq!(driver_of(replica, &plate), "Ana Relevo");
     }
+    // A fix newer than the data clock arrives (another server's ingest): the
+    // answers' "now" moves with it, though nothing a server keeps changed.
+    pg.client()
+        .execute(
+            "UPDATE fleetctl.latest_fix SET ts = ts + 7200 WHERE vehicle_id = (SELECT id FROM fleetctl.vehicles WHERE plate = $1)",
+            &[&plate],
+        )
+        .unwrap();
+    let newest: i64 = pg
+        .client()
+        .query_one("SELECT max(ts) FROM fleetctl.latest_fix", &[])
+        .unwrap()
+        .get(0);
+    for replica in &mut replicas {
+        let answer = replica.call_tool("vehicle_position", serde_json::json!({ "plate": plate }));
+        let now = answer["structuredContent"]["data_now"]
+            .as_str()
+            .unwrap_or_default();
+        let expected = guatemala_time(newest);
+        assert_eq!(now, expected, "{answer}");
+    }
     // Every connection of the servers is cut (a restarted database server does the
     // same): the next call connects again and answers.
     pg.client()
@@ -1268,4 +1289,27 @@ fn a_fleet_pushed_live_to_two_servers_on_postgres_answers_as_the_generated_datab
             first_difference(&a, &b, "")
         );
     }
+}
+
+/// `ts` (UTC epoch seconds) as the fleet's answers write it in America/Guatemala
+/// (UTC-6 all year): `YYYY-MM-DDTHH:MM:SS-06:00`.
+fn guatemala_time(ts: i64) -> String {
+    let local = ts - 6 * 3600;
+    let (days, secs) = (local.div_euclid(86_400), local.rem_euclid(86_400));
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}-06:00",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
 }

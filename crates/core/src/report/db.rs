@@ -31,6 +31,8 @@ pub struct Db {
     pub live_clock: bool,
     /// The newest fix when loaded: "now" is never before it.
     newest_fix_ts: i64,
+    /// `meta.data_now`, when the database has one (a generated fleet's clock).
+    data_now: Option<i64>,
     /// Vehicles, by id, with their route slug if synthetic.
     pub vehicles: Vec<(Vehicle, Option<String>)>,
     /// Geofences, by id.
@@ -109,6 +111,7 @@ impl Db {
             now_ts: 0,
             live_clock: false,
             newest_fix_ts: 0,
+            data_now: None,
             vehicles: Vec::new(),
             geofences: Vec::new(),
             namer: Namer::for_geofences(&[], &[]),
@@ -127,26 +130,18 @@ impl Db {
         let conn = self.conn.as_ref();
         let version = conn.change_counter()?;
         let zone = store::read_zone(conn)?;
-        // The data clock: the wall clock for a live database, else meta.data_now, or
-        // (a database without one) the newest fix; never before the newest fix (a
-        // generated fleet that takes live positions moves on with them, so no fix
-        // is ever from the future).
         let (clock_key, wall) = store::live::CLOCK_META;
         let live_clock = store::read_meta(conn, clock_key)?.is_some_and(|v| v.trim() == wall);
         let newest_fix_ts = store::read::newest_fix_ts(conn)?.unwrap_or(0);
-        let clock_ts = if live_clock {
-            crate::clock::wall_clock_now()
-        } else {
-            match store::read_meta(conn, "data_now")? {
-                Some(v) => v.trim().parse().map_err(|_| {
-                    Error::new(
-                        ErrorCode::DbSchema,
-                        format!("meta.data_now is {v:?}, not UTC epoch seconds"),
-                    )
-                    .with_hint("regenerate the database, or set data_now to epoch seconds")
-                })?,
-                None => newest_fix_ts,
-            }
+        let data_now = match store::read_meta(conn, "data_now")? {
+            Some(v) => Some(v.trim().parse().map_err(|_| {
+                Error::new(
+                    ErrorCode::DbSchema,
+                    format!("meta.data_now is {v:?}, not UTC epoch seconds"),
+                )
+                .with_hint("regenerate the database, or set data_now to epoch seconds")
+            })?),
+            None => None,
         };
         let vehicles = store::read::vehicles(conn)?;
         let geofences = store::read_geofences(conn)?;
@@ -155,14 +150,28 @@ impl Db {
         self.namer = Namer::for_geofences(&geofences, &known_places);
         self.places = resolve::place_candidates(&geofences, &known_places);
         self.zone = zone;
-        self.now_ts = clock_ts.max(newest_fix_ts);
         self.live_clock = live_clock;
-        self.newest_fix_ts = newest_fix_ts;
+        self.data_now = data_now;
+        self.set_newest_fix(newest_fix_ts);
         self.vehicles = vehicles;
         self.geofences = geofences;
         self.thresholds = thresholds;
         self.loaded_from = (version, file);
         Ok(())
+    }
+
+    /// The newest fix is `newest_fix_ts`: the data clock follows it — the wall
+    /// clock for a live database, else meta.data_now, or (a database without one)
+    /// the newest fix; never before the newest fix (a generated fleet that takes
+    /// live positions moves on with them, so no fix is ever from the future).
+    fn set_newest_fix(&mut self, newest_fix_ts: i64) {
+        let clock_ts = if self.live_clock {
+            crate::clock::wall_clock_now()
+        } else {
+            self.data_now.unwrap_or(newest_fix_ts)
+        };
+        self.newest_fix_ts = newest_fix_ts;
+        self.now_ts = clock_ts.max(newest_fix_ts);
     }
 
     /// True when the database changed since its data was loaded: another connection
@@ -184,18 +193,11 @@ impl Db {
         if self.live_clock {
             self.now_ts = crate::clock::wall_clock_now().max(self.newest_fix_ts);
         }
+        if let Some(target) = self.postgres.clone() {
+            return self.refresh_postgres(&target);
+        }
         if !self.is_stale() {
             return Ok(false);
-        }
-        if let Some(target) = self.postgres.clone() {
-            // Read again on this connection; one that was lost (the server restarted,
-            // a proxy timed it out) is made anew, so a server recovers by itself.
-            if self.load(None).is_err() {
-                let mut fresh = Db::open_postgres(&target)?;
-                fresh.tiles = self.tiles.take();
-                *self = fresh;
-            }
-            return Ok(true);
         }
         let file = file_id(&self.path);
         if file == self.loaded_from.1 {
@@ -208,6 +210,30 @@ impl Db {
             fresh.tiles = self.tiles.take();
             *self = fresh;
         }
+        Ok(true)
+    }
+
+    /// [`Db::refresh`] on PostgreSQL, in one round trip while nothing but fixes
+    /// came: the clock moves with the newest fix, and what the server keeps is read
+    /// again only when the revision moved. A lost connection (the server restarted,
+    /// a proxy timed it out) is made anew, so a server recovers by itself.
+    fn refresh_postgres(&mut self, target: &store::pg::Target) -> Result<bool> {
+        let fresh = self.conn.as_postgres().map(|pg| pg.freshness());
+        match fresh {
+            Some(Ok((revision, newest))) if Some(revision) == self.loaded_from.0 => {
+                let newest = newest.unwrap_or(0);
+                if newest != self.newest_fix_ts {
+                    self.set_newest_fix(newest);
+                    return Ok(true);
+                }
+                return Ok(false);
+            }
+            Some(Ok(_)) if self.load(None).is_ok() => return Ok(true),
+            _ => {}
+        }
+        let mut fresh = Db::open_postgres(target)?;
+        fresh.tiles = self.tiles.take();
+        *self = fresh;
         Ok(true)
     }
 

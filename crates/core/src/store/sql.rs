@@ -169,10 +169,11 @@ impl dyn Sql + '_ {
     pub fn id_list(&self, mark: &str) -> String {
         match self.dialect() {
             Dialect::Sqlite => format!("SELECT value FROM json_each({mark})"),
+            // An array's elements, which the planner counts (a JSON function's rows
+            // it guesses at 100, and then scans a week of every vehicle's events
+            // to find one vehicle's).
             Dialect::Postgres => {
-                format!(
-                    "SELECT CAST(value AS bigint) FROM json_array_elements_text(CAST({mark} AS json))"
-                )
+                format!("SELECT unnest(CAST(translate({mark}, '[]', '{{}}') AS bigint[]))")
             }
         }
     }
@@ -254,6 +255,8 @@ pub struct PgConn {
     target: super::pg::Target,
     /// The months whose partition of positions this connection saw exist.
     months: RefCell<std::collections::HashSet<i64>>,
+    /// Whether the fleet has the `revision` table (see [`PgConn::freshness`]).
+    has_revision: std::cell::Cell<Option<bool>>,
 }
 
 impl PgConn {
@@ -264,6 +267,7 @@ impl PgConn {
             statements: RefCell::new(HashMap::new()),
             target,
             months: RefCell::default(),
+            has_revision: std::cell::Cell::new(None),
         }
     }
 
@@ -420,21 +424,55 @@ impl Sql for PgConn {
     }
 
     fn change_counter(&self) -> Result<Option<i64>> {
-        // Other processes write the database, and PostgreSQL has no counter of their
-        // commits: a digest of what a reader keeps between requests (meta, vehicles,
-        // geofences, places, the newest fix), read in one round trip, stands in.
-        let digest = self.first(
-            "SELECT concat_ws('|', (SELECT MAX(ts) FROM latest_fix), \
-             (SELECT md5(string_agg(key || '=' || value, ',' ORDER BY key)) FROM meta), \
-             (SELECT md5(string_agg(v::text, ',' ORDER BY id)) FROM vehicles v), \
-             (SELECT md5(string_agg(concat_ws(';', id, name, kind, wkt, radius_m, speed_limit_kmh), ',' ORDER BY id)) FROM geofences), \
-             (SELECT md5(string_agg(p::text, ',' ORDER BY id)) FROM places p))",
-            &[],
-            |r| r.text(0),
-        )?;
+        Ok(Some(self.freshness()?.0))
+    }
+}
+
+impl PgConn {
+    /// What a reader keeps between requests, in one round trip: a number that
+    /// moves with every change of meta, vehicles, geofences and places (the
+    /// `revision` their triggers move), and the newest fix's time. Other processes
+    /// write the database and PostgreSQL has no counter of their commits; a fleet
+    /// made before `revision` existed gets a digest of those tables instead.
+    pub fn freshness(&self) -> Result<(i64, Option<i64>)> {
+        let has_revision = match self.has_revision.get() {
+            Some(known) => known,
+            None => {
+                let known = self
+                    .first(
+                        "SELECT to_regclass('fleetctl.revision') IS NOT NULL",
+                        &[],
+                        |r| r.flag(0),
+                    )?
+                    .unwrap_or(false);
+                self.has_revision.set(Some(known));
+                known
+            }
+        };
+        if has_revision {
+            return self
+                .first(
+                    "SELECT (SELECT n FROM revision), (SELECT MAX(ts) FROM latest_fix)",
+                    &[],
+                    |r| Ok((r.int(0)?, r.opt_int(1)?)),
+                )
+                .map(|found| found.unwrap_or((0, None)));
+        }
+        let (digest, newest) = self
+            .first(
+                "SELECT concat_ws('|', \
+                 (SELECT md5(string_agg(key || '=' || value, ',' ORDER BY key)) FROM meta), \
+                 (SELECT md5(string_agg(v::text, ',' ORDER BY id)) FROM vehicles v), \
+                 (SELECT md5(string_agg(concat_ws(';', id, name, kind, wkt, radius_m, speed_limit_kmh), ',' ORDER BY id)) FROM geofences), \
+                 (SELECT md5(string_agg(p::text, ',' ORDER BY id)) FROM places p)), \
+                 (SELECT MAX(ts) FROM latest_fix)",
+                &[],
+                |r| Ok((r.text(0)?, r.opt_int(1)?)),
+            )?
+            .unwrap_or_default();
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         std::hash::Hash::hash(&digest, &mut hasher);
-        Ok(Some(std::hash::Hasher::finish(&hasher) as i64))
+        Ok((std::hash::Hasher::finish(&hasher) as i64, newest))
     }
 }
 
