@@ -295,7 +295,7 @@ fn on_postgres(url: &str, command: Command) -> Result<()> {
             let zone = crate::clock::FleetZone::named(&time_zone)?;
             store::pg::init(&target, &zone)?;
             print_stdout(&format!(
-                "Created a fleet in {} in {} (its clock: the wall clock)\n",
+                "Created a fleet in {} in {} (its clock: the wall clock)\nNext: fleetctl --db URL vehicles add PLATE --device-id ID\n",
                 target.display(),
                 zone.name
             ))
