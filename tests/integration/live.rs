@@ -558,11 +558,27 @@ fn a_fleet_pushed_live_answers_as_the_generated_database() {
     for plate in by_plate.keys() {
         analysed(&live, plate);
     }
+    for (name, words) in fed_fleet_cases(&generated, &dir, by_plate.keys()) {
+        let expected = crate::reports::answer_json(&generated, &words);
+        let got = crate::reports::answer_json(&live, &words);
+        assert_eq!(got, expected, "{name}: {words:?}");
+    }
+    drop(server);
+}
+
+/// What a fleet fed live is compared on with the one `generate` built: every
+/// snapshot case, and each vehicle's position, days, and trips and stops of its
+/// last two days.
+pub(crate) fn fed_fleet_cases<'p>(
+    generated: &std::path::Path,
+    dir: &TempDir,
+    plates: impl Iterator<Item = &'p String>,
+) -> Vec<(&'static str, Vec<String>)> {
     let scratch = dir.join("pictures");
     std::fs::create_dir_all(&scratch).unwrap();
-    let mut cases = crate::reports::snapshot_cases(&generated, &scratch);
-    for plate in by_plate.keys() {
-        let words = |w: &[&str]| w.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let mut cases = crate::reports::snapshot_cases(generated, &scratch);
+    let words = |w: &[&str]| w.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    for plate in plates {
         cases.push(("position", words(&["query", "position", plate])));
         cases.push(("daily", words(&["query", "daily", "--plate", plate])));
         cases.push((
@@ -574,12 +590,7 @@ fn a_fleet_pushed_live_answers_as_the_generated_database() {
             words(&["query", "stops", "--plate", plate, "--from", "2026-11-24"]),
         ));
     }
-    for (name, words) in cases {
-        let expected = crate::reports::answer_json(&generated, &words);
-        let got = crate::reports::answer_json(&live, &words);
-        assert_eq!(got, expected, "{name}: {words:?}");
-    }
-    drop(server);
+    cases
 }
 
 /// `fleetctl init` makes an empty database whose "now" is the wall clock: a fix

@@ -628,7 +628,9 @@ fn servers_on_one_database_see_each_others_edits_and_survive_a_lost_connection()
         let now = answer["structuredContent"]["data_now"]
             .as_str()
             .unwrap_or_default();
-        let expected = guatemala_time(newest);
+        let expected = fleetctl::clock::FleetZone::named("America/Guatemala")
+            .unwrap()
+            .rfc3339(newest);
         assert_eq!(now, expected, "{answer}");
     }
     // Every connection of the servers is cut (a restarted database server does the
@@ -1262,22 +1264,7 @@ fn a_fleet_pushed_live_to_two_servers_on_postgres_answers_as_the_generated_datab
         let failed: Vec<String> = s.1.try_iter().filter(|l| l.contains("failed")).collect();
         assert!(failed.is_empty(), "{failed:#?}");
     }
-    let scratch = dir.join("pictures");
-    std::fs::create_dir_all(&scratch).unwrap();
-    let mut cases = snapshot_cases(&generated, &scratch);
-    for plate in by_plate.keys() {
-        let words = |w: &[&str]| w.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        cases.push(("position", words(&["query", "position", plate])));
-        cases.push(("daily", words(&["query", "daily", "--plate", plate])));
-        cases.push((
-            "trips",
-            words(&["query", "trips", "--plate", plate, "--from", "2026-11-24"]),
-        ));
-        cases.push((
-            "stops",
-            words(&["query", "stops", "--plate", plate, "--from", "2026-11-24"]),
-        ));
-    }
+    let cases = crate::live::fed_fleet_cases(&generated, &dir, by_plate.keys());
     for (name, words) in cases {
         let (a, b) = (
             without_cursors(answer_json(Path::new(&url), &words)),
@@ -1289,27 +1276,4 @@ fn a_fleet_pushed_live_to_two_servers_on_postgres_answers_as_the_generated_datab
             first_difference(&a, &b, "")
         );
     }
-}
-
-/// `ts` (UTC epoch seconds) as the fleet's answers write it in America/Guatemala
-/// (UTC-6 all year): `YYYY-MM-DDTHH:MM:SS-06:00`.
-fn guatemala_time(ts: i64) -> String {
-    let local = ts - 6 * 3600;
-    let (days, secs) = (local.div_euclid(86_400), local.rem_euclid(86_400));
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}-06:00",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
 }
