@@ -426,6 +426,30 @@ fn a_stopped_server_leaves_every_fix_analysed() {
     assert_eq!(said, 30, "{log:#?}");
 }
 
+/// A device that reports twice in one second (the store keeps fixes to the
+/// millisecond) has both analysed: the second one, arriving after the first was
+/// analysed, is the vehicle's newest, not a fix the analysis already holds.
+#[test]
+fn a_second_fix_in_the_same_second_is_analysed_too() {
+    let dir = TempDir::new("ingest-same-second");
+    let (db, mut s) = live_fleet(&dir, &[]);
+    let at_ms = (DATA_NOW - 600) * 1000;
+    let push = |ms: i64, lat: f64| {
+        let path = format!(
+            "/ingest/osmand?id=48241179&timestamp={}&lat={lat}&lon=-90.5069&speed=10&token={INGEST_TOKEN}",
+            at_ms + ms
+        );
+        assert_eq!(send(&s, "GET", &path, &[], "").0, 200);
+    };
+    push(0, 14.63);
+    assert_eq!(position(&db, "P-900LIV")["lat"], 14.63);
+    push(500, 14.631);
+    let status = crate::harness::sigterm_and_wait(&mut s.child);
+    assert!(status.success(), "{status:?}");
+    let p = crate::harness::query_json(&db, &["position", "P-900LIV"]);
+    assert_eq!(p["lat"], 14.631, "{p}");
+}
+
 /// Without `--ingest` the server takes no positions, and says how to turn it on.
 #[test]
 fn a_server_without_ingest_says_how_to_turn_it_on() {

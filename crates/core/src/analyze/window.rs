@@ -237,10 +237,14 @@ impl Tail {
         self.held.last().map(|f| f.ts)
     }
 
-    /// Whether a fix at `ts` is among those held (the store keeps one fix per
-    /// vehicle and instant, so it is that very fix).
-    pub fn holds(&self, ts: i64) -> bool {
-        self.held.binary_search_by_key(&ts, |f| f.ts).is_ok()
+    /// Whether this very fix is among those held. Another fix in the same second
+    /// is not: the store keeps a fix per vehicle and millisecond.
+    pub fn holds(&self, fix: &Fix) -> bool {
+        let first = self.held.partition_point(|h| h.ts < fix.ts);
+        self.held[first..]
+            .iter()
+            .take_while(|h| h.ts == fix.ts)
+            .any(|h| h == fix)
     }
 
     /// Fixes held since the last cut.
@@ -472,6 +476,29 @@ mod tests {
                 assert_eq!(found.latest, whole.latest);
             }
         }
+    }
+
+    /// A tail holds the fixes it was given, and no other: a second fix in the
+    /// newest's second (the store keys fixes by the millisecond) is new, so the
+    /// live feed analyses the vehicle whole again rather than dropping it.
+    #[test]
+    fn a_tail_holds_its_own_fixes_and_not_another_in_the_same_second() {
+        let ctx = context();
+        let fixes = eventful_vehicle(7, 50);
+        let mut tail = Tail::default();
+        tail.push(fixes.iter().copied(), &ctx);
+        let newest = *fixes.last().unwrap();
+        assert!(tail.holds(&newest));
+        let beside = Fix {
+            lat: newest.lat + 1e-4,
+            ..newest
+        };
+        assert!(!tail.holds(&beside));
+        let later = Fix {
+            ts: newest.ts + 1,
+            ..newest
+        };
+        assert!(!tail.holds(&later));
     }
 
     /// The live feed's way: fixes arrive a few at a time; what became final is

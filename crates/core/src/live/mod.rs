@@ -567,11 +567,8 @@ impl FileAnalyser {
         for (&vehicle, fixes) in added {
             let resumable = self.tails.get_mut(&vehicle).and_then(|tail| {
                 // A vehicle analysed whole since these fixes were committed holds them.
-                let mut fixes: Vec<Fix> = fixes
-                    .iter()
-                    .filter(|f| !tail.holds(f.ts))
-                    .copied()
-                    .collect();
+                let mut fixes: Vec<Fix> =
+                    fixes.iter().filter(|f| !tail.holds(f)).copied().collect();
                 fixes.sort_by_key(|f| f.ts);
                 let follows = tail
                     .last_ts()

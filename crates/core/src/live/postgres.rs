@@ -198,28 +198,29 @@ impl Held {
             .get(&vehicle)
             .is_some_and(|w| Some(w.stamp) == stamp);
         let announced = self.announced.entry(vehicle).or_default();
+        // Every fix from the newest held on, whichever server stored it, less those
+        // held: resumable when all of them are newer than what is held (a late fix,
+        // or another in the newest's second, needs the whole vehicle again).
+        let mut new = Vec::new();
         let resumable = match self.tails.get(&vehicle) {
             Some(tail) if ours => {
                 let last = tail.last_ts();
-                // A late fix (older than the newest held, and not held) needs the
-                // whole vehicle again.
-                fixes
-                    .iter()
-                    .all(|f| tail.holds(f.ts) || last.is_none_or(|l| f.ts > l))
+                let from = last.unwrap_or(i64::MIN);
+                store::read::positions_between(conn, vehicle, from, i64::MAX, &mut |f, _| {
+                    if !tail.holds(f) {
+                        new.push(*f)
+                    }
+                })?;
+                let follows = |f: &Fix| tail.holds(f) || last.is_none_or(|l| f.ts > l);
+                fixes.iter().all(follows) && new.iter().all(follows)
             }
             _ => false,
         };
         if resumable {
-            let tail = self.tails.get_mut(&vehicle).expect("checked above");
-            // Every fix after the newest held, whichever server stored it.
-            let mut new = Vec::new();
-            let from = tail.last_ts().map_or(i64::MIN, |l| l + 1);
-            store::read::positions_between(conn, vehicle, from, i64::MAX, &mut |f, _| {
-                new.push(*f)
-            })?;
             if new.is_empty() {
                 return Ok(());
             }
+            let tail = self.tails.get_mut(&vehicle).expect("checked above");
             let final_rows = tail.push(new, ctx);
             let provisional = tail.provisional(ctx);
             announce(
