@@ -33,9 +33,6 @@ pub struct Db {
     newest_fix_ts: i64,
     /// `meta.data_now`, when the database has one (a generated fleet's clock).
     data_now: Option<i64>,
-    /// What [`Sql::freshness`] said of meta, vehicles, geofences and places when
-    /// they were loaded.
-    settings_digest: i64,
     /// Vehicles, by id, with their route slug if synthetic.
     pub vehicles: Vec<(Vehicle, Option<String>)>,
     /// Geofences, by id.
@@ -115,7 +112,6 @@ impl Db {
             live_clock: false,
             newest_fix_ts: 0,
             data_now: None,
-            settings_digest: 0,
             vehicles: Vec::new(),
             geofences: Vec::new(),
             namer: Namer::for_geofences(&[], &[]),
@@ -133,7 +129,6 @@ impl Db {
     fn load(&mut self, file: Option<FileId>) -> Result<()> {
         let conn = self.conn.as_ref();
         let version = conn.change_counter()?;
-        let (settings_digest, _) = conn.freshness()?;
         let zone = store::read_zone(conn)?;
         let (clock_key, wall) = store::live::CLOCK_META;
         let live_clock = store::read_meta(conn, clock_key)?.is_some_and(|v| v.trim() == wall);
@@ -157,7 +152,6 @@ impl Db {
         self.zone = zone;
         self.live_clock = live_clock;
         self.data_now = data_now;
-        self.settings_digest = settings_digest;
         self.set_newest_fix(newest_fix_ts);
         self.vehicles = vehicles;
         self.geofences = geofences;
@@ -207,19 +201,10 @@ impl Db {
         }
         let file = file_id(&self.path);
         if file == self.loaded_from.1 {
-            // The same file, changed. A live feed commits many times a second: when
-            // nothing but fixes and what follows from them changed, the clock moves
-            // and nothing else is read again; else all is read again on this
-            // connection (a new one would parse the schema each time). The version
-            // is read first, so a commit after it is seen at the next request.
-            let version = self.conn.change_counter()?;
-            let (digest, newest) = self.conn.freshness()?;
-            if digest == self.settings_digest {
-                self.loaded_from.0 = version;
-                self.set_newest_fix(newest.unwrap_or(0));
-            } else {
-                self.load(file)?;
-            }
+            // The same file, changed: read it again on this connection (a live feed
+            // commits many times a second; a new connection would parse the schema
+            // each time).
+            self.load(file)?;
         } else {
             let mut fresh = Db::open(&self.path)?;
             fresh.tiles = self.tiles.take();

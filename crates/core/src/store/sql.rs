@@ -94,11 +94,6 @@ pub trait Sql {
     /// `data_version`), or `None` where the backend has none cheap to read: the
     /// caller then reads again what it keeps.
     fn change_counter(&self) -> Result<Option<i64>>;
-    /// What a reader keeps between requests, in one round trip: a number that
-    /// changes when meta, vehicles, geofences or places change (and only then),
-    /// and the newest fix's time. New fixes alone then move a reader's clock
-    /// without its reading the rest again.
-    fn freshness(&self) -> Result<(i64, Option<i64>)>;
     /// The PostgreSQL connection, for the store's bulk paths (`COPY`).
     fn as_postgres(&self) -> Option<&PgConn> {
         None
@@ -251,31 +246,6 @@ impl Sql for rusqlite::Connection {
     fn change_counter(&self) -> Result<Option<i64>> {
         super::live::data_version(self).map(Some)
     }
-
-    fn freshness(&self) -> Result<(i64, Option<i64>)> {
-        // A digest of the small tables, each in key order: tens of rows read where
-        // a reload would read, parse and index them.
-        let (digest, newest) = (self as &dyn Sql)
-            .first(
-                "SELECT concat_ws('|', \
-                 (SELECT group_concat(key || '=' || value, ',') FROM (SELECT key, value FROM meta ORDER BY key)), \
-                 (SELECT group_concat(concat_ws(';', quote(id), quote(plate), quote(kind), quote(driver), quote(active), quote(route), quote(speed_limit_kmh), quote(device_id)), ',') FROM (SELECT * FROM vehicles ORDER BY id)), \
-                 (SELECT group_concat(concat_ws(';', quote(id), quote(name), quote(kind), quote(wkt), quote(radius_m), quote(speed_limit_kmh)), ',') FROM (SELECT * FROM geofences ORDER BY id)), \
-                 (SELECT group_concat(concat_ws(';', quote(id), quote(name), quote(kind), quote(lat), quote(lon)), ',') FROM (SELECT * FROM places ORDER BY id))), \
-                 (SELECT MAX(ts) FROM latest_fix)",
-                &[],
-                |r| Ok((r.text(0)?, r.opt_int(1)?)),
-            )?
-            .unwrap_or_default();
-        Ok((digest_number(&digest), newest))
-    }
-}
-
-/// A digest of text, as a number.
-fn digest_number(text: &str) -> i64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    std::hash::Hash::hash(text, &mut hasher);
-    std::hash::Hasher::finish(&hasher) as i64
 }
 
 /// A PostgreSQL connection for the store's reads, its statements prepared once.
@@ -456,12 +426,15 @@ impl Sql for PgConn {
     fn change_counter(&self) -> Result<Option<i64>> {
         Ok(Some(self.freshness()?.0))
     }
+}
 
-    /// The `revision` that triggers on meta, vehicles, geofences and places move
-    /// (other processes write the database, and PostgreSQL has no counter of their
-    /// commits); a fleet made before `revision` existed gets a digest of those
-    /// tables instead.
-    fn freshness(&self) -> Result<(i64, Option<i64>)> {
+impl PgConn {
+    /// What a reader keeps between requests, in one round trip: a number that
+    /// moves with every change of meta, vehicles, geofences and places (the
+    /// `revision` their triggers move), and the newest fix's time. Other processes
+    /// write the database and PostgreSQL has no counter of their commits; a fleet
+    /// made before `revision` existed gets a digest of those tables instead.
+    pub fn freshness(&self) -> Result<(i64, Option<i64>)> {
         let has_revision = match self.has_revision.get() {
             Some(known) => known,
             None => {
@@ -490,14 +463,16 @@ impl Sql for PgConn {
                 "SELECT concat_ws('|', \
                  (SELECT md5(string_agg(key || '=' || value, ',' ORDER BY key)) FROM meta), \
                  (SELECT md5(string_agg(v::text, ',' ORDER BY id)) FROM vehicles v), \
-                 (SELECT md5(string_agg(concat_ws(';', quote_nullable(id), quote_nullable(name), quote_nullable(kind), quote_nullable(wkt), quote_nullable(radius_m), quote_nullable(speed_limit_kmh)), ',' ORDER BY id)) FROM geofences), \
+                 (SELECT md5(string_agg(concat_ws(';', id, name, kind, wkt, radius_m, speed_limit_kmh), ',' ORDER BY id)) FROM geofences), \
                  (SELECT md5(string_agg(p::text, ',' ORDER BY id)) FROM places p)), \
                  (SELECT MAX(ts) FROM latest_fix)",
                 &[],
                 |r| Ok((r.text(0)?, r.opt_int(1)?)),
             )?
             .unwrap_or_default();
-        Ok((digest_number(&digest), newest))
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        std::hash::Hash::hash(&digest, &mut hasher);
+        Ok((std::hash::Hasher::finish(&hasher) as i64, newest))
     }
 }
 
