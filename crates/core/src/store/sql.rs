@@ -463,7 +463,7 @@ impl PgConn {
                 "SELECT concat_ws('|', \
                  (SELECT md5(string_agg(key || '=' || value, ',' ORDER BY key)) FROM meta), \
                  (SELECT md5(string_agg(v::text, ',' ORDER BY id)) FROM vehicles v), \
-                 (SELECT md5(string_agg(concat_ws(';', id, name, kind, wkt, radius_m, speed_limit_kmh), ',' ORDER BY id)) FROM geofences), \
+                 (SELECT md5(string_agg(concat_ws(';', id, name, kind, wkt, quote_nullable(radius_m), quote_nullable(speed_limit_kmh)), ',' ORDER BY id)) FROM geofences), \
                  (SELECT md5(string_agg(p::text, ',' ORDER BY id)) FROM places p)), \
                  (SELECT MAX(ts) FROM latest_fix)",
                 &[],

@@ -388,9 +388,9 @@ pub fn settings_digest(conn: &super::sql::PgConn) -> Result<String> {
     sql.first(
         "SELECT concat_ws('|', \
          (SELECT md5(string_agg(key || '=' || value, ',' ORDER BY key)) FROM meta), \
-         (SELECT md5(string_agg(concat_ws(';', id, name, kind, wkt, radius_m, speed_limit_kmh), ',' ORDER BY id)) FROM geofences), \
+         (SELECT md5(string_agg(concat_ws(';', id, name, kind, wkt, quote_nullable(radius_m), quote_nullable(speed_limit_kmh)), ',' ORDER BY id)) FROM geofences), \
          (SELECT md5(string_agg(p::text, ',' ORDER BY id)) FROM places p), \
-         (SELECT md5(string_agg(concat_ws(';', id, speed_limit_kmh), ',' ORDER BY id)) FROM vehicles))",
+         (SELECT md5(string_agg(concat_ws(';', id, quote_nullable(speed_limit_kmh)), ',' ORDER BY id)) FROM vehicles))",
         &[],
         |r| r.text(0),
     )
