@@ -211,12 +211,13 @@ pub fn detect_vehicles(
 /// is not a number — never a silent default, which the next analysis would write
 /// back over the fleet's own settings. The one reading of them (`Db::open` too).
 pub fn stored_thresholds(conn: &dyn store::sql::Sql) -> Result<Thresholds> {
-    let mut meta = std::collections::HashMap::new();
-    for (key, _) in Thresholds::default().to_meta() {
-        if let Some(value) = store::read_meta(conn, key)? {
-            meta.insert(key, value);
-        }
-    }
+    let keys: Vec<&str> = Thresholds::default()
+        .to_meta()
+        .into_iter()
+        .map(|(key, _)| key)
+        .collect();
+    // One read: on PostgreSQL each is a round trip.
+    let meta = store::read_meta_entries(conn, &keys)?;
     Thresholds::from_meta(|k| meta.get(k).cloned())
 }
 

@@ -380,8 +380,34 @@ pub(crate) fn db_write_err(e: rusqlite::Error) -> Error {
 
 /// Reads a `meta` value.
 pub fn read_meta(conn: &dyn sql::Sql, key: &str) -> Result<Option<String>> {
-    // Debug builds only: lets the tests prove that a failed read is an error, never
-    // a silent default (`FLEETCTL_TEST_FAIL_META_READ=KEY`).
+    injected_meta_failure(key)?;
+    conn.first(
+        "SELECT value FROM meta WHERE key = ?1",
+        &[sql::Arg::Text(key)],
+        |r| r.text(0),
+    )
+}
+
+/// The `meta` entries named in `keys` that the database has, in one read.
+pub fn read_meta_entries(
+    conn: &dyn sql::Sql,
+    keys: &[&str],
+) -> Result<std::collections::HashMap<String, String>> {
+    for key in keys {
+        injected_meta_failure(key)?;
+    }
+    let all = conn.rows("SELECT key, value FROM meta", &[], |r| {
+        Ok((r.text(0)?, r.text(1)?))
+    })?;
+    Ok(all
+        .into_iter()
+        .filter(|(k, _)| keys.contains(&k.as_str()))
+        .collect())
+}
+
+/// Debug builds only: lets the tests prove that a failed read is an error, never a
+/// silent default (`FLEETCTL_TEST_FAIL_META_READ=KEY`).
+fn injected_meta_failure(key: &str) -> Result<()> {
     #[cfg(debug_assertions)]
     if std::env::var("FLEETCTL_TEST_FAIL_META_READ").is_ok_and(|k| k == key) {
         return Err(Error::new(
@@ -389,11 +415,8 @@ pub fn read_meta(conn: &dyn sql::Sql, key: &str) -> Result<Option<String>> {
             format!("database read failed: meta.{key} (injected by the test)"),
         ));
     }
-    conn.first(
-        "SELECT value FROM meta WHERE key = ?1",
-        &[sql::Arg::Text(key)],
-        |r| r.text(0),
-    )
+    let _ = key;
+    Ok(())
 }
 
 /// The fleet's time zone from `meta.time_zone` (America/Guatemala when absent).
