@@ -335,7 +335,7 @@ fn on_postgres(url: &str, command: Command) -> Result<()> {
                 command_name(&other)
             ),
         )
-        .with_hint("give --db a file path (fleet.db) for this command")),
+        .with_hint("for a client of a PostgreSQL fleet, write its configuration by hand with FLEETCTL_DB in the server's environment (docs/postgres.md), so that the URL's password stays out of the arguments")),
     }
 }
 
