@@ -1277,3 +1277,72 @@ fn a_fleet_pushed_live_to_two_servers_on_postgres_answers_as_the_generated_datab
         );
     }
 }
+
+/// `--auto-register` on two servers at once: a new device's first fixes reach both
+/// together, both are taken, and the fleet gains one vehicle for it, not two, nor a
+/// refused push.
+#[test]
+fn a_new_device_pushing_to_two_servers_at_once_becomes_one_vehicle() {
+    let Some(server) = server() else { return };
+    let pg = TestDb::new(&server, "register", "template1");
+    let url = pg.url();
+    run(fleetctl(&[
+        "--db",
+        &url,
+        "init",
+        "--time-zone",
+        "America/Guatemala",
+    ]))
+    .ok();
+    let token = "ingest-token-0123456789abcdef";
+    let spawn = || {
+        let (child, stderr, base, _) = crate::http::spawn_server_on(
+            Path::new(&url),
+            &["--ingest", "--auto-register"],
+            &[("FLEETCTL_INGEST_TOKEN", token)],
+        );
+        (child, crate::http::log_lines(stderr), base)
+    };
+    let mut servers = [spawn(), spawn()];
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    for round in 0..5i64 {
+        let device = format!("phone-{round}");
+        let barrier = std::sync::Barrier::new(2);
+        std::thread::scope(|scope| {
+            for (k, s) in servers.iter().enumerate() {
+                let (barrier, device, base) = (&barrier, &device, &s.2);
+                scope.spawn(move || {
+                    let path = format!(
+                        "/ingest/osmand?id={device}&timestamp={}&lat=14.63&lon=-90.50&speed=0&token={token}",
+                        now - 60 + k as i64
+                    );
+                    barrier.wait();
+                    let (status, body) = crate::live::send_to(base, "GET", &path, &[], "");
+                    assert_eq!(status, 200, "{device} on server {k}: {body}");
+                });
+            }
+        });
+        let vehicles: i64 = pg
+            .client()
+            .query_one(
+                "SELECT count(*) FROM fleetctl.vehicles WHERE device_id = $1",
+                &[&device],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(vehicles, 1, "{device}");
+    }
+    for s in &mut servers {
+        let status = crate::harness::sigterm_and_wait(&mut s.0);
+        assert!(status.success(), "{status:?}");
+    }
+    let fixes: i64 = pg
+        .client()
+        .query_one("SELECT count(*) FROM fleetctl.positions", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(fixes, 10);
+}

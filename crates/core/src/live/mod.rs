@@ -232,7 +232,7 @@ impl Ingestor {
             let vehicle = match store::live::vehicle_of_device(conn, &fix.device_id)? {
                 Some(v) => v,
                 None if self.options.auto_register => {
-                    store::live::add_vehicle(conn, &fix.device_id, Some(&fix.device_id))?
+                    store::live::register_device(conn, &fix.device_id)?
                 }
                 None => {
                     return Err(Error::new(

@@ -146,6 +146,7 @@ fn device_taken(conn: &dyn Sql, device_id: &str) -> Result<()> {
 /// Adds a vehicle (kind `unknown`, no driver), with the device id its tracker
 /// pushes with, if any; its id.
 pub fn add_vehicle(conn: &dyn Sql, plate: &str, device_id: Option<&str>) -> Result<i64> {
+    lock_new_vehicles(conn)?;
     let exists = conn.first(
         "SELECT id FROM vehicles WHERE plate = ?1",
         &[Arg::Text(plate)],
@@ -161,13 +162,6 @@ pub fn add_vehicle(conn: &dyn Sql, plate: &str, device_id: Option<&str>) -> Resu
     if let Some(id) = device_id {
         device_taken(conn, id)?;
     }
-    if conn.dialect() == Dialect::Postgres {
-        // Two writers adding vehicles at once never pick the same id.
-        conn.execute(
-            "SELECT pg_advisory_xact_lock(?1)",
-            &[Arg::Int(Some(super::pg::import::NEW_VEHICLE_LOCK))],
-        )?;
-    }
     let device = device_id.map_or(Arg::Int(None), Arg::Text);
     conn.first(
         &format!(
@@ -180,6 +174,31 @@ pub fn add_vehicle(conn: &dyn Sql, plate: &str, device_id: Option<&str>) -> Resu
         |r| r.int(0),
     )?
     .ok_or_else(|| Error::internal("a vehicle's insert returned no id"))
+}
+
+/// The vehicle whose tracker pushes with `device_id`, added (its plate the device
+/// id) when there is none: `--auto-register`. Looked up again under the lock new
+/// vehicles are added under, so two servers registering one new device at once
+/// agree on one vehicle.
+pub fn register_device(conn: &dyn Sql, device_id: &str) -> Result<i64> {
+    lock_new_vehicles(conn)?;
+    match vehicle_of_device(conn, device_id)? {
+        Some(vehicle) => Ok(vehicle),
+        None => add_vehicle(conn, device_id, Some(device_id)),
+    }
+}
+
+/// On PostgreSQL, waits for the lock new vehicles are added under (held until the
+/// transaction ends), so that two writers never pick the same id; SQLite has one
+/// writer at a time already.
+fn lock_new_vehicles(conn: &dyn Sql) -> Result<()> {
+    if conn.dialect() == Dialect::Postgres {
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(?1)",
+            &[Arg::Int(Some(super::pg::import::NEW_VEHICLE_LOCK))],
+        )?;
+    }
+    Ok(())
 }
 
 /// Sets (or, with `None`, clears) the device id a vehicle's tracker pushes with.
