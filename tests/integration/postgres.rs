@@ -654,15 +654,7 @@ fn assert_same_answers(sqlite: &Path, url: &str) {
     let postgres = Path::new(url);
     let scratch = TempDir::new("pg-snapshots");
     for (name, words) in snapshot_cases(sqlite, scratch.path()) {
-        let (a, b) = (
-            without_cursors(answer_json(postgres, &words)),
-            without_cursors(answer_json(sqlite, &words)),
-        );
-        assert!(
-            a == b,
-            "{name} ({words:?}) answers otherwise on PostgreSQL: {}",
-            first_difference(&a, &b, "")
-        );
+        assert_answers_equal(postgres, sqlite, &words, &format!("{name} ({words:?})"));
     }
     let week = |v: &[&str]| {
         let mut words: Vec<String> = v.iter().map(|x| x.to_string()).collect();
@@ -716,6 +708,20 @@ fn assert_same_answers(sqlite: &Path, url: &str) {
     assert!(
         second_pages >= 3,
         "only {second_pages} ranges had a second page"
+    );
+}
+
+/// Asserts that `words` (a query) answers the same on PostgreSQL (`postgres`) as on
+/// `other`, paging cursors aside (they are opaque); `what` names the case.
+fn assert_answers_equal(postgres: &Path, other: &Path, words: &[String], what: &str) {
+    let (a, b) = (
+        without_cursors(answer_json(postgres, words)),
+        without_cursors(answer_json(other, words)),
+    );
+    assert!(
+        a == b,
+        "{what} answers otherwise on PostgreSQL: {}",
+        first_difference(&a, &b, "")
     );
 }
 
@@ -855,14 +861,11 @@ fn real_tracks_imported_into_postgres_answer_as_in_sqlite_and_a_failed_import_le
             &["query", "trip", &plate],
         ] {
             let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
-            let (a, b) = (
-                without_cursors(answer_json(Path::new(&url), &words)),
-                without_cursors(answer_json(&sqlite, &words)),
-            );
-            assert!(
-                a == b,
-                "{file}: {words:?} answers otherwise on PostgreSQL: {}",
-                first_difference(&a, &b, "")
+            assert_answers_equal(
+                Path::new(&url),
+                &sqlite,
+                &words,
+                &format!("{file}: {words:?}"),
             );
         }
     }
@@ -1127,15 +1130,7 @@ fn places_geofences_vehicles_and_prune_edit_postgres_as_they_edit_sqlite() {
         vec!["query", "nearest", "Catedral Metropolitana"],
     ] {
         let words: Vec<String> = words.into_iter().map(String::from).collect();
-        let (a, b) = (
-            without_cursors(answer_json(Path::new(&url), &words)),
-            without_cursors(answer_json(&sqlite, &words)),
-        );
-        assert!(
-            a == b,
-            "{words:?} answers otherwise on PostgreSQL: {}",
-            first_difference(&a, &b, "")
-        );
+        assert_answers_equal(Path::new(&url), &sqlite, &words, &format!("{words:?}"));
     }
 }
 
@@ -1266,14 +1261,11 @@ fn a_fleet_pushed_live_to_two_servers_on_postgres_answers_as_the_generated_datab
     }
     let cases = crate::live::fed_fleet_cases(&generated, &dir, by_plate.keys());
     for (name, words) in cases {
-        let (a, b) = (
-            without_cursors(answer_json(Path::new(&url), &words)),
-            without_cursors(answer_json(&generated, &words)),
-        );
-        assert!(
-            a == b,
-            "{name} ({words:?}) answers otherwise after the live feed: {}",
-            first_difference(&a, &b, "")
+        assert_answers_equal(
+            Path::new(&url),
+            &generated,
+            &words,
+            &format!("{name} ({words:?})"),
         );
     }
 }

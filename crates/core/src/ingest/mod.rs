@@ -792,8 +792,8 @@ pub fn import(
                 ))
                 .with_hint("leave out --time-zone, or import into a new database"));
             }
-            store::pg::import::execute(&conn, "SAVEPOINT stream")?;
-            let undo = || store::pg::import::execute(&conn, "ROLLBACK TO SAVEPOINT stream");
+            store::pg::execute(&conn, "SAVEPOINT stream")?;
+            let undo = || store::pg::execute(&conn, "ROLLBACK TO SAVEPOINT stream");
             let out = run(Backend::Postgres(&conn), zone, &undo, &|| Ok(()))?;
             if new && out.2.is_empty() {
                 return Err(Error::new(
@@ -811,11 +811,11 @@ pub fn import(
         // itself if the connection is lost first).
         match outcome {
             Ok(out) => {
-                store::pg::import::execute(&conn, "COMMIT")?;
+                store::pg::execute(&conn, "COMMIT")?;
                 out
             }
             Err(e) => {
-                let _ = store::pg::import::execute(&conn, "ROLLBACK");
+                let _ = store::pg::execute(&conn, "ROLLBACK");
                 return Err(e);
             }
         }

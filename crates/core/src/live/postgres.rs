@@ -20,17 +20,17 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 pub(super) fn open(target: &pg::Target, options: Options) -> Result<(PgWriter, PgAnalyser)> {
     let conn = pg::open_reader(target)?;
     // An acknowledged fix is on the server's disk, whatever the server's default.
-    pg::import::execute(&conn, "SET synchronous_commit = on")?;
+    pg::execute(&conn, "SET synchronous_commit = on")?;
     let ingestor = Ingestor::new(&conn, options)?;
     let reader = pg::open_reader(target)?;
     let ctx = crate::pipeline::stored_context(&reader)?;
-    let settings = pg::settings_digest(&reader)?;
+    let (revision, _) = reader.freshness()?;
     Ok((
         PgWriter { conn, ingestor },
         PgAnalyser {
             conn: reader,
             ctx,
-            settings,
+            revision,
             held: Held::default(),
         },
     ))
@@ -65,14 +65,14 @@ impl PgWriter {
                 let outcome = match ingestor.read(request, now) {
                     Err(e) => Err(e),
                     Ok(batch) => {
-                        pg::import::execute(conn, "SAVEPOINT request")?;
+                        pg::execute(conn, "SAVEPOINT request")?;
                         match ingestor.store_batch(conn, batch) {
                             Ok(stored) => {
-                                pg::import::execute(conn, "RELEASE SAVEPOINT request")?;
+                                pg::execute(conn, "RELEASE SAVEPOINT request")?;
                                 Ok(stored)
                             }
                             Err(e) => {
-                                pg::import::execute(conn, "ROLLBACK TO SAVEPOINT request")?;
+                                pg::execute(conn, "ROLLBACK TO SAVEPOINT request")?;
                                 // A partition made inside the savepoint went with it.
                                 pg::forget_months(conn);
                                 Err(e)
@@ -102,9 +102,9 @@ impl PgWriter {
 pub struct PgAnalyser {
     conn: PgConn,
     ctx: analyze::Context,
-    /// A digest of what detection reads besides fixes (thresholds, geofences,
-    /// places, vehicles' limits): another value means the settings changed.
-    settings: String,
+    /// The fleet's revision (`PgConn::freshness`) when the settings were read:
+    /// another means meta, vehicles, geofences or places changed.
+    revision: i64,
     held: Held,
 }
 
@@ -143,14 +143,14 @@ impl PgAnalyser {
         self.held.tails.clear();
         self.held.written.clear();
         self.ctx = crate::pipeline::stored_context(&self.conn)?;
-        self.settings = pg::settings_digest(&self.conn)?;
+        self.revision = self.conn.freshness()?.0;
         Ok(())
     }
 
     /// Analyses each vehicle of `added` and writes its rows (nothing is left for
     /// the writer).
     pub(super) fn analyse(&mut self, added: &BTreeMap<i64, Vec<Fix>>) -> Result<(Rows, Analysed)> {
-        if pg::settings_digest(&self.conn)? != self.settings {
+        if self.conn.freshness()?.0 != self.revision {
             // An edit re-analyses every vehicle itself; what this analyser held
             // was worked out with the old settings.
             self.restart()?;

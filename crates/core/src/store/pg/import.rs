@@ -112,13 +112,3 @@ pub fn begin(
         .map_err(|e| target.failed("write", e))?;
     Ok((PgConn::new(client, target.clone()), created))
 }
-
-/// Runs `sql` (a savepoint, a commit, a rollback) on the import's connection.
-pub fn execute(conn: &PgConn, sql: &str) -> Result<()> {
-    let target = conn.target().clone();
-    conn.with_client(|client| {
-        client
-            .batch_execute(sql)
-            .map_err(|e| target.failed("write", e))
-    })
-}

@@ -226,21 +226,24 @@ pub fn open_reader(target: &Target) -> Result<super::sql::PgConn> {
     Ok(super::sql::PgConn::new(client, target.clone()))
 }
 
+/// Runs `sql`, statements that return no rows (a savepoint, a setting, a commit),
+/// on `conn`.
+pub fn execute(conn: &super::sql::PgConn, sql: &str) -> Result<()> {
+    conn.with_client(|client| {
+        client
+            .batch_execute(sql)
+            .map_err(|e| conn.target().failed("write", e))
+    })
+}
+
 /// Runs `f` in one transaction on `conn`: committed when it succeeds, rolled back
 /// when it fails (a lost connection rolls back on the server by itself).
 pub fn in_transaction<T>(conn: &super::sql::PgConn, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    let run = |sql: &str| {
-        conn.with_client(|client| {
-            client
-                .batch_execute(sql)
-                .map_err(|e| conn.target().failed("write", e))
-        })
-    };
-    run("BEGIN")?;
+    execute(conn, "BEGIN")?;
     match f() {
-        Ok(out) => run("COMMIT").map(|()| out),
+        Ok(out) => execute(conn, "COMMIT").map(|()| out),
         Err(e) => {
-            let _ = run("ROLLBACK");
+            let _ = execute(conn, "ROLLBACK");
             Err(e)
         }
     }
@@ -377,24 +380,6 @@ fn month_of_partition(name: &str) -> Option<(i32, u32)> {
     let (year, month) = name.strip_prefix("positions_")?.split_once('_')?;
     let month: u32 = month.parse().ok().filter(|m| (1..=12).contains(m))?;
     Some((year.parse().ok()?, month))
-}
-
-/// A digest of what detection reads besides fixes — `meta` (the thresholds), the
-/// geofences, the places and the vehicles' own limits — read in one round trip:
-/// another value means an edit since.
-pub fn settings_digest(conn: &super::sql::PgConn) -> Result<String> {
-    use super::sql::Sql;
-    let sql: &dyn Sql = conn;
-    sql.first(
-        "SELECT concat_ws('|', \
-         (SELECT md5(string_agg(key || '=' || value, ',' ORDER BY key)) FROM meta), \
-         (SELECT md5(string_agg(concat_ws(';', id, name, kind, wkt, quote_nullable(radius_m), quote_nullable(speed_limit_kmh)), ',' ORDER BY id)) FROM geofences), \
-         (SELECT md5(string_agg(p::text, ',' ORDER BY id)) FROM places p), \
-         (SELECT md5(string_agg(concat_ws(';', id, quote_nullable(speed_limit_kmh)), ',' ORDER BY id)) FROM vehicles))",
-        &[],
-        |r| r.text(0),
-    )
-    .map(Option::unwrap_or_default)
 }
 
 /// Makes the partition of the month of `ms` (UTC epoch milliseconds) if missing,
