@@ -365,25 +365,37 @@ pub fn detect_vehicles_postgres(
     let started = std::time::Instant::now();
     let ctx = stored_context(conn)?;
     let mut tally = Tally::default();
+    analyse_each_postgres(conn, vehicle_ids, &ctx, &mut tally)?;
+    Ok(tally.summary(started))
+}
+
+/// Analyses each of `vehicle_ids` from every fix stored, inside the caller's
+/// transaction, and adds what it found to `tally`.
+pub(crate) fn analyse_each_postgres(
+    conn: &store::sql::PgConn,
+    vehicle_ids: &[i64],
+    ctx: &analyze::Context,
+    tally: &mut Tally,
+) -> Result<()> {
     for &vehicle_id in vehicle_ids {
         let (fixes, a) = store::pg::analyse_vehicle_in(conn, vehicle_id, &|fixes| {
-            analyze::analyze_vehicle(fixes, &ctx)
+            analyze::analyze_vehicle(fixes, ctx)
         })?;
         tally.add(fixes, &a);
     }
-    Ok(tally.summary(started))
+    Ok(())
 }
 
 /// What analyses found, added up vehicle by vehicle.
 #[derive(Default)]
-struct Tally {
+pub(crate) struct Tally {
     summary: AnalyzeSummary,
     events: std::collections::BTreeMap<crate::model::EventKind, usize>,
     odometer: std::collections::BTreeMap<&'static str, usize>,
 }
 
 impl Tally {
-    fn add(&mut self, fixes: usize, a: &VehicleAnalysis) {
+    pub(crate) fn add(&mut self, fixes: usize, a: &VehicleAnalysis) {
         self.summary.vehicles += 1;
         self.summary.fixes += fixes;
         self.summary.stops += a.stops.len();
@@ -396,7 +408,7 @@ impl Tally {
         }
     }
 
-    fn summary(self, started: std::time::Instant) -> AnalyzeSummary {
+    pub(crate) fn summary(self, started: std::time::Instant) -> AnalyzeSummary {
         AnalyzeSummary {
             events: self
                 .events

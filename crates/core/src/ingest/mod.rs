@@ -14,6 +14,7 @@
 //! refused), `settle.rs` (a vehicle's rows against each other), `sort.rs` (rows out
 //! of order), `time.rs` (times), `units.rs` (units, and their check).
 
+mod beside;
 mod rejects;
 mod rows;
 pub mod settle;
@@ -160,6 +161,9 @@ struct Books<'r> {
     rejects: &'r mut dyn RejectSink,
     /// The fleet's stored `teleport_kmh`: the jump rule detection uses too.
     teleport_kmh: f64,
+    /// PostgreSQL: the vehicles this import adds, analysed as their rows are
+    /// appended, and what was found.
+    beside: Option<(beside::Beside, pipeline::Tally)>,
 }
 
 impl<'c, 'r> Ingest<'c, 'r> {
@@ -356,8 +360,15 @@ impl Books<'_> {
     }
 
     /// Books one vehicle's settled rows (all of them, or a window's) and appends the
-    /// kept ones; a vehicle's tally grows with each of its windows.
-    fn append(&mut self, importer: &Importer, vehicle_id: i64, settled: Settled) -> Result<()> {
+    /// kept ones; a vehicle's tally grows with each of its windows. `whole`: these
+    /// are all the vehicle's rows of the import.
+    fn append(
+        &mut self,
+        importer: &Importer,
+        vehicle_id: i64,
+        settled: Settled,
+        whole: bool,
+    ) -> Result<()> {
         for (s, reason, detail) in settled.rejected {
             self.reject(s.file_index, s.line, reason, detail)?;
         }
@@ -366,6 +377,24 @@ impl Books<'_> {
             return Ok(());
         }
         importer.insert_all(&kept)?;
+        // A vehicle this import added holds these fixes and no other: analysed now,
+        // beside the reading, rather than read back at the end.
+        if let (Some((beside, tally)), Importer::Postgres(conn)) = (&mut self.beside, importer)
+            && whole
+            && self.added.contains(&vehicle_id)
+            && !self.growing.contains_key(&vehicle_id)
+        {
+            let mut in_order: Vec<&Staged> = kept.iter().collect();
+            in_order.sort_by_key(|s| (s.fix.ts, s.ts_ms));
+            let fixes = in_order
+                .into_iter()
+                .map(|s| store::positions::as_stored(&s.fix))
+                .collect::<Result<Vec<_>>>()?;
+            beside.submit(fixes, &mut |n, a| {
+                tally.add(n, a);
+                store::pg::write_new_vehicle_analysis(conn, a)
+            })?;
+        }
         for s in &kept {
             self.files[s.file_index].imported += 1;
         }
@@ -483,7 +512,7 @@ fn settle_now(
         settle::settle_window(rows, carry, last, books.teleport_kmh, &mut |ts, ms| {
             Ok(stored.get(&(ts, ms)).copied())
         })?;
-    books.append(importer, vehicle_id, settled)?;
+    books.append(importer, vehicle_id, settled, last)?;
     Ok(carry)
 }
 
@@ -505,6 +534,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
         checker: Checker,
         rejects: &'r mut dyn RejectSink,
         teleport_kmh: f64,
+        beside: Option<beside::Beside>,
     ) -> Self {
         Ingest {
             importer,
@@ -521,6 +551,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
                 added: HashSet::new(),
                 rejects,
                 teleport_kmh,
+                beside: beside.map(|b| (b, pipeline::Tally::default())),
             },
         }
     }
@@ -548,10 +579,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
 
     /// Settles what is left (the last streamed vehicle, or every sorted one),
     /// appends the survivors and returns the tallies and the vehicles touched.
-    fn settle(
-        self,
-        progress: &mut dyn FnMut(f64),
-    ) -> Result<(Vec<FileTally>, Vec<VehicleTally>, Vec<i64>)> {
+    fn settle(self, progress: &mut dyn FnMut(f64)) -> Result<SettledImport> {
         let Ingest {
             importer,
             order,
@@ -607,7 +635,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
                             carry = next;
                             books_cell
                                 .borrow_mut()
-                                .append(&importer, vehicle_id, settled)?;
+                                .append(&importer, vehicle_id, settled, false)?;
                             if last {
                                 vehicle_done();
                             }
@@ -619,14 +647,42 @@ impl<'c, 'r> Ingest<'c, 'r> {
                         vehicle_done();
                         books_cell
                             .borrow_mut()
-                            .append(&importer, vehicle_id, settled)
+                            .append(&importer, vehicle_id, settled, true)
                     },
                 )?;
             }
         }
+        let beside = match books.beside.take() {
+            Some((mut beside, mut tally)) => {
+                let Importer::Postgres(conn) = &importer else {
+                    return Err(Error::internal("an analysis beside a SQLite import"));
+                };
+                beside.finish(&mut |n, a| {
+                    tally.add(n, a);
+                    store::pg::write_new_vehicle_analysis(conn, a)
+                })?;
+                Some((std::mem::take(&mut beside.analysed), tally))
+            }
+            None => None,
+        };
         let vehicles = books.vehicle_tallies();
-        Ok((books.files, vehicles, books.touched))
+        Ok(SettledImport {
+            files: books.files,
+            vehicles,
+            touched: books.touched,
+            beside,
+        })
     }
+}
+
+/// What settling an import leaves.
+struct SettledImport {
+    files: Vec<FileTally>,
+    vehicles: Vec<VehicleTally>,
+    /// Every vehicle that got rows.
+    touched: Vec<i64>,
+    /// PostgreSQL: the vehicles analysed beside the import, and what was found.
+    beside: Option<(HashSet<i64>, pipeline::Tally)>,
 }
 
 /// The rows the files' tallies rejected, by reason: `bad_plate 104, …`.
@@ -738,12 +794,18 @@ pub fn import(
         };
         // The fleet's own jump rule (defaults for a new database).
         let teleport_kmh = pipeline::stored_thresholds(conn.sql())?.teleport_kmh;
+        // PostgreSQL: the vehicles the import adds are analysed as they are appended.
+        let ctx = match conn {
+            Backend::Postgres(c) => Some(std::sync::Arc::new(pipeline::stored_context(c)?)),
+            Backend::Sqlite(_) => None,
+        };
         let mut ingest = Ingest::new(
             conn.importer(),
             stream,
             checker.clone(),
             rejects,
             teleport_kmh,
+            ctx.clone().map(beside::Beside::start),
         );
         let streamed = read(&mut ingest);
         let ingest = if ingest.out_of_order() {
@@ -757,6 +819,7 @@ pub fn import(
                 checker,
                 rejects,
                 teleport_kmh,
+                ctx.clone().map(beside::Beside::start),
             );
             read(&mut sorted)?;
             sorted
@@ -764,7 +827,12 @@ pub fn import(
             streamed?;
             ingest
         };
-        let (files, vehicles, touched) = ingest.settle(&mut *progress)?;
+        let SettledImport {
+            files,
+            vehicles,
+            touched,
+            beside,
+        } = ingest.settle(&mut *progress)?;
         if opts.strict_units {
             units_or_refuse(&files)?;
         }
@@ -772,9 +840,19 @@ pub fn import(
         let analysis = if touched.is_empty() {
             None
         } else {
-            Some(match conn {
-                Backend::Sqlite(c) => pipeline::detect_vehicles(c, &touched, &mut |_| {})?,
-                Backend::Postgres(c) => pipeline::detect_vehicles_postgres(c, &touched)?,
+            Some(match (conn, beside, &ctx) {
+                (Backend::Postgres(c), Some((analysed, mut tally)), Some(ctx)) => {
+                    // The rest: vehicles the fleet had, or too big for one window.
+                    let started = std::time::Instant::now();
+                    let rest: Vec<i64> = touched
+                        .into_iter()
+                        .filter(|id| !analysed.contains(id))
+                        .collect();
+                    pipeline::analyse_each_postgres(c, &rest, ctx, &mut tally)?;
+                    tally.summary(started)
+                }
+                (Backend::Postgres(c), ..) => pipeline::detect_vehicles_postgres(c, &touched)?,
+                (Backend::Sqlite(c), ..) => pipeline::detect_vehicles(c, &touched, &mut |_| {})?,
             })
         };
         Ok((zone, files, vehicles, analysis))

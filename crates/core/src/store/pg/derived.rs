@@ -45,6 +45,16 @@ pub fn analyse_vehicle_in(
     Ok((fixes.len(), found))
 }
 
+/// Writes the rows of a vehicle added in the caller's transaction, which has none
+/// yet. No other connection can see the vehicle before the commit, so no other
+/// analyser can be at it: no lock is taken.
+pub fn write_new_vehicle_analysis(conn: &PgConn, a: &VehicleAnalysis) -> Result<()> {
+    let target = conn.target().clone();
+    conn.with_client(|client| {
+        append_analysis(client, &target, a, &mut NextIds::default()).map(drop)
+    })
+}
+
 /// Replaces one vehicle's derived rows with `a`'s (inside the caller's transaction).
 fn write_analysis(
     client: &mut postgres::Client,

@@ -18,6 +18,7 @@ pub use copy::{copy_fixes, copy_positions_out};
 pub use derived::{
     NextIds, WrittenKeys, analyse_vehicle, analyse_vehicle_in, analysis_stamp, append_analysis,
     delete_vehicle_rows, delete_written, in_shard, lock_vehicle, write_meta,
+    write_new_vehicle_analysis,
 };
 pub use load::{Loaded, load_fleet};
 
