@@ -376,14 +376,14 @@ impl Books<'_> {
         if kept.is_empty() {
             return Ok(());
         }
-        importer.insert_all(&kept)?;
         // A vehicle this import added holds these fixes and no other: analysed now,
         // beside the reading, rather than read back at the end.
-        if let (Some((beside, tally)), Importer::Postgres(conn)) = (&mut self.beside, importer)
-            && whole
-            && self.added.contains(&vehicle_id)
-            && !self.growing.contains_key(&vehicle_id)
+        let only_these =
+            whole && self.added.contains(&vehicle_id) && !self.growing.contains_key(&vehicle_id);
+        if let Some((beside, tally)) = &mut self.beside
+            && only_these
         {
+            let conn = importer.postgres_conn().ok_or_else(beside_sqlite)??;
             let mut in_order: Vec<&Staged> = kept.iter().collect();
             in_order.sort_by_key(|s| (s.fix.ts, s.ts_ms));
             let fixes = in_order
@@ -433,7 +433,7 @@ impl Books<'_> {
             g.last_ms = Some(ms);
         }
         self.growing.insert(vehicle_id, g);
-        Ok(())
+        importer.append(kept)
     }
 
     /// The vehicles' tallies, complete, by plate.
@@ -654,9 +654,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
         }
         let beside = match books.beside.take() {
             Some((mut beside, mut tally)) => {
-                let Importer::Postgres(conn) = &importer else {
-                    return Err(Error::internal("an analysis beside a SQLite import"));
-                };
+                let conn = importer.postgres_conn().ok_or_else(beside_sqlite)??;
                 beside.finish(&mut |n, a| {
                     tally.add(n, a);
                     store::pg::write_new_vehicle_analysis(conn, a)
@@ -665,6 +663,8 @@ impl<'c, 'r> Ingest<'c, 'r> {
             }
             None => None,
         };
+        // Every row appended before the analysis of the rest reads them.
+        importer.postgres_conn().transpose()?;
         let vehicles = books.vehicle_tallies();
         Ok(SettledImport {
             files: books.files,
@@ -673,6 +673,11 @@ impl<'c, 'r> Ingest<'c, 'r> {
             beside,
         })
     }
+}
+
+/// An analysis beside the import was set up for a SQLite file, which it is not for.
+fn beside_sqlite() -> Error {
+    Error::internal("an analysis beside a SQLite import")
 }
 
 /// What settling an import leaves.
@@ -796,11 +801,13 @@ pub fn import(
         let teleport_kmh = pipeline::stored_thresholds(conn.sql())?.teleport_kmh;
         // PostgreSQL: the vehicles the import adds are analysed as they are appended.
         let ctx = match conn {
-            Backend::Postgres(c) => Some(std::sync::Arc::new(pipeline::stored_context(c)?)),
+            Backend::Postgres(c) => {
+                Some(std::sync::Arc::new(pipeline::stored_context(c.as_ref())?))
+            }
             Backend::Sqlite(_) => None,
         };
         let mut ingest = Ingest::new(
-            conn.importer(),
+            conn.importer()?,
             stream,
             checker.clone(),
             rejects,
@@ -814,7 +821,7 @@ pub fn import(
             rejects.restart()?;
             let sorter = sort::Sorter::new(spill_dir.clone(), &spill_prefix);
             let mut sorted = Ingest::new(
-                conn.importer(),
+                conn.importer()?,
                 Order::Sort(sorter),
                 checker,
                 rejects,
@@ -859,8 +866,9 @@ pub fn import(
     };
     let (zone, files, vehicles, analysis) = if let Some(target) = &postgres {
         let (conn, new) = store::pg::import::begin(target, wanted.as_ref())?;
+        let conn = std::sync::Arc::new(conn);
         let outcome = (|| {
-            let zone = store::read_zone(&conn)?;
+            let zone = store::read_zone(conn.as_ref())?;
             if let Some(w) = wanted.as_ref().filter(|w| **w != zone) {
                 return Err(Error::invalid(format!(
                     "{} keeps its times in {}, not {}",
@@ -967,21 +975,21 @@ pub fn import(
 #[derive(Clone, Copy)]
 enum Backend<'c> {
     Sqlite(&'c rusqlite::Connection),
-    Postgres(&'c store::sql::PgConn),
+    Postgres(&'c std::sync::Arc<store::sql::PgConn>),
 }
 
 impl<'c> Backend<'c> {
-    fn importer(self) -> Importer<'c> {
+    fn importer(self) -> Result<Importer<'c>> {
         match self {
-            Backend::Sqlite(c) => Importer::start(c),
-            Backend::Postgres(c) => Importer::postgres(c),
+            Backend::Sqlite(c) => Ok(Importer::start(c)),
+            Backend::Postgres(c) => Importer::postgres(std::sync::Arc::clone(c)),
         }
     }
 
     fn sql(self) -> &'c dyn store::sql::Sql {
         match self {
             Backend::Sqlite(c) => c,
-            Backend::Postgres(c) => c,
+            Backend::Postgres(c) => c.as_ref(),
         }
     }
 }

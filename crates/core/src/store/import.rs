@@ -31,8 +31,8 @@ pub struct Staged {
 pub enum Importer<'c> {
     /// A SQLite file.
     Sqlite(Sqlite<'c>),
-    /// PostgreSQL (`store::pg::import`).
-    Postgres(&'c super::sql::PgConn),
+    /// PostgreSQL (`store::pg::import`), its rows copied by a thread of their own.
+    Postgres(super::pg::import::CopyBehind),
 }
 
 impl<'c> Importer<'c> {
@@ -42,8 +42,16 @@ impl<'c> Importer<'c> {
     }
 
     /// Appends to a PostgreSQL fleet (inside the caller's transaction).
-    pub fn postgres(conn: &'c super::sql::PgConn) -> Importer<'c> {
-        Importer::Postgres(conn)
+    pub fn postgres(conn: std::sync::Arc<super::sql::PgConn>) -> Result<Importer<'c>> {
+        super::pg::import::CopyBehind::start(conn).map(Importer::Postgres)
+    }
+
+    /// PostgreSQL: the connection, once every row handed over is appended.
+    pub fn postgres_conn(&self) -> Option<Result<&super::sql::PgConn>> {
+        match self {
+            Importer::Sqlite(_) => None,
+            Importer::Postgres(c) => Some(c.conn()),
+        }
     }
 
     /// The id of the vehicle with this plate, added when there is none (see
@@ -51,7 +59,7 @@ impl<'c> Importer<'c> {
     pub fn vehicle_id(&self, plate: &str, device_id: bool) -> Result<(i64, bool)> {
         match self {
             Importer::Sqlite(s) => s.vehicle_id(plate, device_id),
-            Importer::Postgres(c) => super::pg::import::vehicle_id(c, plate, device_id),
+            Importer::Postgres(c) => super::pg::import::vehicle_id(c.conn()?, plate, device_id),
         }
     }
 
@@ -68,7 +76,7 @@ impl<'c> Importer<'c> {
             Importer::Postgres(c) => {
                 let mut found = std::collections::HashMap::new();
                 super::read::positions_between(
-                    *c,
+                    c.conn()?,
                     vehicle_id,
                     from_ts,
                     to_ts.saturating_add(1),
@@ -81,11 +89,11 @@ impl<'c> Importer<'c> {
         }
     }
 
-    /// Appends a vehicle's settled rows.
-    pub fn insert_all(&self, rows: &[Staged]) -> Result<()> {
+    /// Appends a vehicle's settled rows (on PostgreSQL, while the caller goes on).
+    pub fn append(&self, rows: Vec<Staged>) -> Result<()> {
         match self {
-            Importer::Sqlite(s) => s.insert_all(rows),
-            Importer::Postgres(c) => super::pg::import::insert_all(c, rows),
+            Importer::Sqlite(s) => s.insert_all(&rows),
+            Importer::Postgres(c) => c.append(rows),
         }
     }
 }

@@ -5,8 +5,8 @@
 
 use super::db_err;
 use crate::error::{Error, ErrorCode, Result};
-use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// Which database a connection talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,24 +250,24 @@ impl Sql for rusqlite::Connection {
 
 /// A PostgreSQL connection for the store's reads, its statements prepared once.
 pub struct PgConn {
-    client: RefCell<postgres::Client>,
-    statements: RefCell<HashMap<String, postgres::Statement>>,
+    client: Mutex<postgres::Client>,
+    statements: Mutex<HashMap<String, postgres::Statement>>,
     target: super::pg::Target,
     /// The months whose partition of positions this connection saw exist.
-    months: RefCell<std::collections::HashSet<i64>>,
+    months: Mutex<std::collections::HashSet<i64>>,
     /// Whether the fleet has the `revision` table (see [`PgConn::freshness`]).
-    has_revision: std::cell::Cell<Option<bool>>,
+    has_revision: OnceLock<bool>,
 }
 
 impl PgConn {
     /// Wraps a connection to a fleetctl database (`pg::open`'s).
     pub fn new(client: postgres::Client, target: super::pg::Target) -> PgConn {
         PgConn {
-            client: RefCell::new(client),
-            statements: RefCell::new(HashMap::new()),
+            client: Mutex::new(client),
+            statements: Mutex::new(HashMap::new()),
             target,
-            months: RefCell::default(),
-            has_revision: std::cell::Cell::new(None),
+            months: Mutex::default(),
+            has_revision: OnceLock::new(),
         }
     }
 
@@ -277,13 +277,20 @@ impl PgConn {
         &self,
         f: impl FnOnce(&mut postgres::Client) -> Result<T>,
     ) -> Result<T> {
-        f(&mut self.client.borrow_mut())
+        f(&mut self.client())
+    }
+
+    /// The connection, for one statement or one unit of work. A lock, not a
+    /// `RefCell`, so that an import may hand its `COPY` to a thread of its own
+    /// (`pg::import::CopyBehind`); nothing else uses a connection from two threads.
+    fn client(&self) -> MutexGuard<'_, postgres::Client> {
+        self.client.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The months (`YYYYMM`) whose partition this connection knows to exist: a
     /// writer of single fixes asks the server once a month, not once a fix.
-    pub(crate) fn known_months(&self) -> std::cell::RefMut<'_, std::collections::HashSet<i64>> {
-        self.months.borrow_mut()
+    pub(crate) fn known_months(&self) -> MutexGuard<'_, std::collections::HashSet<i64>> {
+        self.months.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Where this connection goes, for messages (the password masked).
@@ -343,9 +350,9 @@ impl PgConn {
     ) -> Result<T> {
         use postgres::types::ToSql;
         let text = Self::dialect_sql(sql, args);
-        let mut client = self.client.borrow_mut();
+        let mut client = self.client();
         let statement = {
-            let mut cache = self.statements.borrow_mut();
+            let mut cache = self.statements.lock().unwrap_or_else(|e| e.into_inner());
             match cache.get(&text) {
                 Some(st) => st.clone(),
                 None => {
@@ -412,15 +419,14 @@ impl Sql for PgConn {
     }
 
     fn begin_read(&self) -> Result<bool> {
-        self.client
-            .borrow_mut()
+        self.client()
             .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             .map_err(|e| self.target.failed("read", e))?;
         Ok(true)
     }
 
     fn end_read(&self) {
-        let _ = self.client.borrow_mut().batch_execute("COMMIT");
+        let _ = self.client().batch_execute("COMMIT");
     }
 
     fn change_counter(&self) -> Result<Option<i64>> {
@@ -436,7 +442,7 @@ impl PgConn {
     /// made before `revision` existed gets a digest of those tables instead.
     pub fn freshness(&self) -> Result<(i64, Option<i64>)> {
         let has_revision = match self.has_revision.get() {
-            Some(known) => known,
+            Some(&known) => known,
             None => {
                 let known = self
                     .first(
@@ -445,7 +451,7 @@ impl PgConn {
                         |r| r.flag(0),
                     )?
                     .unwrap_or(false);
-                self.has_revision.set(Some(known));
+                let _ = self.has_revision.set(known);
                 known
             }
         };

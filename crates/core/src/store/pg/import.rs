@@ -4,6 +4,7 @@
 use crate::error::Result;
 use crate::store::import::Staged;
 use crate::store::sql::PgConn;
+use std::sync::{Arc, mpsc};
 
 /// The advisory lock taken before a new vehicle's id is chosen (the largest plus
 /// one), so that two imports adding vehicles at once never pick the same id.
@@ -111,4 +112,87 @@ pub fn begin(
         .batch_execute("SET LOCAL search_path TO fleetctl, public")
         .map_err(|e| target.failed("write", e))?;
     Ok((PgConn::new(client, target.clone()), created))
+}
+
+/// An import's positions, appended by a thread of their own: a vehicle's `COPY`
+/// runs while the import reads and checks the next vehicle's rows. The import used
+/// the connection and the server in turns before, each waiting for the other.
+/// Everything else the import does on the connection waits for the `COPY` first
+/// ([`CopyBehind::conn`]), so its statements see every row appended before them.
+pub struct CopyBehind {
+    conn: Arc<PgConn>,
+    rows: Option<mpsc::SyncSender<Vec<Staged>>>,
+    acks: mpsc::Receiver<Result<()>>,
+    copier: Option<std::thread::JoinHandle<()>>,
+    /// A `COPY` was handed over and its outcome not taken yet.
+    pending: std::cell::Cell<bool>,
+}
+
+impl CopyBehind {
+    /// Starts the thread that appends to `conn` (inside its transaction).
+    pub fn start(conn: Arc<PgConn>) -> Result<CopyBehind> {
+        let (rows, queue) = mpsc::sync_channel::<Vec<Staged>>(0);
+        let (done, acks) = mpsc::channel();
+        let for_copier = Arc::clone(&conn);
+        let copier = std::thread::Builder::new()
+            .name("import-copy".into())
+            .spawn(move || {
+                for batch in queue {
+                    if done.send(insert_all(&for_copier, &batch)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| {
+                crate::error::Error::internal(format!("starting the import's COPY: {e}"))
+            })?;
+        Ok(CopyBehind {
+            conn,
+            rows: Some(rows),
+            acks,
+            copier: Some(copier),
+            pending: std::cell::Cell::new(false),
+        })
+    }
+
+    /// Hands a vehicle's settled rows over, once the previous `COPY` is done.
+    pub fn append(&self, rows: Vec<Staged>) -> Result<()> {
+        self.wait()?;
+        let handed = self.rows.as_ref().and_then(|r| r.send(rows).ok());
+        if handed.is_none() {
+            return Err(stopped());
+        }
+        self.pending.set(true);
+        Ok(())
+    }
+
+    /// The connection, once every row handed over is appended (a failed `COPY`
+    /// is the error here).
+    pub fn conn(&self) -> Result<&PgConn> {
+        self.wait()?;
+        Ok(&self.conn)
+    }
+
+    fn wait(&self) -> Result<()> {
+        if self.pending.replace(false) {
+            return self.acks.recv().map_err(|_| stopped())?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for CopyBehind {
+    /// Waits for the `COPY` under way: nothing uses the connection after the import
+    /// while it runs.
+    fn drop(&mut self) {
+        drop(self.rows.take());
+        if let Some(copier) = self.copier.take() {
+            let _ = copier.join();
+        }
+    }
+}
+
+/// The copying thread ended before its work did (it panicked).
+fn stopped() -> crate::error::Error {
+    crate::error::Error::internal("the import's COPY thread stopped")
 }
