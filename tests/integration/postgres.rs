@@ -61,6 +61,21 @@ impl TestDb {
         }
     }
 
+    /// A new database holding an empty fleet in America/Guatemala, as `fleetctl
+    /// init` makes one (a live fleet's start).
+    fn empty_fleet(server: &str, tag: &str) -> TestDb {
+        let db = TestDb::new(server, tag, "template1");
+        run(fleetctl(&[
+            "--db",
+            &db.url(),
+            "init",
+            "--time-zone",
+            "America/Guatemala",
+        ]))
+        .ok();
+        db
+    }
+
     fn url(&self) -> String {
         let (base, _) = self.server.rsplit_once('/').unwrap();
         format!("{base}/{}", self.name)
@@ -317,16 +332,8 @@ fn a_refused_password_a_future_schema_and_a_command_not_on_postgres_are_said_cle
 fn the_demos_positions_copied_in_bulk_read_back_as_sqlite_keeps_them_and_a_failed_copy_leaves_nothing()
  {
     let Some(server) = server() else { return };
-    let db = TestDb::new(&server, "copy", "template1");
+    let db = TestDb::empty_fleet(&server, "copy");
     let url = db.url();
-    run(fleetctl(&[
-        "--db",
-        &url,
-        "init",
-        "--time-zone",
-        "America/Guatemala",
-    ]))
-    .ok();
     let sqlite = crate::harness::open(crate::harness::fixture_db());
     let mut fixes: Vec<(fleetctl_core::model::Fix, i64)> = Vec::new();
     fleetctl_core::store::read::all_positions(&sqlite, &mut |f, ms| fixes.push((*f, ms))).unwrap();
@@ -1276,16 +1283,8 @@ fn a_fleet_pushed_live_to_two_servers_on_postgres_answers_as_the_generated_datab
 #[test]
 fn a_new_device_pushing_to_two_servers_at_once_becomes_one_vehicle() {
     let Some(server) = server() else { return };
-    let pg = TestDb::new(&server, "register", "template1");
+    let pg = TestDb::empty_fleet(&server, "register");
     let url = pg.url();
-    run(fleetctl(&[
-        "--db",
-        &url,
-        "init",
-        "--time-zone",
-        "America/Guatemala",
-    ]))
-    .ok();
     let token = "ingest-token-0123456789abcdef";
     let spawn = || {
         let (child, stderr, base, _) = crate::http::spawn_server_on(

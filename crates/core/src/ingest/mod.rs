@@ -664,7 +664,7 @@ impl<'c, 'r> Ingest<'c, 'r> {
             None => None,
         };
         // Every row appended before the analysis of the rest reads them.
-        importer.postgres_conn().transpose()?;
+        importer.wait_for_appends()?;
         let vehicles = books.vehicle_tallies();
         Ok(SettledImport {
             files: books.files,
@@ -678,6 +678,11 @@ impl<'c, 'r> Ingest<'c, 'r> {
 /// An analysis beside the import was set up for a SQLite file, which it is not for.
 fn beside_sqlite() -> Error {
     Error::internal("an analysis beside a SQLite import")
+}
+
+/// A PostgreSQL import was set up without its analysis beside it.
+fn beside_missing() -> Error {
+    Error::internal("a PostgreSQL import without its analysis beside it")
 }
 
 /// What settling an import leaves.
@@ -847,8 +852,12 @@ pub fn import(
         let analysis = if touched.is_empty() {
             None
         } else {
-            Some(match (conn, beside, &ctx) {
-                (Backend::Postgres(c), Some((analysed, mut tally)), Some(ctx)) => {
+            Some(match conn {
+                Backend::Sqlite(c) => pipeline::detect_vehicles(c, &touched, &mut |_| {})?,
+                Backend::Postgres(c) => {
+                    let (Some((analysed, mut tally)), Some(ctx)) = (beside, &ctx) else {
+                        return Err(beside_missing());
+                    };
                     // The rest: vehicles the fleet had, or too big for one window.
                     let started = std::time::Instant::now();
                     let rest: Vec<i64> = touched
@@ -858,8 +867,6 @@ pub fn import(
                     pipeline::analyse_each_postgres(c, &rest, ctx, &mut tally)?;
                     tally.summary(started)
                 }
-                (Backend::Postgres(c), ..) => pipeline::detect_vehicles_postgres(c, &touched)?,
-                (Backend::Sqlite(c), ..) => pipeline::detect_vehicles(c, &touched, &mut |_| {})?,
             })
         };
         Ok((zone, files, vehicles, analysis))

@@ -46,6 +46,12 @@ impl<'c> Importer<'c> {
         super::pg::import::CopyBehind::start(conn).map(Importer::Postgres)
     }
 
+    /// Returns once every row handed over is appended (on PostgreSQL, a failed
+    /// `COPY` is the error here).
+    pub fn wait_for_appends(&self) -> Result<()> {
+        self.postgres_conn().transpose().map(drop)
+    }
+
     /// PostgreSQL: the connection, once every row handed over is appended.
     pub fn postgres_conn(&self) -> Option<Result<&super::sql::PgConn>> {
         match self {
