@@ -1,10 +1,11 @@
--- fleetctl store, schema version 8 (2: latest_fix and the partial indexes; 3: imported
+-- fleetctl store, schema version 9 (2: latest_fix and the partial indexes; 3: imported
 -- data: fractional seconds, derived speeds, unknown heading and ignition, one fix per
 -- vehicle and instant; 4: positions keyed by vehicle and instant; a trip's moving and
 -- idle time, a stop's time without ignition, stops and trips by time; 5: a trip's
 -- odometer km and why a day's odometer was not used; 6: a day's events; 7: vehicles'
--- device ids; 8: positions in fixed-point integers under one key. `fleetctl migrate`
--- brings a file of version 4 to 7 up to date, keeping every position).
+-- device ids; 8: positions in fixed-point integers under one key; 9: speed, heading
+-- and ignition packed into one column. `fleetctl migrate` brings a file of version 4
+-- to 8 up to date, keeping every position).
 -- Times are UTC epoch seconds (INTEGER); coordinates are WGS84 degrees; units are in
 -- the column names. The indexes after the marker line at the end are built after a bulk
 -- load, which is several times faster than maintaining them row by row.
@@ -82,6 +83,28 @@ CREATE TABLE places (
     lat   REAL NOT NULL,
     lon   REAL NOT NULL
 );
+
+-- A number that moves on with every change of the small tables a server keeps in
+-- memory (meta, vehicles, geofences, places), moved by their triggers whoever
+-- writes: when the file changed, a server reads it with the newest fix and reads
+-- those tables again only if it moved (a live feed commits fixes many times a
+-- second and touches none of them). A file made before it existed is read whole.
+CREATE TABLE revision (
+    n INTEGER NOT NULL
+);
+INSERT INTO revision (n) VALUES (0);
+CREATE TRIGGER meta_insert_revision AFTER INSERT ON meta BEGIN UPDATE revision SET n = n + 1; END;
+CREATE TRIGGER meta_update_revision AFTER UPDATE ON meta BEGIN UPDATE revision SET n = n + 1; END;
+CREATE TRIGGER meta_delete_revision AFTER DELETE ON meta BEGIN UPDATE revision SET n = n + 1; END;
+CREATE TRIGGER vehicles_insert_revision AFTER INSERT ON vehicles BEGIN UPDATE revision SET n = n + 1; END;
+CREATE TRIGGER vehicles_update_revision AFTER UPDATE ON vehicles BEGIN UPDATE revision SET n = n + 1; END;
+CREATE TRIGGER vehicles_delete_revision AFTER DELETE ON vehicles BEGIN UPDATE revision SET n = n + 1; END;
+CREATE TRIGGER geofences_insert_revision AFTER INSERT ON geofences BEGIN UPDATE revision SET n = n + 1; END;
+CREATE TRIGGER geofences_update_revision AFTER UPDATE ON geofences BEGIN UPDATE revision SET n = n + 1; END;
+CREATE TRIGGER geofences_delete_revision AFTER DELETE ON geofences BEGIN UPDATE revision SET n = n + 1; END;
+CREATE TRIGGER places_insert_revision AFTER INSERT ON places BEGIN UPDATE revision SET n = n + 1; END;
+CREATE TRIGGER places_update_revision AFTER UPDATE ON places BEGIN UPDATE revision SET n = n + 1; END;
+CREATE TRIGGER places_delete_revision AFTER DELETE ON places BEGIN UPDATE revision SET n = n + 1; END;
 
 -- The generator's ground truth: every anomaly it planted. detail is JSON.
 CREATE TABLE injected_events (
@@ -170,6 +193,8 @@ CREATE TABLE latest_fix (
     ignition      INTEGER,
     odometer_km   REAL
 );
+-- The newest fix of all, which a server reads whenever the file changed.
+CREATE INDEX latest_fix_ts ON latest_fix (ts);
 
 CREATE TABLE visits (
     vehicle_id  INTEGER NOT NULL,

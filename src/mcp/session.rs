@@ -45,7 +45,10 @@ pub struct Server {
     path: std::path::PathBuf,
     /// Tiles given while the database was unavailable, for when it is back.
     tiles_waiting: Option<crate::report::route_map::TileSource>,
-    instructions: String,
+    /// Made from the database when first asked for after a change (a live feed
+    /// changes it many times a second; only `initialize` and `server/discover`
+    /// say them).
+    instructions: Option<String>,
     legacy_version: Option<String>,
     stateless: bool,
 }
@@ -103,12 +106,11 @@ impl Server {
         if let Err(e) = &db {
             logging::info(&format!("serve: database unavailable: {}", e.message));
         }
-        let instructions = instructions_for(&db);
         Server {
             db,
             path: path.to_path_buf(),
             tiles_waiting: None,
-            instructions,
+            instructions: None,
             legacy_version: None,
             stateless: false,
         }
@@ -159,20 +161,22 @@ impl Server {
             Ok(false) => {}
             Ok(true) => {
                 logging::info("serve: the database changed; reloaded");
-                self.instructions = instructions_for(&self.db);
+                self.instructions = None;
             }
             Err(e) => {
                 if let Ok(db) = &mut self.db {
                     self.tiles_waiting = db.tiles.take();
                 }
                 self.db = Err(tools::unavailable(e));
+                self.instructions = None;
             }
         }
     }
 
     /// The instructions sent to clients.
-    pub fn instructions(&self) -> &str {
-        &self.instructions
+    pub fn instructions(&mut self) -> &str {
+        self.instructions
+            .get_or_insert_with(|| instructions_for(&self.db))
     }
 
     /// Handles one line from the client; returns the line to answer with, if any.
@@ -288,7 +292,7 @@ impl Server {
 
     /// Revision 2026-07-28: every request stands alone.
     fn modern(
-        &self,
+        &mut self,
         id: &Value,
         method: &str,
         params: &Map<String, Value>,
@@ -323,7 +327,7 @@ impl Server {
                 Ok(cacheable(json!({
                     "supportedVersions": supported,
                     "capabilities": capabilities(),
-                    "instructions": self.instructions,
+                    "instructions": self.instructions(),
                 })))
             }
             "tools/list" => self.list(params, "tools", tools::list()).map(cacheable),
@@ -374,7 +378,7 @@ impl Server {
                     "protocolVersion": version,
                     "capabilities": capabilities(),
                     "serverInfo": server_info(),
-                    "instructions": self.instructions,
+                    "instructions": self.instructions(),
                 }))
             }
             ("ping", _) => Ok(json!({})),

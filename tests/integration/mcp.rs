@@ -675,7 +675,8 @@ fn regression_a_client_cannot_forge_log_lines_or_send_terminal_escapes() {
 
 /// A running server answers about the database as it is now: one generated after it
 /// started is opened at the next call (before, every tool said db_unavailable until a
-/// restart), and a vehicle imported while it serves is known at the next call.
+/// restart), a vehicle imported while it serves is known at the next call, and so
+/// is a geofence removed.
 #[test]
 fn a_running_server_sees_what_was_generated_and_imported_after_it_started() {
     let dir = TempDir::new("mcp-live");
@@ -721,6 +722,27 @@ fn a_running_server_sees_what_was_generated_and_imported_after_it_started() {
         s.stderr().contains("the database changed; reloaded"),
         "{}",
         s.stderr()
+    );
+    // A geofence removed while it serves is gone at the next call, though no fix came.
+    let before = s.call_tool("list_geofences", json!({}));
+    let fences = &before["structuredContent"]["geofences"];
+    let (total, first) = (
+        fences["total"].as_u64().unwrap(),
+        fences["items"][0]["name"].clone(),
+    );
+    crate::harness::run(crate::harness::fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "geofences",
+        "remove",
+        first.as_str().unwrap(),
+    ]))
+    .ok();
+    let after = s.call_tool("list_geofences", json!({}));
+    assert_eq!(
+        after["structuredContent"]["geofences"]["total"],
+        total - 1,
+        "{after}"
     );
     still_serving(&mut s);
 }

@@ -1,6 +1,6 @@
 //! The open fleet database as reports see it, a SQLite file or a PostgreSQL
 //! database: the data clock, the zone, vehicles, geofences, places and thresholds,
-//! loaded when opened and again whenever the database changed (`is_stale`), so a
+//! loaded when opened and again whenever they changed (`refresh`), so a
 //! long-running server answers about the database as it is now.
 
 use super::*;
@@ -47,8 +47,12 @@ pub struct Db {
     pub tiles: Option<route_map::TileSource>,
     /// What the loaded data was read from: SQLite's `data_version` on this
     /// connection, and the file's identity (a `generate --force` puts a new file
-    /// there). Unused for PostgreSQL, which is read again at every refresh.
+    /// there). Unused for PostgreSQL, which is asked for its revision at every refresh.
     loaded_from: (Option<i64>, Option<FileId>),
+    /// The `revision` (moved by every change of meta, vehicles, geofences and
+    /// places) the kept tables were read at; `None` for a SQLite file made before
+    /// it existed, read whole whenever it changed.
+    revision: Option<i64>,
 }
 
 /// A file's identity: device and inode (Unix), else its modification time.
@@ -119,6 +123,7 @@ impl Db {
             thresholds: Thresholds::default(),
             tiles: None,
             loaded_from: (None, file),
+            revision: None,
         };
         db.load(file)?;
         Ok(db)
@@ -128,7 +133,15 @@ impl Db {
     /// this connection; on an error nothing changes.
     fn load(&mut self, file: Option<FileId>) -> Result<()> {
         let conn = self.conn.as_ref();
-        let version = conn.change_counter()?;
+        // Read before the tables: a change made meanwhile shows at the next refresh.
+        let version = match self.postgres {
+            Some(_) => None,
+            None => conn.change_counter()?,
+        };
+        let revision = match store::read::has_revision(conn)? {
+            true => Some(store::read::freshness(conn)?.0),
+            false => None,
+        };
         let zone = store::read_zone(conn)?;
         let (clock_key, wall) = store::live::CLOCK_META;
         let live_clock = store::read_meta(conn, clock_key)?.is_some_and(|v| v.trim() == wall);
@@ -157,6 +170,7 @@ impl Db {
         self.geofences = geofences;
         self.thresholds = thresholds;
         self.loaded_from = (version, file);
+        self.revision = revision;
         Ok(())
     }
 
@@ -176,8 +190,9 @@ impl Db {
 
     /// True when the database changed since its data was loaded: another connection
     /// committed (an import, an edit, `analyze`), or another file now has its name.
-    /// Costs one pragma and one `stat`.
-    pub fn is_stale(&self) -> bool {
+    /// Costs one pragma and one `stat`. SQLite's alone: PostgreSQL has no counter
+    /// of other connections' commits.
+    fn is_stale(&self) -> bool {
         match self.conn.change_counter() {
             Ok(Some(version)) => {
                 Some(version) != self.loaded_from.0 || file_id(&self.path) != self.loaded_from.1
@@ -186,9 +201,10 @@ impl Db {
         }
     }
 
-    /// Loads the database again when it changed (`is_stale`), keeping the tiles;
-    /// `true` when it did. On an error nothing changes. A live database's "now"
-    /// moves to the wall clock's every time.
+    /// Brings what it keeps up to date when the database changed (`is_stale`): the
+    /// clock alone when only fixes came (the `revision` did not move), else all of
+    /// it, keeping the tiles; `true` when it read all of it again. On an error
+    /// nothing changes. A live database's "now" moves to the wall clock's every time.
     pub fn refresh(&mut self) -> Result<bool> {
         if self.live_clock {
             self.now_ts = crate::clock::wall_clock_now().max(self.newest_fix_ts);
@@ -201,9 +217,18 @@ impl Db {
         }
         let file = file_id(&self.path);
         if file == self.loaded_from.1 {
-            // The same file, changed: read it again on this connection (a live feed
-            // commits many times a second; a new connection would parse the schema
-            // each time).
+            // The same file, changed: on this connection (a live feed commits many
+            // times a second; a new connection would parse the schema each time),
+            // only the clock when nothing but fixes came, else everything again.
+            if self.revision.is_some() {
+                let version = self.conn.change_counter()?;
+                let (revision, newest) = store::read::freshness(self.conn.as_ref())?;
+                if Some(revision) == self.revision {
+                    self.set_newest_fix(newest.unwrap_or(0));
+                    self.loaded_from.0 = version;
+                    return Ok(false);
+                }
+            }
             self.load(file)?;
         } else {
             let mut fresh = Db::open(&self.path)?;
@@ -218,17 +243,12 @@ impl Db {
     /// again only when the revision moved. A lost connection (the server restarted,
     /// a proxy timed it out) is made anew, so a server recovers by itself.
     fn refresh_postgres(&mut self, target: &store::pg::Target) -> Result<bool> {
-        let fresh = self.conn.as_postgres().map(|pg| pg.freshness());
-        match fresh {
-            Some(Ok((revision, newest))) if Some(revision) == self.loaded_from.0 => {
-                let newest = newest.unwrap_or(0);
-                if newest != self.newest_fix_ts {
-                    self.set_newest_fix(newest);
-                    return Ok(true);
-                }
+        match store::read::freshness(self.conn.as_ref()) {
+            Ok((revision, newest)) if Some(revision) == self.revision => {
+                self.set_newest_fix(newest.unwrap_or(0));
                 return Ok(false);
             }
-            Some(Ok(_)) if self.load(None).is_ok() => return Ok(true),
+            Ok(_) if self.load(None).is_ok() => return Ok(true),
             _ => {}
         }
         let mut fresh = Db::open_postgres(target)?;

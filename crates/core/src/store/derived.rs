@@ -317,6 +317,7 @@ mod derived_index_tests {
                 "events_ts",
                 "events_vehicle_ts",
                 "events_kind_ts",
+                "latest_fix_ts",
                 "visits_vehicle",
                 "visits_geofence_time",
                 "visits_geofence_vehicle",

@@ -64,6 +64,10 @@ fn upgrade_schema(conn: &Connection, from: i64) -> Result<()> {
         steps += "ALTER TABLE vehicles ADD COLUMN device_id TEXT; \
                   CREATE UNIQUE INDEX vehicles_device_id ON vehicles (device_id); ";
     }
+    if !read::has_revision(conn)? {
+        steps += &revision_statements()?;
+    }
+    steps += "CREATE INDEX IF NOT EXISTS latest_fix_ts ON latest_fix (ts); ";
     conn.execute_batch(&steps).map_err(db_write_err)?;
     if from < 9 {
         rewrite_positions(conn, from)?;
@@ -75,6 +79,17 @@ fn upgrade_schema(conn: &Connection, from: i64) -> Result<()> {
     )
     .map(drop)
     .map_err(db_write_err)
+}
+
+/// schema.sql's `revision` table and the triggers that move it, for a file made
+/// before they existed (the block from `CREATE TABLE revision (` to a blank line).
+fn revision_statements() -> Result<String> {
+    let head = "CREATE TABLE revision (";
+    SCHEMA_SQL
+        .split_once(head)
+        .and_then(|(_, rest)| rest.split_once("\n\n"))
+        .map(|(body, _)| format!("{head}{body}\n"))
+        .ok_or_else(|| Error::internal(format!("schema.sql has no {head:?} block")))
 }
 
 /// The statement of schema.sql that begins with `head`, through its `;`.

@@ -583,6 +583,36 @@ pub fn oldest_fix_ts(conn: &dyn Sql) -> Result<Option<i64>> {
     Ok(conn.first(&sql, &[], |r| r.opt_int(0))?.flatten())
 }
 
+/// Whether the database has the `revision` that every change of meta, vehicles,
+/// geofences and places moves (their triggers): a SQLite file made before it
+/// existed has not. PostgreSQL always answers [`freshness`] (a digest stands in).
+pub fn has_revision(conn: &dyn Sql) -> Result<bool> {
+    if conn.as_postgres().is_some() {
+        return Ok(true);
+    }
+    Ok(conn
+        .first(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'revision'",
+            &[],
+            |r| r.int(0),
+        )?
+        .is_some_and(|n| n > 0))
+}
+
+/// What a reader keeps between requests, in one read: the revision (see
+/// [`has_revision`], which must be true) and the newest fix's time.
+pub fn freshness(conn: &dyn Sql) -> Result<(i64, Option<i64>)> {
+    if let Some(pg) = conn.as_postgres() {
+        return pg.freshness();
+    }
+    conn.first(
+        "SELECT (SELECT n FROM revision), (SELECT MAX(ts) FROM latest_fix)",
+        &[],
+        |r| Ok((r.int(0)?, r.opt_int(1)?)),
+    )
+    .map(|found| found.unwrap_or((0, None)))
+}
+
 /// The newest fix time in the store (each vehicle's newest is in `latest_fix`).
 pub fn newest_fix_ts(conn: &dyn Sql) -> Result<Option<i64>> {
     Ok(conn

@@ -162,6 +162,8 @@ CREATE TABLE latest_fix (
     ignition      boolean,
     odometer_km   double precision
 );
+-- The newest fix of all, which a server reads before every request.
+CREATE INDEX latest_fix_ts ON latest_fix (ts);
 
 CREATE TABLE visits (
     vehicle_id  bigint NOT NULL,
