@@ -89,9 +89,7 @@ pub fn begin(
         client
             .batch_execute("BEGIN")
             .map_err(|e| target.failed("write", e))?;
-        client
-            .batch_execute(super::SCHEMA_SQL)
-            .map_err(|e| target.failed("create the schema in", e))?;
+        super::create_schema(&mut client, target)?;
         for (key, value) in [
             ("schema_version", crate::store::SCHEMA_VERSION.to_string()),
             ("time_zone", zone.name.clone()),

@@ -62,8 +62,7 @@ pub fn load_fleet(
     let mut tx = client.transaction().map_err(write)?;
     tx.batch_execute("DROP SCHEMA IF EXISTS fleetctl CASCADE")
         .map_err(write)?;
-    tx.batch_execute(super::SCHEMA_SQL)
-        .map_err(|e| target.failed("create the schema in", e))?;
+    super::create_schema(&mut tx, target)?;
     let mut loaded = Loaded::default();
     for table in TABLES {
         loaded.other_rows += copy_table(&mut tx, target, source, table)?;

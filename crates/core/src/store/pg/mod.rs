@@ -1,14 +1,16 @@
 //! The PostgreSQL + PostGIS store (`--db postgres://…`): connecting (libpq's URL,
 //! `PG*` variables and `sslmode`, TLS through rustls), telling a fleetctl database
 //! from an empty one or another application's, and creating the schema
-//! (`schema.sql` beside this file: positions partitioned by month, geofences with a
-//! spatial index). Every failure names what to do, and a refused check changes
+//! (`schema.sql` beside this file: positions partitioned by month, or in the
+//! layout TimescaleDB or Citus call for (`layout.rs`), geofences with a spatial
+//! index). Every failure names what to do, and a refused check changes
 //! nothing: the schema is created in one transaction, after the checks.
 
 mod connect;
 mod copy;
 mod derived;
 pub(crate) mod import;
+mod layout;
 mod load;
 
 use crate::clock::{Date, FleetZone};
@@ -20,6 +22,7 @@ pub use derived::{
     delete_vehicle_rows, delete_written, in_shard, lock_vehicle, write_meta,
     write_new_vehicle_analysis,
 };
+pub use layout::Layout;
 pub use load::{Loaded, load_fleet};
 
 /// The Postgres schema, run in one transaction by [`init`].
@@ -149,8 +152,7 @@ pub fn init(target: &Target, zone: &FleetZone) -> Result<()> {
     let mut tx = client
         .transaction()
         .map_err(|e| target.failed("write", e))?;
-    tx.batch_execute(SCHEMA_SQL)
-        .map_err(|e| target.failed("create the schema in", e))?;
+    create_schema(&mut tx, target)?;
     for (key, value) in [
         ("schema_version", super::SCHEMA_VERSION.to_string()),
         ("time_zone", zone.name.clone()),
@@ -166,6 +168,16 @@ pub fn init(target: &Target, zone: &FleetZone) -> Result<()> {
         .map_err(|e| target.failed("write", e))?;
     }
     tx.commit().map_err(|e| target.failed("write", e))
+}
+
+/// Creates the schema inside the caller's transaction, in the layout the
+/// database's extensions call for ([`Layout`]).
+fn create_schema(client: &mut impl postgres::GenericClient, target: &Target) -> Result<Layout> {
+    let layout = Layout::of(client, target)?;
+    client
+        .batch_execute(&layout.schema()?)
+        .map_err(|e| target.failed("create the schema in", e))?;
+    Ok(layout)
 }
 
 /// The refusal to make a fleet where one is: `hint` says what to do instead.
@@ -291,9 +303,11 @@ pub fn ensure_partitions(
     let last = month_of(to_ms)?;
     loop {
         let name = format!("positions_{:04}_{:02}", month.0, month.1);
+        // A hypertable (TimescaleDB) makes its chunks itself.
         let exists = client
             .query_one(
-                "SELECT to_regclass('fleetctl.' || $1) IS NOT NULL",
+                "SELECT to_regclass('fleetctl.' || $1) IS NOT NULL \
+                 OR (SELECT relkind FROM pg_class WHERE oid = to_regclass('fleetctl.positions')) <> 'p'",
                 &[&name],
             )
             .map_err(|e| target.failed("read", e))?
