@@ -1337,3 +1337,68 @@ fn a_new_device_pushing_to_two_servers_at_once_becomes_one_vehicle() {
         .get(0);
     assert_eq!(fixes, 10);
 }
+
+/// Under TimescaleDB positions is a hypertable, which makes its chunks itself:
+/// fleetctl then makes no month partition, and an import lands in the one table.
+/// TimescaleDB is not installed here, so a do-nothing `create_hypertable` stands in
+/// for its own; what is tested is fleetctl's side of the layout.
+#[test]
+fn a_fleet_whose_positions_are_not_partitioned_gets_no_month_partitions() {
+    let Some(server) = server() else { return };
+    let db = TestDb::new(&server, "hypertable", "template1");
+    let mut client = db.client();
+    client
+        .batch_execute(
+            "CREATE FUNCTION public.create_hypertable(regclass, name, chunk_time_interval bigint) \
+             RETURNS void LANGUAGE sql AS ''",
+        )
+        .unwrap();
+    let schema = fleetctl_core::store::pg::Layout::Hypertable
+        .schema()
+        .unwrap();
+    client
+        .batch_execute(&format!(
+            "BEGIN; {schema} INSERT INTO fleetctl.meta (key, value) VALUES \
+             ('schema_version', '{}'), ('time_zone', 'America/Guatemala'); COMMIT;",
+            fleetctl_core::store::SCHEMA_VERSION
+        ))
+        .unwrap();
+    let dir = TempDir::new("pg-hypertable");
+    let csv = dir.join("fixes.csv");
+    let rows: String = (0..40)
+        .map(|k| {
+            format!(
+                "P-321HYP,{},{},-90.55,30.0\n",
+                1_796_220_000 + k * 15,
+                14.60 + k as f64 * 0.0008
+            )
+        })
+        .collect();
+    std::fs::write(&csv, format!("plate,timestamp,lat,lon,speed_kmh\n{rows}")).unwrap();
+    run(fleetctl(&[
+        "--db",
+        &db.url(),
+        "import",
+        csv.to_str().unwrap(),
+    ]))
+    .ok();
+    let (fixes, months): (i64, i64) = client
+        .query_one(
+            "SELECT (SELECT count(*) FROM fleetctl.positions), \
+             (SELECT count(*) FROM pg_class WHERE relname ~ '^positions_[0-9]{4}_[0-9]{2}$')",
+            &[],
+        )
+        .map(|r| (r.get(0), r.get(1)))
+        .unwrap();
+    assert_eq!((fixes, months), (40, 0));
+    let position = run(fleetctl(&[
+        "--db",
+        &db.url(),
+        "query",
+        "position",
+        "P-321HYP",
+    ]))
+    .ok()
+    .stdout;
+    assert!(position.contains("P-321HYP"), "{position}");
+}
