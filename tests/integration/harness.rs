@@ -188,6 +188,21 @@ pub const TRIPS_AND_EVENTS_BEFORE_9: &str = "\
     CREATE INDEX events_vehicle_ts ON events (vehicle_id, start_ts); \
     CREATE INDEX events_kind_ts ON events (kind, start_ts); ";
 
+/// A tracker's CSV file at `path`: `plate`'s 40 fixes 15 s apart from
+/// 2026-12-02T14:00:00Z, northwards at 30 km/h, in the columns `import` reads.
+pub fn write_tracker_csv(path: &Path, plate: &str) {
+    let rows: String = (0..40)
+        .map(|k| {
+            format!(
+                "{plate},{},{},-90.55,30.0\n",
+                1_796_220_000 + k * 15,
+                14.60 + k as f64 * 0.0008
+            )
+        })
+        .collect();
+    std::fs::write(path, format!("plate,timestamp,lat,lon,speed_kmh\n{rows}")).unwrap();
+}
+
 /// Opens a database for reading.
 pub fn open(path: &Path) -> Connection {
     Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap()

@@ -698,16 +698,7 @@ fn a_running_server_sees_what_was_generated_and_imported_after_it_started() {
     assert_eq!(r["structuredContent"]["vehicles"]["total"], 15, "{r}");
     // A new tracker's morning, imported while the server runs.
     let csv = dir.join("new.csv");
-    let rows: String = (0..40)
-        .map(|k| {
-            format!(
-                "P-999ZZZ,{},{},-90.55,30.0\n",
-                1_796_220_000 + k * 15,
-                14.60 + k as f64 * 0.0008
-            )
-        })
-        .collect();
-    std::fs::write(&csv, format!("plate,timestamp,lat,lon,speed_kmh\n{rows}")).unwrap();
+    crate::harness::write_tracker_csv(&csv, "P-999ZZZ");
     crate::harness::run(crate::harness::fleetctl(&[
         "--db",
         db.to_str().unwrap(),

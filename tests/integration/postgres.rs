@@ -1365,16 +1365,7 @@ fn a_fleet_whose_positions_are_not_partitioned_gets_no_month_partitions() {
         .unwrap();
     let dir = TempDir::new("pg-hypertable");
     let csv = dir.join("fixes.csv");
-    let rows: String = (0..40)
-        .map(|k| {
-            format!(
-                "P-321HYP,{},{},-90.55,30.0\n",
-                1_796_220_000 + k * 15,
-                14.60 + k as f64 * 0.0008
-            )
-        })
-        .collect();
-    std::fs::write(&csv, format!("plate,timestamp,lat,lon,speed_kmh\n{rows}")).unwrap();
+    crate::harness::write_tracker_csv(&csv, "P-321HYP");
     run(fleetctl(&[
         "--db",
         &db.url(),
