@@ -88,7 +88,8 @@ CREATE TABLE places (
 -- memory (meta, vehicles, geofences, places), moved by their triggers whoever
 -- writes: when the file changed, a server reads it with the newest fix and reads
 -- those tables again only if it moved (a live feed commits fixes many times a
--- second and touches none of them). A file made before it existed is read whole.
+-- second and touches none of them). A file made before it existed is read whole
+-- at every change until `fleetctl migrate` adds it.
 CREATE TABLE revision (
     n INTEGER NOT NULL
 );

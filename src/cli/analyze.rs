@@ -128,10 +128,17 @@ pub(super) fn migrate(path: PathBuf) -> Result<()> {
     use crate::store::{Probe, SCHEMA_VERSION, is_upgradable};
     let from = match crate::store::probe(&path)? {
         Probe::Fleet { schema_version } if schema_version == SCHEMA_VERSION => {
-            return print_stdout(&format!(
-                "{} is at schema version {schema_version} already; nothing to do\n",
-                path.display()
-            ));
+            return print_stdout(&match crate::store::add_revision(&path)? {
+                true => format!(
+                    "{}: schema version {schema_version}; added the revision counter a server reads \
+                     instead of the vehicles, geofences, places and meta at every change\n",
+                    path.display()
+                ),
+                false => format!(
+                    "{} is at schema version {schema_version} already; nothing to do\n",
+                    path.display()
+                ),
+            });
         }
         Probe::Fleet { schema_version } if is_upgradable(schema_version) => schema_version,
         // Missing, not ours, or of a version this fleetctl cannot bring up to date:

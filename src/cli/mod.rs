@@ -71,7 +71,9 @@ enum Command {
 
     /// Bring a database of an earlier schema version up to this fleetctl's, in
     /// place: every position kept (rewritten in the current layout), detection run
-    /// again, the file compacted. A failure leaves it as it was.
+    /// again, the file compacted. A failure leaves it as it was. A file of this
+    /// version made before 2026-12-06 gets the revision counter a server reads
+    /// instead of the vehicles, geofences, places and meta at every change.
     ///
     /// Example: fleetctl --db fleet.db migrate
     Migrate,

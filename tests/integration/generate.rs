@@ -748,16 +748,11 @@ fn migrates_keeping_every_position_and_answer(version: i64, as_before: &str, at_
         |path: &Path| ["mileage", "stopped"].map(|q| crate::harness::query_json(path, &[q]));
     let answers_before = answer(fixture_db());
     // Nor had the revision counter, its triggers and the newest fix's index.
-    let no_revision: String = ["meta", "vehicles", "geofences", "places"]
-        .iter()
-        .flat_map(|t| {
-            ["insert", "update", "delete"].map(|op| format!("DROP TRIGGER {t}_{op}_revision; "))
-        })
-        .collect();
+    let no_revision = without_revision();
     Connection::open(&db)
         .unwrap()
         .execute_batch(&format!(
-            "{as_before}{no_revision}DROP TABLE revision; DROP INDEX latest_fix_ts; UPDATE meta SET value = '{version}' WHERE key = 'schema_version'; VACUUM;"
+            "{as_before}{no_revision}UPDATE meta SET value = '{version}' WHERE key = 'schema_version'; VACUUM;"
         ))
         .unwrap();
     let bytes_before = std::fs::metadata(&db).unwrap().len();
@@ -808,4 +803,47 @@ fn migrates_keeping_every_position_and_answer(version: i64, as_before: &str, at_
         revision(&conn) > before,
         "a vehicle's change moves the revision"
     );
+}
+
+/// SQL that takes from a file what versions 9 and older lacked until 2026-12-06:
+/// the revision counter, its triggers and the newest fix's index.
+fn without_revision() -> String {
+    let triggers: String = ["meta", "vehicles", "geofences", "places"]
+        .iter()
+        .flat_map(|t| {
+            ["insert", "update", "delete"].map(|op| format!("DROP TRIGGER {t}_{op}_revision; "))
+        })
+        .collect();
+    format!("{triggers}DROP TABLE revision; DROP INDEX latest_fix_ts; ")
+}
+
+/// A file of this schema version made before the revision counter existed: a
+/// server reads its small tables again at every change until `migrate` adds it.
+#[test]
+fn migrate_adds_the_revision_counter_to_a_file_made_before_it() {
+    let dir = TempDir::new("migrate-revision");
+    let db = dir.join("before.db");
+    std::fs::copy(fixture_db(), &db).unwrap();
+    Connection::open(&db)
+        .unwrap()
+        .execute_batch(&without_revision())
+        .unwrap();
+    let db_arg = db.to_str().unwrap();
+    let added = run(fleetctl(&["--db", db_arg, "migrate"])).ok();
+    assert!(
+        added.stdout.contains("added the revision counter"),
+        "{}",
+        added.stdout
+    );
+    let (triggers, index): (i64, i64) = open(&db)
+        .query_row(
+            "SELECT (SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%_revision'), \
+             (SELECT count(*) FROM sqlite_master WHERE name = 'latest_fix_ts')",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((triggers, index), (12, 1));
+    let again = run(fleetctl(&["--db", db_arg, "migrate"])).ok();
+    assert!(again.stdout.contains("nothing to do"), "{}", again.stdout);
 }

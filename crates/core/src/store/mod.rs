@@ -64,10 +64,7 @@ fn upgrade_schema(conn: &Connection, from: i64) -> Result<()> {
         steps += "ALTER TABLE vehicles ADD COLUMN device_id TEXT; \
                   CREATE UNIQUE INDEX vehicles_device_id ON vehicles (device_id); ";
     }
-    if !read::has_revision(conn)? {
-        steps += &revision_statements()?;
-    }
-    steps += "CREATE INDEX IF NOT EXISTS latest_fix_ts ON latest_fix (ts); ";
+    steps += &revision_statements(conn)?;
     conn.execute_batch(&steps).map_err(db_write_err)?;
     if from < 9 {
         rewrite_positions(conn, from)?;
@@ -81,15 +78,35 @@ fn upgrade_schema(conn: &Connection, from: i64) -> Result<()> {
     .map_err(db_write_err)
 }
 
-/// schema.sql's `revision` table and the triggers that move it, for a file made
-/// before they existed (the block from `CREATE TABLE revision (` to a blank line).
-fn revision_statements() -> Result<String> {
+/// What a server reads instead of the small tables, for a file made before it
+/// existed: schema.sql's `revision` table and the triggers that move it (the block
+/// from `CREATE TABLE revision (` to a blank line) unless `conn` has them, and the
+/// newest fix's index.
+fn revision_statements(conn: &Connection) -> Result<String> {
+    let index = "CREATE INDEX IF NOT EXISTS latest_fix_ts ON latest_fix (ts);\n";
+    if read::has_revision(conn)? {
+        return Ok(index.to_string());
+    }
     let head = "CREATE TABLE revision (";
     SCHEMA_SQL
         .split_once(head)
         .and_then(|(_, rest)| rest.split_once("\n\n"))
-        .map(|(body, _)| format!("{head}{body}\n"))
+        .map(|(body, _)| format!("{head}{body}\n{index}"))
         .ok_or_else(|| Error::internal(format!("schema.sql has no {head:?} block")))
+}
+
+/// Adds to a file of this schema version made before they existed the `revision`
+/// counter, its triggers and the newest fix's index (`fleetctl migrate`), so that a
+/// server reads the small tables again only when they changed; `true` when it did.
+pub fn add_revision(path: &Path) -> Result<bool> {
+    write_transaction(path, false, |tx| {
+        if read::has_revision(tx)? {
+            return Ok(false);
+        }
+        tx.execute_batch(&revision_statements(tx)?)
+            .map_err(db_write_err)?;
+        Ok(true)
+    })
 }
 
 /// The statement of schema.sql that begins with `head`, through its `;`.
