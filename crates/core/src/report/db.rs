@@ -134,10 +134,7 @@ impl Db {
     fn load(&mut self, file: Option<FileId>) -> Result<()> {
         let conn = self.conn.as_ref();
         // Read before the tables: a change made meanwhile shows at the next refresh.
-        let version = match self.postgres {
-            Some(_) => None,
-            None => conn.change_counter()?,
-        };
+        let version = conn.change_counter()?;
         let revision = match store::read::has_revision(conn)? {
             true => Some(store::read::freshness(conn)?.0),
             false => None,

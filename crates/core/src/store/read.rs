@@ -599,18 +599,18 @@ pub fn has_revision(conn: &dyn Sql) -> Result<bool> {
         .is_some_and(|n| n > 0))
 }
 
+/// The revision and the newest fix's time, in one read (both backends).
+pub(super) const FRESHNESS_SQL: &str =
+    "SELECT (SELECT n FROM revision), (SELECT MAX(ts) FROM latest_fix)";
+
 /// What a reader keeps between requests, in one read: the revision (see
 /// [`has_revision`], which must be true) and the newest fix's time.
 pub fn freshness(conn: &dyn Sql) -> Result<(i64, Option<i64>)> {
     if let Some(pg) = conn.as_postgres() {
         return pg.freshness();
     }
-    conn.first(
-        "SELECT (SELECT n FROM revision), (SELECT MAX(ts) FROM latest_fix)",
-        &[],
-        |r| Ok((r.int(0)?, r.opt_int(1)?)),
-    )
-    .map(|found| found.unwrap_or((0, None)))
+    conn.first(FRESHNESS_SQL, &[], |r| Ok((r.int(0)?, r.opt_int(1)?)))
+        .map(|found| found.unwrap_or((0, None)))
 }
 
 /// The newest fix time in the store (each vehicle's newest is in `latest_fix`).

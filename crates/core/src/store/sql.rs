@@ -91,8 +91,8 @@ pub trait Sql {
     /// Ends the read transaction [`Sql::begin_read`] began.
     fn end_read(&self);
     /// A number that changes when another connection commits (SQLite's
-    /// `data_version`), or `None` where the backend has none cheap to read: the
-    /// caller then reads again what it keeps.
+    /// `data_version`), or `None` where the backend has none (PostgreSQL): the
+    /// caller then asks for the revision instead (`read::freshness`).
     fn change_counter(&self) -> Result<Option<i64>>;
     /// The PostgreSQL connection, for the store's bulk paths (`COPY`).
     fn as_postgres(&self) -> Option<&PgConn> {
@@ -430,7 +430,8 @@ impl Sql for PgConn {
     }
 
     fn change_counter(&self) -> Result<Option<i64>> {
-        Ok(Some(self.freshness()?.0))
+        // No counter of other connections' commits: `freshness` reads the revision.
+        Ok(None)
     }
 }
 
@@ -457,11 +458,9 @@ impl PgConn {
         };
         if has_revision {
             return self
-                .first(
-                    "SELECT (SELECT n FROM revision), (SELECT MAX(ts) FROM latest_fix)",
-                    &[],
-                    |r| Ok((r.int(0)?, r.opt_int(1)?)),
-                )
+                .first(super::read::FRESHNESS_SQL, &[], |r| {
+                    Ok((r.int(0)?, r.opt_int(1)?))
+                })
                 .map(|found| found.unwrap_or((0, None)));
         }
         let (digest, newest) = self

@@ -172,12 +172,11 @@ pub fn init(target: &Target, zone: &FleetZone) -> Result<()> {
 
 /// Creates the schema inside the caller's transaction, in the layout the
 /// database's extensions call for ([`Layout`]).
-fn create_schema(client: &mut impl postgres::GenericClient, target: &Target) -> Result<Layout> {
+fn create_schema(client: &mut impl postgres::GenericClient, target: &Target) -> Result<()> {
     let layout = Layout::of(client, target)?;
     client
         .batch_execute(&layout.schema()?)
-        .map_err(|e| target.failed("create the schema in", e))?;
-    Ok(layout)
+        .map_err(|e| target.failed("create the schema in", e))
 }
 
 /// The refusal to make a fleet where one is: `hint` says what to do instead.
