@@ -268,6 +268,82 @@ fn the_ingest_endpoints_take_what_real_clients_send() {
 /// An unknown device, a bad field, a wrong token, the MCP token, and the ingest
 /// token on the MCP endpoint: each a clear 4xx, and the operator told once which
 /// command adds the unknown device.
+/// A server taking pushes answers `vehicle_position` over MCP and its OpenAPI twin
+/// as `query position` does, for a vehicle added while it runs and the fix just
+/// pushed, and holds a call's headers to its body while devices push.
+#[test]
+fn a_position_asked_while_devices_push_is_the_one_just_pushed() {
+    let dir = TempDir::new("ingest-lookup");
+    let (db, s) = live_fleet(&dir, &[]);
+    // A vehicle added while the server runs.
+    let db_arg = db.to_str().unwrap();
+    run(fleetctl(&[
+        "--db",
+        db_arg,
+        "vehicles",
+        "add",
+        "P-903LIV",
+        "--device-id",
+        "77",
+    ]))
+    .ok();
+    let pushed = format!(
+        "/ingest/osmand?id=77&timestamp={}&lat=14.6111&lon=-90.5222&speed=0&token={INGEST_TOKEN}",
+        DATA_NOW - 60
+    );
+    let (status, body) = send(&s, "GET", &pushed, &[], "");
+    assert_eq!(status, 200, "{body}");
+    let expected = position(&db, "P-903LIV");
+    assert_eq!(
+        (expected["lat"].as_f64(), expected["lon"].as_f64()),
+        (Some(14.6111), Some(-90.5222))
+    );
+    let mcp = bearer(crate::http::TOKEN);
+    let call = |name: &str, arguments: serde_json::Value| {
+        serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments, "_meta": crate::harness::modern_meta()}})
+        .to_string()
+    };
+    let headers = |name: &'static str| {
+        [
+            ("Authorization", mcp.as_str()),
+            ("Content-Type", "application/json"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", name),
+        ]
+    };
+    let asked = call("vehicle_position", serde_json::json!({"plate": "P-903LIV"}));
+    let (status, body) = send(&s, "POST", "/mcp", &headers("vehicle_position"), &asked);
+    assert_eq!(status, 200, "{body}");
+    let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["result"]["structuredContent"], expected, "{body}");
+    let (status, body) = send(
+        &s,
+        "POST",
+        "/api/v1/tools/vehicle_position",
+        &[
+            ("Authorization", mcp.as_str()),
+            ("Content-Type", "application/json"),
+        ],
+        r#"{"plate": "P-903LIV"}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&body).unwrap(),
+        expected
+    );
+    // Headers that name the lookup over a body that calls another tool.
+    let other = call("list_vehicles", serde_json::json!({}));
+    let (status, body) = send(&s, "POST", "/mcp", &headers("vehicle_position"), &other);
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()["error"]["code"],
+        -32020,
+        "{body}"
+    );
+}
+
 #[test]
 fn ingest_refuses_what_it_cannot_store_and_its_token_reads_nothing() {
     let dir = TempDir::new("ingest-refusals");
