@@ -58,17 +58,7 @@ fn live_fleet(dir: &TempDir, extra: &[&str]) -> (std::path::PathBuf, Server) {
         ("P-901LIV", "owntracks/jane/phone"),
         ("P-902LIV", "860000000000001"),
     ] {
-        let db_arg = db.to_str().unwrap();
-        run(fleetctl(&[
-            "--db",
-            db_arg,
-            "vehicles",
-            "add",
-            plate,
-            "--device-id",
-            device,
-        ]))
-        .ok();
+        add_vehicle(&db, plate, device);
     }
     let mut flags = vec!["--ingest"];
     flags.extend_from_slice(extra);
@@ -76,6 +66,21 @@ fn live_fleet(dir: &TempDir, extra: &[&str]) -> (std::path::PathBuf, Server) {
         crate::http::spawn_server_on(&db, &flags, &[("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN)]);
     let log = crate::http::log_lines(stderr);
     (db, Server { child, base, log })
+}
+
+/// `fleetctl vehicles add PLATE --device-id DEVICE`, which must succeed.
+fn add_vehicle(db: &std::path::Path, plate: &str, device: &str) {
+    let db = db.to_str().unwrap();
+    run(fleetctl(&[
+        "--db",
+        db,
+        "vehicles",
+        "add",
+        plate,
+        "--device-id",
+        device,
+    ]))
+    .ok();
 }
 
 struct Server {
@@ -276,17 +281,7 @@ fn a_position_asked_while_devices_push_is_the_one_just_pushed() {
     let dir = TempDir::new("ingest-lookup");
     let (db, s) = live_fleet(&dir, &[]);
     // A vehicle added while the server runs.
-    let db_arg = db.to_str().unwrap();
-    run(fleetctl(&[
-        "--db",
-        db_arg,
-        "vehicles",
-        "add",
-        "P-903LIV",
-        "--device-id",
-        "77",
-    ]))
-    .ok();
+    add_vehicle(&db, "P-903LIV", "77");
     let pushed = format!(
         "/ingest/osmand?id=77&timestamp={}&lat=14.6111&lon=-90.5222&speed=0&token={INGEST_TOKEN}",
         DATA_NOW - 60
