@@ -470,6 +470,95 @@ fn two_writers_needing_the_same_new_month_both_succeed_one_waiting_for_the_other
     assert_eq!(partitions, 1);
 }
 
+/// An import picks the ids of the vehicles it adds itself, under the lock every
+/// writer adds vehicles under: a vehicle another writer added while the import
+/// waited for that lock keeps its id, and its plate in the file is that vehicle's.
+#[test]
+fn an_import_adding_vehicles_while_another_writer_adds_one_keeps_both() {
+    let Some(server) = server() else { return };
+    let db = TestDb::new(&server, "importids", "template1");
+    let url = db.url();
+    run(fleetctl(&["--db", &url, "init", "--time-zone", "UTC"])).ok();
+    let dir = TempDir::new("pg-import-ids");
+    let (held, fresh) = (dir.join("held.csv"), dir.join("fresh.csv"));
+    crate::harness::write_tracker_csv(&held, "P-111AAA");
+    crate::harness::write_tracker_csv(&fresh, "P-222BBB");
+
+    // Another writer adds P-111AAA under the lock and keeps its transaction open.
+    let mut other = db.client();
+    let mut other_tx = other.transaction().unwrap();
+    other_tx
+        .execute("SELECT pg_advisory_xact_lock(1718383734)", &[])
+        .unwrap();
+    other_tx
+        .execute(
+            "INSERT INTO fleetctl.vehicles (id, plate, kind, driver, active, route) \
+             VALUES (1, 'P-111AAA', 'van', 'Ana', TRUE, NULL)",
+            &[],
+        )
+        .unwrap();
+    let import = {
+        let url = url.clone();
+        let files = [fresh.clone(), held.clone()];
+        std::thread::spawn(move || {
+            fleetctl(&[
+                "--db",
+                &url,
+                "import",
+                files[0].to_str().unwrap(),
+                files[1].to_str().unwrap(),
+            ])
+            .output()
+            .unwrap()
+        })
+    };
+    // Once the import waits for the lock (a condition, not a delay), the other
+    // writer commits.
+    let mut watcher = db.client();
+    let since = std::time::Instant::now();
+    loop {
+        let waiting: i64 = watcher
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if waiting > 0 {
+            break;
+        }
+        assert!(
+            since.elapsed() < std::time::Duration::from_secs(300),
+            "the import never came to wait for the lock"
+        );
+        std::thread::yield_now();
+    }
+    other_tx.commit().unwrap();
+    let out = import.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let vehicles: Vec<(i64, String, String, i64)> = watcher
+        .query(
+            "SELECT v.id, v.plate, v.kind, (SELECT count(*) FROM fleetctl.positions p WHERE p.vehicle_id = v.id) \
+             FROM fleetctl.vehicles v ORDER BY v.id",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect();
+    assert_eq!(
+        vehicles,
+        [
+            (1, "P-111AAA".to_string(), "van".to_string(), 40),
+            (2, "P-222BBB".to_string(), "unknown".to_string(), 40),
+        ]
+    );
+}
+
 #[test]
 fn every_report_answers_the_same_on_postgres_as_on_sqlite() {
     let Some(server) = server() else { return };

@@ -63,7 +63,7 @@ impl Beside {
     pub(super) fn submit(
         &mut self,
         fixes: Vec<Fix>,
-        write: &mut dyn FnMut(usize, &VehicleAnalysis) -> Result<()>,
+        write: &mut dyn FnMut(usize, VehicleAnalysis) -> Result<()>,
     ) -> Result<()> {
         let Some(vehicle_id) = fixes.first().map(|f| f.vehicle_id) else {
             return Ok(());
@@ -74,7 +74,7 @@ impl Beside {
         self.in_flight += 1;
         while let Ok((n, a)) = self.found.try_recv() {
             self.in_flight -= 1;
-            write(n, &a)?;
+            write(n, a)?;
         }
         Ok(())
     }
@@ -82,13 +82,13 @@ impl Beside {
     /// Waits for the analyses still running and gives each to `write`.
     pub(super) fn finish(
         &mut self,
-        write: &mut dyn FnMut(usize, &VehicleAnalysis) -> Result<()>,
+        write: &mut dyn FnMut(usize, VehicleAnalysis) -> Result<()>,
     ) -> Result<()> {
         drop(self.jobs.take());
         while self.in_flight > 0 {
             let (n, a) = self.found.recv().map_err(|_| stopped())?;
             self.in_flight -= 1;
-            write(n, &a)?;
+            write(n, a)?;
         }
         Ok(())
     }

@@ -383,7 +383,6 @@ impl Books<'_> {
         if let Some((beside, tally)) = &mut self.beside
             && only_these
         {
-            let conn = importer.postgres_conn().ok_or_else(beside_sqlite)??;
             let mut in_order: Vec<&Staged> = kept.iter().collect();
             in_order.sort_by_key(|s| (s.fix.ts, s.ts_ms));
             let fixes = in_order
@@ -391,8 +390,8 @@ impl Books<'_> {
                 .map(|s| store::positions::as_stored(&s.fix))
                 .collect::<Result<Vec<_>>>()?;
             beside.submit(fixes, &mut |n, a| {
-                tally.add(n, a);
-                store::pg::write_new_vehicle_analysis(conn, a)
+                tally.add(n, &a);
+                importer.write_analysis(a)
             })?;
         }
         for s in &kept {
@@ -654,10 +653,9 @@ impl<'c, 'r> Ingest<'c, 'r> {
         }
         let beside = match books.beside.take() {
             Some((mut beside, mut tally)) => {
-                let conn = importer.postgres_conn().ok_or_else(beside_sqlite)??;
                 beside.finish(&mut |n, a| {
-                    tally.add(n, a);
-                    store::pg::write_new_vehicle_analysis(conn, a)
+                    tally.add(n, &a);
+                    importer.write_analysis(a)
                 })?;
                 Some((std::mem::take(&mut beside.analysed), tally))
             }
@@ -673,11 +671,6 @@ impl<'c, 'r> Ingest<'c, 'r> {
             beside,
         })
     }
-}
-
-/// An analysis beside the import was set up for a SQLite file, which it is not for.
-fn beside_sqlite() -> Error {
-    Error::internal("an analysis beside a SQLite import")
 }
 
 /// A PostgreSQL import was set up without its analysis beside it.

@@ -65,7 +65,18 @@ impl<'c> Importer<'c> {
     pub fn vehicle_id(&self, plate: &str, device_id: bool) -> Result<(i64, bool)> {
         match self {
             Importer::Sqlite(s) => s.vehicle_id(plate, device_id),
-            Importer::Postgres(c) => super::pg::import::vehicle_id(c.conn()?, plate, device_id),
+            Importer::Postgres(c) => c.vehicle_id(plate, device_id),
+        }
+    }
+
+    /// PostgreSQL: writes the rows of a vehicle's analysis made beside the import
+    /// (after the rows handed over before it).
+    pub fn write_analysis(&self, a: crate::model::VehicleAnalysis) -> Result<()> {
+        match self {
+            Importer::Sqlite(_) => Err(crate::error::Error::internal(
+                "an analysis beside a SQLite import",
+            )),
+            Importer::Postgres(c) => c.write_analysis(a),
         }
     }
 

@@ -10,47 +10,6 @@ use std::sync::{Arc, mpsc};
 /// one), so that two imports adding vehicles at once never pick the same id.
 pub(crate) const NEW_VEHICLE_LOCK: i64 = 0x666c_7476; // "fltv"
 
-/// The id of the vehicle with this plate, added (kind `unknown`, no driver) when the
-/// fleet has none; true when it was added. With `device_id`, the plate is a device's
-/// id: the vehicle gets it as its device id, unless it has one or another vehicle
-/// has this one.
-pub fn vehicle_id(conn: &PgConn, plate: &str, device_id: bool) -> Result<(i64, bool)> {
-    let target = conn.target().clone();
-    conn.with_client(|client| {
-        let failed = |e| target.failed("write", e);
-        let found = client
-            .query_opt("SELECT id FROM fleetctl.vehicles WHERE plate = $1", &[&plate])
-            .map_err(|e| target.failed("read", e))?;
-        let (id, added) = match found {
-            Some(row) => (row.get::<_, i64>(0), false),
-            None => {
-                client
-                    .execute("SELECT pg_advisory_xact_lock($1)", &[&NEW_VEHICLE_LOCK])
-                    .map_err(failed)?;
-                let row = client
-                    .query_one(
-                        "INSERT INTO fleetctl.vehicles (id, plate, kind, driver, active, route) \
-                         SELECT COALESCE(MAX(id), 0) + 1, $1, 'unknown', '', TRUE, NULL FROM fleetctl.vehicles \
-                         RETURNING id",
-                        &[&plate],
-                    )
-                    .map_err(failed)?;
-                (row.get::<_, i64>(0), true)
-            }
-        };
-        if device_id {
-            client
-                .execute(
-                    "UPDATE fleetctl.vehicles SET device_id = $1 WHERE id = $2 AND device_id IS NULL \
-                     AND NOT EXISTS (SELECT 1 FROM fleetctl.vehicles WHERE device_id = $1)",
-                    &[&plate, &id],
-                )
-                .map_err(failed)?;
-        }
-        Ok((id, added))
-    })
-}
-
 /// Appends a vehicle's settled rows (binary COPY, partitions made as needed).
 pub fn insert_all(conn: &PgConn, rows: &[Staged]) -> Result<()> {
     let target = conn.target().clone();
@@ -112,31 +71,72 @@ pub fn begin(
     Ok((PgConn::new(client, target.clone()), created))
 }
 
-/// An import's positions, appended by a thread of their own: a vehicle's `COPY`
-/// runs while the import reads and checks the next vehicle's rows. The import used
-/// the connection and the server in turns before, each waiting for the other.
-/// Everything else the import does on the connection waits for the `COPY` first
-/// ([`CopyBehind::conn`]), so its statements see every row appended before them.
+/// What the import's connection does for it, in the order handed over.
+enum Work {
+    /// A vehicle's settled rows, appended with `COPY`.
+    Copy(Vec<Staged>),
+    /// A vehicle this import adds (its id chosen under [`NEW_VEHICLE_LOCK`]).
+    AddVehicle { id: i64, plate: String },
+    /// A vehicle whose plate is a device's id gets it as its device id, unless it
+    /// has one or another vehicle has this one.
+    DeviceId { id: i64, device: String },
+    /// The rows of a vehicle's analysis made beside the import.
+    Analysis(Box<crate::model::VehicleAnalysis>),
+}
+
+/// Work handed over and not yet done, at most: a few vehicles' rows in memory.
+const WORK_AHEAD: usize = 3;
+
+/// An import's writes, made by a thread of their own in the order handed over:
+/// the import reads, checks and settles the next vehicles while the server appends
+/// the last ones. Nothing the import does waits for them but a read (the fleet's
+/// plates, once, and the positions stored before, for a vehicle that had some):
+/// a vehicle's id comes from the plates read at the start, or, for one this import
+/// adds, from the largest id under the lock every writer adds vehicles under, which
+/// the import holds until it ends once it has taken it. Before, each vehicle's
+/// lookup waited for the `COPY` before it, and the server sat idle while the
+/// import settled the vehicle's rows.
 pub struct CopyBehind {
     conn: Arc<PgConn>,
-    rows: Option<mpsc::SyncSender<Vec<Staged>>>,
-    acks: mpsc::Receiver<Result<()>>,
+    work: Option<mpsc::SyncSender<Work>>,
+    done: mpsc::Receiver<Result<()>>,
     copier: Option<std::thread::JoinHandle<()>>,
-    /// A `COPY` was handed over and its outcome not taken yet.
-    pending: std::cell::Cell<bool>,
+    /// Work handed over whose outcome is not taken yet.
+    handed: std::cell::Cell<usize>,
+    /// The fleet's vehicles by plate, read at the first lookup.
+    plates: std::cell::RefCell<Option<Plates>>,
+}
+
+/// The vehicles an import knows, by plate.
+struct Plates {
+    ids: std::collections::HashMap<String, i64>,
+    /// The id the next vehicle added gets, once the import holds the lock.
+    next_id: Option<i64>,
 }
 
 impl CopyBehind {
-    /// Starts the thread that appends to `conn` (inside its transaction).
+    /// Starts the thread that writes to `conn` (inside its transaction).
     pub fn start(conn: Arc<PgConn>) -> Result<CopyBehind> {
-        let (rows, queue) = mpsc::sync_channel::<Vec<Staged>>(0);
-        let (done, acks) = mpsc::channel();
+        let (work, queue) = mpsc::sync_channel::<Work>(WORK_AHEAD);
+        let (done_tx, done) = mpsc::channel();
         let for_copier = Arc::clone(&conn);
         let copier = std::thread::Builder::new()
             .name("import-copy".into())
             .spawn(move || {
-                for batch in queue {
-                    if done.send(insert_all(&for_copier, &batch)).is_err() {
+                let mut failure: Option<crate::error::Error> = None;
+                for item in queue {
+                    // After a failure the transaction is lost: the rest is not tried,
+                    // and each of it fails as the first did, so that the import
+                    // never ends as if it had been written (PostgreSQL answers the
+                    // COMMIT of a failed transaction with a rollback, no error).
+                    let outcome = match &failure {
+                        Some(first) => Err(first.clone()),
+                        None => run(&for_copier, item),
+                    };
+                    if let Err(e) = &outcome {
+                        failure.get_or_insert_with(|| e.clone());
+                    }
+                    if done_tx.send(outcome).is_err() {
                         break;
                     }
                 }
@@ -146,48 +146,177 @@ impl CopyBehind {
             })?;
         Ok(CopyBehind {
             conn,
-            rows: Some(rows),
-            acks,
+            work: Some(work),
+            done,
             copier: Some(copier),
-            pending: std::cell::Cell::new(false),
+            handed: std::cell::Cell::new(0),
+            plates: std::cell::RefCell::new(None),
         })
     }
 
-    /// Hands a vehicle's settled rows over, once the previous `COPY` is done.
+    /// Hands a vehicle's settled rows over.
     pub fn append(&self, rows: Vec<Staged>) -> Result<()> {
-        self.wait()?;
-        let handed = self.rows.as_ref().and_then(|r| r.send(rows).ok());
-        if handed.is_none() {
-            return Err(stopped());
-        }
-        self.pending.set(true);
-        Ok(())
+        self.hand(Work::Copy(rows))
     }
 
-    /// The connection, once every row handed over is appended (a failed `COPY`
-    /// is the error here).
+    /// Hands the rows of a vehicle's analysis over.
+    pub fn write_analysis(&self, a: crate::model::VehicleAnalysis) -> Result<()> {
+        self.hand(Work::Analysis(Box::new(a)))
+    }
+
+    /// The id of the vehicle with this plate, added (kind `unknown`, no driver)
+    /// when the fleet has none; true when it was added. With `device_id`, the plate
+    /// is a device's id: the vehicle gets it as its device id, unless it has one or
+    /// another vehicle has this one.
+    pub fn vehicle_id(&self, plate: &str, device_id: bool) -> Result<(i64, bool)> {
+        let mut plates = self.plates.borrow_mut();
+        if plates.is_none() {
+            *plates = Some(Plates {
+                ids: read_plates(self.conn()?)?,
+                next_id: None,
+            });
+        }
+        let known = plates.as_mut().expect("read above");
+        let found = match known.ids.get(plate) {
+            Some(&id) => Some(id),
+            None if known.next_id.is_none() => {
+                // The first vehicle this import adds: once the lock is held no other
+                // writer adds one, so the plates read now stay the fleet's.
+                let conn = self.conn()?;
+                lock_new_vehicles(conn)?;
+                known.ids = read_plates(conn)?;
+                known.next_id = Some(known.ids.values().max().map_or(1, |m| m + 1));
+                known.ids.get(plate).copied()
+            }
+            None => None,
+        };
+        let (id, added) = match found {
+            Some(id) => (id, false),
+            None => {
+                let id = known.next_id.expect("taken above");
+                known.next_id = Some(id + 1);
+                known.ids.insert(plate.to_string(), id);
+                self.hand(Work::AddVehicle {
+                    id,
+                    plate: plate.to_string(),
+                })?;
+                (id, true)
+            }
+        };
+        drop(plates);
+        if device_id {
+            self.hand(Work::DeviceId {
+                id,
+                device: plate.to_string(),
+            })?;
+        }
+        Ok((id, added))
+    }
+
+    /// The connection, once all the work handed over is done (a failure is the
+    /// error here).
     pub fn conn(&self) -> Result<&PgConn> {
-        self.wait()?;
+        while self.handed.get() > 0 {
+            self.take_outcome()?;
+        }
         Ok(&self.conn)
     }
 
-    fn wait(&self) -> Result<()> {
-        if self.pending.replace(false) {
-            return self.acks.recv().map_err(|_| stopped())?;
+    fn hand(&self, work: Work) -> Result<()> {
+        // A failure already reported is the error now, not at the end.
+        while self.handed.get() > 0 {
+            match self.done.try_recv() {
+                Ok(outcome) => {
+                    self.handed.set(self.handed.get() - 1);
+                    outcome?;
+                }
+                Err(mpsc::TryRecvError::Empty) => break,
+                Err(mpsc::TryRecvError::Disconnected) => return Err(stopped()),
+            }
         }
+        let handed = self.work.as_ref().and_then(|w| w.send(work).ok());
+        if handed.is_none() {
+            return Err(stopped());
+        }
+        self.handed.set(self.handed.get() + 1);
         Ok(())
+    }
+
+    fn take_outcome(&self) -> Result<()> {
+        let outcome = self.done.recv().map_err(|_| stopped())?;
+        self.handed.set(self.handed.get() - 1);
+        outcome
     }
 }
 
 impl Drop for CopyBehind {
-    /// Waits for the `COPY` under way: nothing uses the connection after the import
+    /// Waits for the work under way: nothing uses the connection after the import
     /// while it runs.
     fn drop(&mut self) {
-        drop(self.rows.take());
+        drop(self.work.take());
         if let Some(copier) = self.copier.take() {
             let _ = copier.join();
         }
     }
+}
+
+/// Does one piece of an import's work on its connection.
+fn run(conn: &PgConn, work: Work) -> Result<()> {
+    match work {
+        Work::Copy(rows) => insert_all(conn, &rows),
+        Work::Analysis(a) => super::write_new_vehicle_analysis(conn, &a),
+        Work::AddVehicle { id, plate } => {
+            let target = conn.target().clone();
+            conn.with_client(|client| {
+                client
+                    .execute(
+                        "INSERT INTO fleetctl.vehicles (id, plate, kind, driver, active, route) \
+                         VALUES ($1, $2, 'unknown', '', TRUE, NULL)",
+                        &[&id, &plate],
+                    )
+                    .map(drop)
+                    .map_err(|e| target.failed("write", e))
+            })
+        }
+        Work::DeviceId { id, device } => {
+            let target = conn.target().clone();
+            conn.with_client(|client| {
+                client
+                    .execute(
+                        "UPDATE fleetctl.vehicles SET device_id = $1 WHERE id = $2 AND device_id IS NULL \
+                         AND NOT EXISTS (SELECT 1 FROM fleetctl.vehicles WHERE device_id = $1)",
+                        &[&device, &id],
+                    )
+                    .map(drop)
+                    .map_err(|e| target.failed("write", e))
+            })
+        }
+    }
+}
+
+/// The fleet's vehicles by plate.
+fn read_plates(conn: &PgConn) -> Result<std::collections::HashMap<String, i64>> {
+    let target = conn.target().clone();
+    conn.with_client(|client| {
+        let rows = client
+            .query("SELECT plate, id FROM fleetctl.vehicles", &[])
+            .map_err(|e| target.failed("read", e))?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1)))
+            .collect())
+    })
+}
+
+/// Waits for the lock new vehicles are added under (held until the import ends).
+fn lock_new_vehicles(conn: &PgConn) -> Result<()> {
+    let target = conn.target().clone();
+    conn.with_client(|client| {
+        client
+            .execute("SELECT pg_advisory_xact_lock($1)", &[&NEW_VEHICLE_LOCK])
+            .map(drop)
+            .map_err(|e| target.failed("write", e))
+    })
 }
 
 /// The copying thread ended before its work did (it panicked).
