@@ -440,23 +440,10 @@ fn two_writers_needing_the_same_new_month_both_succeed_one_waiting_for_the_other
     // Once it waits for the first (a lock not granted: a condition, not a delay), the
     // first commits.
     let mut watcher = db.client();
-    let waiting = |w: &mut Client| -> i64 {
-        w.query_one(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
-            &[],
-        )
-        .unwrap()
-        .get(0)
-    };
-    // A failsafe, not a timing: the second writer waits as soon as it runs.
-    let since = std::time::Instant::now();
-    while waiting(&mut watcher) == 0 {
-        assert!(
-            since.elapsed() < std::time::Duration::from_secs(300),
-            "the second writer never came to wait for the month"
-        );
-        std::thread::yield_now();
-    }
+    wait_for_a_writer_to_wait(
+        &mut watcher,
+        "the second writer never came to wait for the month",
+    );
     first_tx.commit().unwrap();
     let made = second.join().unwrap().unwrap().unwrap();
     assert_eq!(made, ["positions_2027_01"]);
@@ -468,6 +455,29 @@ fn two_writers_needing_the_same_new_month_both_succeed_one_waiting_for_the_other
         .unwrap()
         .get(0);
     assert_eq!(partitions, 1);
+}
+
+/// Returns once a session waits for an advisory lock it was not granted (a
+/// condition, not a delay); the bound only turns a hang into a failure.
+fn wait_for_a_writer_to_wait(watcher: &mut Client, never: &str) {
+    let since = std::time::Instant::now();
+    loop {
+        let waiting: i64 = watcher
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if waiting > 0 {
+            return;
+        }
+        assert!(
+            since.elapsed() < std::time::Duration::from_secs(300),
+            "{never}"
+        );
+        std::thread::yield_now();
+    }
 }
 
 /// An import picks the ids of the vehicles it adds itself, under the lock every
@@ -488,6 +498,7 @@ fn an_import_adding_vehicles_while_another_writer_adds_one_keeps_both() {
     let mut other = db.client();
     let mut other_tx = other.transaction().unwrap();
     other_tx
+        // The lock new vehicles are added under ("fltv", store/pg/import.rs).
         .execute("SELECT pg_advisory_xact_lock(1718383734)", &[])
         .unwrap();
     other_tx
@@ -515,24 +526,7 @@ fn an_import_adding_vehicles_while_another_writer_adds_one_keeps_both() {
     // Once the import waits for the lock (a condition, not a delay), the other
     // writer commits.
     let mut watcher = db.client();
-    let since = std::time::Instant::now();
-    loop {
-        let waiting: i64 = watcher
-            .query_one(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
-                &[],
-            )
-            .unwrap()
-            .get(0);
-        if waiting > 0 {
-            break;
-        }
-        assert!(
-            since.elapsed() < std::time::Duration::from_secs(300),
-            "the import never came to wait for the lock"
-        );
-        std::thread::yield_now();
-    }
+    wait_for_a_writer_to_wait(&mut watcher, "the import never came to wait for the lock");
     other_tx.commit().unwrap();
     let out = import.join().unwrap();
     assert!(
