@@ -1,13 +1,16 @@
 //! `fleetctl import` into PostgreSQL: vehicles found or added by plate, and settled
-//! rows appended with binary `COPY`, all inside the import's one transaction.
+//! rows appended with binary `COPY` by a thread of their own, all inside the
+//! import's one transaction.
 
 use crate::error::Result;
 use crate::store::import::Staged;
 use crate::store::sql::PgConn;
 use std::sync::{Arc, mpsc};
 
-/// The advisory lock taken before a new vehicle's id is chosen (the largest plus
-/// one), so that two imports adding vehicles at once never pick the same id.
+/// The advisory lock every writer that adds vehicles (an import, `vehicles add`, a
+/// device registering live) takes before choosing a new vehicle's id (the largest
+/// plus one) and holds until its transaction ends, so that two never pick the same
+/// id; an import that holds it chooses the ids of the vehicles it adds itself.
 pub(crate) const NEW_VEHICLE_LOCK: i64 = 0x666c_7476; // "fltv"
 
 /// Appends a vehicle's settled rows (binary COPY, partitions made as needed).
