@@ -457,6 +457,52 @@ fn two_writers_needing_the_same_new_month_both_succeed_one_waiting_for_the_other
     assert_eq!(partitions, 1);
 }
 
+/// A unit of work in which a statement failed is never reported as written, even
+/// when the error was set aside: PostgreSQL would answer its `COMMIT` with a
+/// rollback and no error.
+#[test]
+fn a_unit_of_work_whose_statement_failed_is_not_reported_written() {
+    use fleetctl_core::store::pg;
+    let Some(server) = server() else { return };
+    let db = TestDb::new(&server, "commitcheck", "template1");
+    let url = db.url();
+    run(fleetctl(&["--db", &url, "init", "--time-zone", "UTC"])).ok();
+    let target = pg::Target::parse(&url).unwrap();
+    let conn = fleetctl_core::store::sql::PgConn::new(target.connect().unwrap(), target);
+    let outcome = pg::in_transaction(&conn, || {
+        pg::execute(
+            &conn,
+            "INSERT INTO fleetctl.vehicles (id, plate, kind, driver, active, route) \
+             VALUES (1, 'P-333CCC', 'van', '', TRUE, NULL)",
+        )?;
+        let _set_aside = pg::execute(&conn, "SELECT 1 / 0");
+        Ok(())
+    });
+    let e = outcome.expect_err("a failed unit of work reported as committed");
+    assert!(e.message.contains("nothing was written"), "{}", e.message);
+    let vehicles: i64 = db
+        .client()
+        .query_one("SELECT count(*) FROM fleetctl.vehicles", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(vehicles, 0);
+    // A unit of work that did not fail is committed as before.
+    pg::in_transaction(&conn, || {
+        pg::execute(
+            &conn,
+            "INSERT INTO fleetctl.vehicles (id, plate, kind, driver, active, route) \
+             VALUES (1, 'P-333CCC', 'van', '', TRUE, NULL)",
+        )
+    })
+    .unwrap();
+    let vehicles: i64 = db
+        .client()
+        .query_one("SELECT count(*) FROM fleetctl.vehicles", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(vehicles, 1);
+}
+
 /// Returns once a session waits for an advisory lock it was not granted (a
 /// condition, not a delay); the bound only turns a hang into a failure.
 fn wait_for_a_writer_to_wait(watcher: &mut Client, never: &str) {

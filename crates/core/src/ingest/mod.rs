@@ -897,7 +897,7 @@ pub fn import(
         // itself if the connection is lost first).
         match outcome {
             Ok(out) => {
-                store::pg::execute(&conn, "COMMIT")?;
+                store::pg::commit(&conn)?;
                 out
             }
             Err(e) => {

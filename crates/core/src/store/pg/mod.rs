@@ -248,12 +248,40 @@ pub fn execute(conn: &super::sql::PgConn, sql: &str) -> Result<()> {
     })
 }
 
+/// Commits the transaction under way on `conn`, or fails when a statement in it
+/// failed before: PostgreSQL answers the `COMMIT` of such a transaction with a
+/// rollback and no error, and a caller that had set that error aside would report
+/// as written what was not. The check is a statement sent with the `COMMIT`, which
+/// the server refuses in a failed transaction (and then does not commit).
+pub fn commit(conn: &super::sql::PgConn) -> Result<()> {
+    conn.with_client(|client| match client.batch_execute("SELECT 1; COMMIT") {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let failed_before =
+                e.code() == Some(&postgres::error::SqlState::IN_FAILED_SQL_TRANSACTION);
+            let _ = client.batch_execute("ROLLBACK");
+            if failed_before {
+                Err(crate::error::Error::new(
+                    crate::error::ErrorCode::Io,
+                    format!(
+                        "nothing was written to {}: a statement of this unit of work failed, and the server rolled it back",
+                        conn.target().display()
+                    ),
+                )
+                .with_hint("run the command again; if it fails again, its error says why"))
+            } else {
+                Err(conn.target().failed("write", e))
+            }
+        }
+    })
+}
+
 /// Runs `f` in one transaction on `conn`: committed when it succeeds, rolled back
 /// when it fails (a lost connection rolls back on the server by itself).
 pub fn in_transaction<T>(conn: &super::sql::PgConn, f: impl FnOnce() -> Result<T>) -> Result<T> {
     execute(conn, "BEGIN")?;
     match f() {
-        Ok(out) => execute(conn, "COMMIT").map(|()| out),
+        Ok(out) => commit(conn).map(|()| out),
         Err(e) => {
             let _ = execute(conn, "ROLLBACK");
             Err(e)
