@@ -94,6 +94,13 @@ impl Drop for TempDir {
     }
 }
 
+/// Runs `fleetctl --db DB WORDS…` to completion.
+pub fn run_on(db: &Path, words: &[&str]) -> Run {
+    let mut args = vec!["--db", db.to_str().unwrap()];
+    args.extend_from_slice(words);
+    run(fleetctl(&args))
+}
+
 /// Generates a database with the given extra arguments into `path`.
 pub fn generate(path: &Path, extra: &[&str]) -> Run {
     let mut args = vec!["--db", path.to_str().unwrap(), "generate"];
@@ -505,12 +512,5 @@ pub fn plant_school_zone(db: &Path, dir: &TempDir, plate: &str, radius_m: u32) {
         ),
     )
     .unwrap();
-    run(fleetctl(&[
-        "--db",
-        db.to_str().unwrap(),
-        "geofences",
-        "import",
-        zone.to_str().unwrap(),
-    ]))
-    .ok();
+    run_on(db, &["geofences", "import", zone.to_str().unwrap()]).ok();
 }

@@ -70,17 +70,7 @@ fn live_fleet(dir: &TempDir, extra: &[&str]) -> (std::path::PathBuf, Server) {
 
 /// `fleetctl vehicles add PLATE --device-id DEVICE`, which must succeed.
 fn add_vehicle(db: &std::path::Path, plate: &str, device: &str) {
-    let db = db.to_str().unwrap();
-    run(fleetctl(&[
-        "--db",
-        db,
-        "vehicles",
-        "add",
-        plate,
-        "--device-id",
-        device,
-    ]))
-    .ok();
+    crate::harness::run_on(db, &["vehicles", "add", plate, "--device-id", device]).ok();
 }
 
 struct Server {

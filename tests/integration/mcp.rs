@@ -699,13 +699,7 @@ fn a_running_server_sees_what_was_generated_and_imported_after_it_started() {
     // A new tracker's morning, imported while the server runs.
     let csv = dir.join("new.csv");
     crate::harness::write_tracker_csv(&csv, "P-999ZZZ");
-    crate::harness::run(crate::harness::fleetctl(&[
-        "--db",
-        db.to_str().unwrap(),
-        "import",
-        csv.to_str().unwrap(),
-    ]))
-    .ok();
+    crate::harness::run_on(&db, &["import", csv.to_str().unwrap()]).ok();
     let r = s.call_tool("vehicle_position", json!({"plate": "P-999ZZZ"}));
     assert_eq!(r["isError"], false, "{r}");
     assert_eq!(r["structuredContent"]["plate"], "P-999ZZZ", "{r}");
@@ -721,14 +715,7 @@ fn a_running_server_sees_what_was_generated_and_imported_after_it_started() {
         fences["total"].as_u64().unwrap(),
         fences["items"][0]["name"].clone(),
     );
-    crate::harness::run(crate::harness::fleetctl(&[
-        "--db",
-        db.to_str().unwrap(),
-        "geofences",
-        "remove",
-        first.as_str().unwrap(),
-    ]))
-    .ok();
+    crate::harness::run_on(&db, &["geofences", "remove", first.as_str().unwrap()]).ok();
     let after = s.call_tool("list_geofences", json!({}));
     assert_eq!(
         after["structuredContent"]["geofences"]["total"],

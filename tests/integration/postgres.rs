@@ -480,12 +480,13 @@ fn a_unit_of_work_whose_statement_failed_is_not_reported_written() {
     });
     let e = outcome.expect_err("a failed unit of work reported as committed");
     assert!(e.message.contains("nothing was written"), "{}", e.message);
-    let vehicles: i64 = db
-        .client()
-        .query_one("SELECT count(*) FROM fleetctl.vehicles", &[])
-        .unwrap()
-        .get(0);
-    assert_eq!(vehicles, 0);
+    let vehicles = || -> i64 {
+        db.client()
+            .query_one("SELECT count(*) FROM fleetctl.vehicles", &[])
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(vehicles(), 0);
     // A unit of work that did not fail is committed as before.
     pg::in_transaction(&conn, || {
         pg::execute(
@@ -495,12 +496,7 @@ fn a_unit_of_work_whose_statement_failed_is_not_reported_written() {
         )
     })
     .unwrap();
-    let vehicles: i64 = db
-        .client()
-        .query_one("SELECT count(*) FROM fleetctl.vehicles", &[])
-        .unwrap()
-        .get(0);
-    assert_eq!(vehicles, 1);
+    assert_eq!(vehicles(), 1);
 }
 
 /// Returns once a session waits for an advisory lock it was not granted (a
