@@ -135,14 +135,17 @@ impl Db {
         let conn = self.conn.as_ref();
         // Read before the tables: a change made meanwhile shows at the next refresh.
         let version = conn.change_counter()?;
-        let revision = match store::read::has_revision(conn)? {
-            true => Some(store::read::freshness(conn)?.0),
-            false => None,
+        let (revision, newest_fix_ts) = match store::read::has_revision(conn)? {
+            true => {
+                let (revision, newest) = store::read::freshness(conn)?;
+                (Some(revision), newest)
+            }
+            false => (None, store::read::newest_fix_ts(conn)?),
         };
+        let newest_fix_ts = newest_fix_ts.unwrap_or(0);
         let zone = store::read_zone(conn)?;
         let (clock_key, wall) = store::live::CLOCK_META;
         let live_clock = store::read_meta(conn, clock_key)?.is_some_and(|v| v.trim() == wall);
-        let newest_fix_ts = store::read::newest_fix_ts(conn)?.unwrap_or(0);
         let data_now = match store::read_meta(conn, "data_now")? {
             Some(v) => Some(v.trim().parse().map_err(|_| {
                 Error::new(
