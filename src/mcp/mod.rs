@@ -2,6 +2,7 @@
 //! revisions and the stateless 2026-07-28 revision over stdio. Tools are the report
 //! registry; nothing here computes a fleet figure.
 
+pub mod answers;
 pub mod http;
 pub mod jsonrpc;
 pub mod prompts;

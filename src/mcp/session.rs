@@ -8,6 +8,7 @@
 //! before it; any other request before it is refused with -32600 "not initialized"),
 //! then tools and prompts. Both eras may be served by one process.
 
+use super::answers::Answers;
 use super::jsonrpc::{
     self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND,
 };
@@ -51,6 +52,8 @@ pub struct Server {
     instructions: Option<String>,
     legacy_version: Option<String>,
     stateless: bool,
+    /// Answers kept for the database's version (see [`Answers`]).
+    answers: Answers,
 }
 
 /// Who we are, for `serverInfo`.
@@ -113,6 +116,7 @@ impl Server {
             instructions: None,
             legacy_version: None,
             stateless: false,
+            answers: Answers::default(),
         }
     }
 
@@ -133,7 +137,22 @@ impl Server {
         arguments: &Args,
     ) -> Option<crate::error::Result<crate::report::Answer>> {
         self.refresh();
-        tools::run(self.db.as_ref(), name, arguments)
+        self.answer(name, arguments)
+    }
+
+    /// A tool's answer on the database as last refreshed: kept from an earlier call
+    /// on the same version, or run now.
+    fn answer(
+        &mut self,
+        name: &str,
+        arguments: &Args,
+    ) -> Option<crate::error::Result<crate::report::Answer>> {
+        match &self.db {
+            Ok(db) => self
+                .answers
+                .answer(db, name, arguments, || tools::run(Ok(db), name, arguments)),
+            Err(e) => tools::run(Err(e), name, arguments),
+        }
     }
 
     /// Raster tiles for the route map tool.
@@ -157,6 +176,9 @@ impl Server {
                 true
             }),
         };
+        if !matches!(changed, Ok(false)) {
+            self.answers.clear();
+        }
         match changed {
             Ok(false) => {}
             Ok(true) => {
@@ -421,15 +443,18 @@ impl Server {
         Ok(json!({ key: items }))
     }
 
-    fn call_tool(&self, params: &Map<String, Value>) -> Result<Value, (i64, String)> {
+    fn call_tool(&mut self, params: &Map<String, Value>) -> Result<Value, (i64, String)> {
         let (name, arguments) = name_and_arguments(params)?;
-        tools::call(self.db.as_ref(), name, &arguments, MAX_ANSWER_BYTES).ok_or_else(|| {
-            let names: Vec<&str> = crate::report::registry().iter().map(|s| s.tool).collect();
-            (
-                INVALID_PARAMS,
-                format!("Unknown tool: {name}; tools: {}", names.join(", ")),
-            )
-        })
+        let answer = self.answer(name, &arguments);
+        answer
+            .map(|answer| tools::result(name, answer, MAX_ANSWER_BYTES))
+            .ok_or_else(|| {
+                let names: Vec<&str> = crate::report::registry().iter().map(|s| s.tool).collect();
+                (
+                    INVALID_PARAMS,
+                    format!("Unknown tool: {name}; tools: {}", names.join(", ")),
+                )
+            })
     }
 }
 

@@ -56,18 +56,13 @@ pub fn failure(e: &Error) -> Value {
     json!({ "content": [{"type": "text", "text": e.to_json().to_string()}], "isError": true })
 }
 
-/// Calls a tool: the result, or `None` when no tool has that name (a protocol error).
-/// A result over `max_bytes` becomes a tool error, so no answer floods the client.
-pub fn call(
-    db: Result<&Db, &Error>,
-    name: &str,
-    arguments: &Args,
-    max_bytes: usize,
-) -> Option<Value> {
-    run(db, name, arguments).map(|answer| match answer {
+/// A tool's answer or error as a tool result. An answer over `max_bytes` becomes
+/// a tool error, so no answer floods the client.
+pub fn result(name: &str, answer: crate::error::Result<Answer>, max_bytes: usize) -> Value {
+    match answer {
         Ok(answer) => capped(name, success(answer), max_bytes),
         Err(e) => failure(&e),
-    })
+    }
 }
 
 /// A result over `max_bytes` (serialised) becomes a tool error saying so.

@@ -724,3 +724,38 @@ fn a_running_server_sees_what_was_generated_and_imported_after_it_started() {
     );
     still_serving(&mut s);
 }
+
+#[test]
+fn a_question_asked_again_is_answered_from_the_database_as_it_is_now() {
+    // A server keeps answers while the database is unchanged; another process then
+    // changes what only the analysis holds (no vehicle, place or setting, no newer
+    // fix), and the same question gets the new figure.
+    let dir = TempDir::new("mcp-asked-again");
+    let db = dir.join("fleet.db");
+    std::fs::copy(fixture_db(), &db).unwrap();
+    let mut s = McpSession::initialized(&db, "2025-11-25");
+    let total = |s: &mut McpSession| {
+        let r = s.call_tool("mileage_ranking", json!({}));
+        r["structuredContent"]["fleet_total_km"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{r}"))
+    };
+    let before = total(&mut s);
+    assert_eq!(
+        total(&mut s),
+        before,
+        "the same question, the same database"
+    );
+    let changed = rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "UPDATE daily SET gps_distance_km = gps_distance_km + 1000, \
+             odometer_distance_km = odometer_distance_km + 1000 \
+             WHERE vehicle_id = (SELECT vehicle_id FROM daily ORDER BY date DESC, vehicle_id LIMIT 1)",
+            [],
+        )
+        .unwrap();
+    assert!(changed > 0);
+    let after = total(&mut s);
+    assert!(after >= before + 999.0, "{before} km, then {after} km");
+}

@@ -742,6 +742,36 @@ fn servers_on_one_database_see_each_others_edits_and_survive_a_lost_connection()
     for replica in &mut replicas {
         assert_eq!(driver_of(replica, &plate), "Ana Relevo");
     }
+    // Another process writes what only the analysis holds (no table a server keeps
+    // moves the revision, no newer fix): the same question, asked again, answers
+    // with it though the servers keep answers while nothing changed.
+    let total = |s: &mut McpSession| {
+        let r = s.call_tool("mileage_ranking", serde_json::json!({}));
+        r["structuredContent"]["fleet_total_km"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{r}"))
+    };
+    let before: Vec<f64> = replicas.iter_mut().map(&total).collect();
+    for (replica, before) in replicas.iter_mut().zip(&before) {
+        assert_eq!(
+            total(replica),
+            *before,
+            "the same question, the same database"
+        );
+    }
+    pg.client()
+        .execute(
+            "UPDATE fleetctl.daily SET gps_distance_km = gps_distance_km + 1000, \
+             odometer_distance_km = odometer_distance_km + 1000 \
+             WHERE vehicle_id = (SELECT id FROM fleetctl.vehicles WHERE plate = $1) \
+             AND date = (SELECT max(date) FROM fleetctl.daily)",
+            &[&plate],
+        )
+        .unwrap();
+    for (replica, before) in replicas.iter_mut().zip(&before) {
+        let after = total(replica);
+        assert!(after >= before + 999.0, "{before} km, then {after} km");
+    }
     // A fix newer than the data clock arrives (another server's ingest): the
     // answers' "now" moves with it, though nothing a server keeps changed.
     pg.client()

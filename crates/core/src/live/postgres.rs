@@ -24,7 +24,7 @@ pub(super) fn open(target: &pg::Target, options: Options) -> Result<(PgWriter, P
     let ingestor = Ingestor::new(&conn, options)?;
     let reader = pg::open_reader(target)?;
     let ctx = crate::pipeline::stored_context(&reader)?;
-    let (revision, _) = reader.freshness()?;
+    let revision = reader.freshness()?.revision;
     Ok((
         PgWriter { conn, ingestor },
         PgAnalyser {
@@ -143,14 +143,14 @@ impl PgAnalyser {
         self.held.tails.clear();
         self.held.written.clear();
         self.ctx = crate::pipeline::stored_context(&self.conn)?;
-        self.revision = self.conn.freshness()?.0;
+        self.revision = self.conn.freshness()?.revision;
         Ok(())
     }
 
     /// Analyses each vehicle of `added` and writes its rows (nothing is left for
     /// the writer).
     pub(super) fn analyse(&mut self, added: &BTreeMap<i64, Vec<Fix>>) -> Result<(Rows, Analysed)> {
-        if self.conn.freshness()?.0 != self.revision {
+        if self.conn.freshness()?.revision != self.revision {
             // An edit re-analyses every vehicle itself; what this analyser held
             // was worked out with the old settings.
             self.restart()?;

@@ -53,6 +53,17 @@ pub struct Db {
     /// places) the kept tables were read at; `None` for a SQLite file made before
     /// it existed, read whole whenever it changed.
     revision: Option<i64>,
+    /// PostgreSQL: the commits the last read saw (see `store::read::Freshness`).
+    commits_seen: Option<String>,
+    /// Moves whenever anything in the database may have changed since: see
+    /// [`Db::version`].
+    content_version: u64,
+}
+
+/// A number never handed out before in this process: a [`Db`]'s content version.
+fn new_content_version() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// A file's identity: device and inode (Unix), else its modification time.
@@ -124,6 +135,8 @@ impl Db {
             tiles: None,
             loaded_from: (None, file),
             revision: None,
+            commits_seen: None,
+            content_version: new_content_version(),
         };
         db.load(file)?;
         Ok(db)
@@ -135,12 +148,12 @@ impl Db {
         let conn = self.conn.as_ref();
         // Read before the tables: a change made meanwhile shows at the next refresh.
         let version = conn.change_counter()?;
-        let (revision, newest_fix_ts) = match store::read::has_revision(conn)? {
+        let (revision, newest_fix_ts, commits_seen) = match store::read::has_revision(conn)? {
             true => {
-                let (revision, newest) = store::read::freshness(conn)?;
-                (Some(revision), newest)
+                let seen = store::read::freshness(conn)?;
+                (Some(seen.revision), seen.newest_fix_ts, seen.commits_seen)
             }
-            false => (None, store::read::newest_fix_ts(conn)?),
+            false => (None, store::read::newest_fix_ts(conn)?, None),
         };
         let newest_fix_ts = newest_fix_ts.unwrap_or(0);
         let zone = store::read_zone(conn)?;
@@ -171,6 +184,8 @@ impl Db {
         self.thresholds = thresholds;
         self.loaded_from = (version, file);
         self.revision = revision;
+        self.commits_seen = commits_seen;
+        self.content_version = new_content_version();
         Ok(())
     }
 
@@ -201,6 +216,14 @@ impl Db {
         }
     }
 
+    /// What an answer depends on besides its question: the database's content as
+    /// this connection last saw it (a new number whenever a commit may have changed
+    /// any table) and the clock's "now". The same version twice means the same
+    /// answer to the same question, so a server may keep answers for one version.
+    pub fn version(&self) -> (u64, i64) {
+        (self.content_version, self.now_ts)
+    }
+
     /// Brings what it keeps up to date when the database changed (`is_stale`): the
     /// clock alone when only fixes came (the `revision` did not move), else all of
     /// it, keeping the tiles; `true` when it read all of it again. On an error
@@ -215,6 +238,7 @@ impl Db {
         if !self.is_stale() {
             return Ok(false);
         }
+        self.content_version = new_content_version();
         let file = file_id(&self.path);
         if file == self.loaded_from.1 {
             // The same file, changed: on this connection (a live feed commits many
@@ -222,9 +246,9 @@ impl Db {
             // only the clock when nothing but fixes came, else everything again.
             if self.revision.is_some() {
                 let version = self.conn.change_counter()?;
-                let (revision, newest) = store::read::freshness(self.conn.as_ref())?;
-                if Some(revision) == self.revision {
-                    self.set_newest_fix(newest.unwrap_or(0));
+                let seen = store::read::freshness(self.conn.as_ref())?;
+                if Some(seen.revision) == self.revision {
+                    self.set_newest_fix(seen.newest_fix_ts.unwrap_or(0));
                     self.loaded_from.0 = version;
                     return Ok(false);
                 }
@@ -244,8 +268,12 @@ impl Db {
     /// a proxy timed it out) is made anew, so a server recovers by itself.
     fn refresh_postgres(&mut self, target: &store::pg::Target) -> Result<bool> {
         match store::read::freshness(self.conn.as_ref()) {
-            Ok((revision, newest)) if Some(revision) == self.revision => {
-                self.set_newest_fix(newest.unwrap_or(0));
+            Ok(seen) if Some(seen.revision) == self.revision => {
+                if seen.commits_seen.is_none() || seen.commits_seen != self.commits_seen {
+                    self.content_version = new_content_version();
+                    self.commits_seen = seen.commits_seen;
+                }
+                self.set_newest_fix(seen.newest_fix_ts.unwrap_or(0));
                 return Ok(false);
             }
             Ok(_) if self.load(None).is_ok() => return Ok(true),

@@ -600,17 +600,42 @@ pub fn has_revision(conn: &dyn Sql) -> Result<bool> {
 }
 
 /// The revision and the newest fix's time, in one read (both backends).
-pub(super) const FRESHNESS_SQL: &str =
-    "SELECT (SELECT n FROM revision), (SELECT MAX(ts) FROM latest_fix)";
+const FRESHNESS_SQL: &str = "SELECT (SELECT n FROM revision), (SELECT MAX(ts) FROM latest_fix)";
+
+/// What a reader compares between requests (see [`freshness`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Freshness {
+    /// Moved by every change of meta, vehicles, geofences and places.
+    pub revision: i64,
+    /// The newest fix's time, UTC epoch seconds.
+    pub newest_fix_ts: Option<i64>,
+    /// PostgreSQL: the commits this read saw (its snapshot, `xmin:xmax:in-progress`).
+    /// The same text twice means no transaction on the server ended in between, so
+    /// every table reads as it did. `None` on SQLite, whose `data_version` says it.
+    pub commits_seen: Option<String>,
+}
 
 /// What a reader keeps between requests, in one read: the revision (see
-/// [`has_revision`], which must be true) and the newest fix's time.
-pub fn freshness(conn: &dyn Sql) -> Result<(i64, Option<i64>)> {
+/// [`has_revision`], which must be true), the newest fix's time, and on PostgreSQL
+/// the commits seen.
+pub fn freshness(conn: &dyn Sql) -> Result<Freshness> {
     if let Some(pg) = conn.as_postgres() {
         return pg.freshness();
     }
-    conn.first(FRESHNESS_SQL, &[], |r| Ok((r.int(0)?, r.opt_int(1)?)))
-        .map(|found| found.unwrap_or((0, None)))
+    conn.first(FRESHNESS_SQL, &[], |r| {
+        Ok(Freshness {
+            revision: r.int(0)?,
+            newest_fix_ts: r.opt_int(1)?,
+            commits_seen: None,
+        })
+    })
+    .map(|found| {
+        found.unwrap_or(Freshness {
+            revision: 0,
+            newest_fix_ts: None,
+            commits_seen: None,
+        })
+    })
 }
 
 /// The newest fix time in the store (each vehicle's newest is in `latest_fix`).

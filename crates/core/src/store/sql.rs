@@ -438,10 +438,11 @@ impl Sql for PgConn {
 impl PgConn {
     /// What a reader keeps between requests, in one round trip: a number that
     /// moves with every change of meta, vehicles, geofences and places (the
-    /// `revision` their triggers move), and the newest fix's time. Other processes
-    /// write the database and PostgreSQL has no counter of their commits; a fleet
-    /// made before `revision` existed gets a digest of those tables instead.
-    pub fn freshness(&self) -> Result<(i64, Option<i64>)> {
+    /// `revision` their triggers move), the newest fix's time, and the commits the
+    /// read saw (its snapshot). Other processes write the database and PostgreSQL
+    /// has no counter of their commits; a fleet made before `revision` existed gets
+    /// a digest of those tables instead.
+    pub fn freshness(&self) -> Result<super::read::Freshness> {
         let has_revision = match self.has_revision.get() {
             Some(&known) => known,
             None => {
@@ -456,28 +457,34 @@ impl PgConn {
                 known
             }
         };
-        if has_revision {
-            return self
-                .first(super::read::FRESHNESS_SQL, &[], |r| {
-                    Ok((r.int(0)?, r.opt_int(1)?))
-                })
-                .map(|found| found.unwrap_or((0, None)));
-        }
-        let (digest, newest) = self
-            .first(
-                "SELECT concat_ws('|', \
-                 (SELECT md5(string_agg(key || '=' || value, ',' ORDER BY key)) FROM meta), \
-                 (SELECT md5(string_agg(v::text, ',' ORDER BY id)) FROM vehicles v), \
-                 (SELECT md5(string_agg(concat_ws(';', id, name, kind, wkt, quote_nullable(radius_m), quote_nullable(speed_limit_kmh)), ',' ORDER BY id)) FROM geofences), \
-                 (SELECT md5(string_agg(p::text, ',' ORDER BY id)) FROM places p)), \
-                 (SELECT MAX(ts) FROM latest_fix)",
-                &[],
-                |r| Ok((r.text(0)?, r.opt_int(1)?)),
-            )?
+        let revision = if has_revision {
+            "(SELECT n FROM revision)"
+        } else {
+            "md5(concat_ws('|', \
+             (SELECT md5(string_agg(key || '=' || value, ',' ORDER BY key)) FROM meta), \
+             (SELECT md5(string_agg(v::text, ',' ORDER BY id)) FROM vehicles v), \
+             (SELECT md5(string_agg(concat_ws(';', id, name, kind, wkt, quote_nullable(radius_m), quote_nullable(speed_limit_kmh)), ',' ORDER BY id)) FROM geofences), \
+             (SELECT md5(string_agg(p::text, ',' ORDER BY id)) FROM places p)))"
+        };
+        let sql = format!(
+            "SELECT {revision}::text, (SELECT MAX(ts) FROM latest_fix), pg_current_snapshot()::text"
+        );
+        let (revision, newest_fix_ts, snapshot) = self
+            .first(&sql, &[], |r| Ok((r.text(0)?, r.opt_int(1)?, r.text(2)?)))?
             .unwrap_or_default();
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        std::hash::Hash::hash(&digest, &mut hasher);
-        Ok((std::hash::Hasher::finish(&hasher) as i64, newest))
+        let revision = match revision.parse() {
+            Ok(n) => n,
+            Err(_) => {
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                std::hash::Hash::hash(&revision, &mut hasher);
+                std::hash::Hasher::finish(&hasher) as i64
+            }
+        };
+        Ok(super::read::Freshness {
+            revision,
+            newest_fix_ts,
+            commits_seen: Some(snapshot),
+        })
     }
 }
 
