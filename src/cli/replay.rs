@@ -44,6 +44,12 @@ pub(super) struct ReplayArgs {
     /// Push about this many fixes, shared among the connections (all by default).
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
+
+    /// At --speed 0, push at most this many fixes a second over all connections,
+    /// evenly spread: a load of a known size (e.g. --rate 20000) rather than all
+    /// the server takes.
+    #[arg(long, value_name = "FIXES_PER_S")]
+    rate: Option<f64>,
 }
 
 /// What a replay did.
@@ -61,6 +67,19 @@ pub(super) fn run(db: PathBuf, args: ReplayArgs) -> Result<()> {
     if !(args.speed >= 0.0 && args.speed.is_finite()) {
         return Err(Error::invalid(format!("--speed {} is not a speed-up", args.speed))
             .with_hint("give 1 for real time, 60 for an hour a minute, 0 for as fast as the server takes them"));
+    }
+    if let Some(rate) = args.rate {
+        if !(rate > 0.0 && rate.is_finite()) {
+            return Err(
+                Error::invalid(format!("--rate {rate} is not a number of fixes a second"))
+                    .with_hint("give a positive number, e.g. --rate 20000"),
+            );
+        }
+        if args.speed != 0.0 {
+            return Err(Error::invalid("--rate needs --speed 0").with_hint(
+                "at any other speed the fixes' own times set the pace; add --speed 0 to push at a fixed rate",
+            ));
+        }
     }
     if args.start_now && args.speed != 1.0 {
         return Err(Error::invalid("--start-now needs --speed 1").with_hint(
@@ -96,14 +115,19 @@ pub(super) fn run(db: PathBuf, args: ReplayArgs) -> Result<()> {
                     let fixes = share_fixes(db, &share)?;
                     let mut client = Client::new(host, port, d);
                     let mut tally = Tally::default();
-                    for (device, fix) in fixes.iter().take(per_device) {
-                        if args.speed > 0.0 {
-                            let due = Duration::from_secs_f64(
-                                (fix.ts - first_ts).max(0) as f64 / args.speed,
-                            );
-                            if let Some(wait) = due.checked_sub(started.elapsed()) {
-                                std::thread::sleep(wait);
+                    for (k, (device, fix)) in fixes.iter().take(per_device).enumerate() {
+                        let due_s = match args.rate {
+                            // Connection d's k-th push is the (k·devices + d)-th of all.
+                            Some(rate) => Some((k * devices + d) as f64 / rate),
+                            None if args.speed > 0.0 => {
+                                Some((fix.ts - first_ts).max(0) as f64 / args.speed)
                             }
+                            None => None,
+                        };
+                        if let Some(due) = due_s.map(Duration::from_secs_f64)
+                            && let Some(wait) = due.checked_sub(started.elapsed())
+                        {
+                            std::thread::sleep(wait);
                         }
                         let path = osmand_path(device, fix, shift_s);
                         let sent = Instant::now();

@@ -778,6 +778,8 @@ fn replay_pushes_a_fleet_into_a_live_server() {
         "4",
         "--limit",
         "400",
+        "--rate",
+        "2000",
     ]);
     replay.env("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN);
     let replayed = run(replay).ok();
@@ -809,6 +811,33 @@ fn replay_pushes_a_fleet_into_a_live_server() {
         refused.stderr.contains("--start-now needs --speed 1"),
         "{}",
         refused.stderr
+    );
+    for (speed, rate, said) in [
+        ("60", "2000", "--rate needs --speed 0"),
+        ("0", "0", "--rate 0 is not a number of fixes a second"),
+        ("0", "NaN", "--rate NaN is not a number of fixes a second"),
+    ] {
+        let mut paced = fleetctl(&[
+            "--db",
+            fixture_db().to_str().unwrap(),
+            "replay",
+            "--to",
+            &base,
+            "--speed",
+            speed,
+            "--rate",
+            rate,
+        ]);
+        paced.env("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN);
+        let refused = run(paced).fails(2);
+        assert!(refused.stderr.contains(said), "{}", refused.stderr);
+    }
+    assert_eq!(
+        open(&live)
+            .query_row("SELECT count(*) FROM positions", [], |r| r.get::<_, i64>(0))
+            .unwrap(),
+        stored,
+        "a refused replay pushes nothing"
     );
 }
 
