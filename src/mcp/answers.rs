@@ -7,6 +7,7 @@
 use crate::error::Result;
 use crate::report::{Answer, Args, Db};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// At most this many answers are kept; past it the server starts over.
 const MAX_ANSWERS: usize = 256;
@@ -17,8 +18,29 @@ const MAX_BYTES: usize = 16 * 1024 * 1024;
 #[derive(Default)]
 pub struct Answers {
     version: Option<(u64, i64)>,
-    kept: HashMap<(String, String), Answer>,
+    kept: HashMap<(String, String), Arc<Kept>>,
     bytes: usize,
+}
+
+/// A tool's answer, and its MCP tool result serialised once: a kept answer is
+/// sent again without being built or written out again.
+pub struct Kept {
+    /// The report's answer.
+    pub answer: Answer,
+    /// The MCP tool result as JSON text; `None` when it is over the answer cap
+    /// (the result is then a tool error saying so, made when sent).
+    pub result_text: Option<Arc<str>>,
+}
+
+impl Kept {
+    /// `answer` and its MCP tool result, when at most `max_bytes`.
+    pub fn new(answer: Answer, max_bytes: usize) -> Kept {
+        let text = super::tools::success(answer.clone()).to_string();
+        Kept {
+            answer,
+            result_text: (text.len() <= max_bytes).then(|| text.into()),
+        }
+    }
 }
 
 impl Answers {
@@ -30,15 +52,16 @@ impl Answers {
     }
 
     /// The answer of tool `name` to `arguments` on `db`: the one kept for the
-    /// database's version, else `run`'s (kept when it succeeded). `None` for an
-    /// unknown tool, as `run` says.
+    /// database's version, else `run`'s (kept when it succeeded, with its MCP
+    /// result when at most `max_bytes`). `None` for an unknown tool, as `run` says.
     pub fn answer(
         &mut self,
         db: &Db,
         name: &str,
         arguments: &Args,
+        max_bytes: usize,
         run: impl FnOnce() -> Option<Result<Answer>>,
-    ) -> Option<Result<Answer>> {
+    ) -> Option<Result<Arc<Kept>>> {
         let version = db.version();
         if self.version != Some(version) {
             self.clear();
@@ -51,18 +74,24 @@ impl Answers {
         if let Some(kept) = self.kept.get(&key) {
             return Some(Ok(kept.clone()));
         }
-        let answer = run()?;
-        if let Ok(fresh) = &answer {
-            let bytes = fresh.value.to_string().len() + fresh.png.as_ref().map_or(0, Vec::len);
-            if self.kept.len() >= MAX_ANSWERS || self.bytes + bytes > MAX_BYTES {
-                self.kept.clear();
-                self.bytes = 0;
-            }
-            if bytes <= MAX_BYTES {
-                self.bytes += bytes;
-                self.kept.insert(key, fresh.clone());
-            }
+        let fresh = match run()? {
+            Ok(answer) => Arc::new(Kept::new(answer, max_bytes)),
+            Err(e) => return Some(Err(e)),
+        };
+        // The answer's values take about what their JSON does, the result text
+        // (the JSON twice, and the picture's base64) about as much again.
+        let bytes = match &fresh.result_text {
+            Some(text) => 2 * text.len(),
+            None => MAX_BYTES + 1,
+        };
+        if self.kept.len() >= MAX_ANSWERS || self.bytes + bytes > MAX_BYTES {
+            self.kept.clear();
+            self.bytes = 0;
         }
-        Some(answer)
+        if bytes <= MAX_BYTES {
+            self.bytes += bytes;
+            self.kept.insert(key, fresh.clone());
+        }
+        Some(Ok(fresh))
     }
 }

@@ -8,7 +8,7 @@
 //! before it; any other request before it is refused with -32600 "not initialized"),
 //! then tools and prompts. Both eras may be served by one process.
 
-use super::answers::Answers;
+use super::answers::{Answers, Kept};
 use super::jsonrpc::{
     self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND,
 };
@@ -54,6 +54,61 @@ pub struct Server {
     stateless: bool,
     /// Answers kept for the database's version (see [`Answers`]).
     answers: Answers,
+}
+
+/// A JSON-RPC response: a value, or a tool result kept as JSON text (see
+/// [`Answers`]), which is written out as it is.
+#[derive(Debug)]
+pub enum Response {
+    /// Any response.
+    Value(Value),
+    /// A successful `tools/call`: `{"jsonrpc":"2.0","id":…,"result":…}` with the
+    /// result's text, and under the stateless revision its fields after it.
+    Kept {
+        /// The request's id.
+        id: Value,
+        /// The tool result, JSON text.
+        result: std::sync::Arc<str>,
+        /// Under revision 2026-07-28 (`resultType` and `_meta` follow).
+        modern: bool,
+    },
+}
+
+impl Response {
+    /// The response as one line of JSON.
+    pub fn text(&self) -> String {
+        match self {
+            Response::Value(v) => v.to_string(),
+            Response::Kept { id, result, modern } => {
+                let mut text = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":");
+                match result.strip_suffix('}').filter(|_| *modern) {
+                    Some(open) => {
+                        text += open;
+                        let mut after = Map::new();
+                        modern_fields(&mut after);
+                        let after = Value::Object(after).to_string();
+                        text += if open.ends_with('{') { "" } else { "," };
+                        text += &after[1..];
+                    }
+                    None => text += result,
+                }
+                text.push('}');
+                text
+            }
+        }
+    }
+}
+
+/// The fields revision 2026-07-28 adds to every result.
+fn modern_fields(result: &mut Map<String, Value>) {
+    result.insert("resultType".into(), json!("complete"));
+    result.insert("_meta".into(), json!({ META_SERVER_INFO: server_info() }));
+}
+
+/// What a method answers: a result value, or a tool result kept as text.
+enum Outcome {
+    Value(Value),
+    Kept(std::sync::Arc<str>),
 }
 
 /// Who we are, for `serverInfo`.
@@ -137,7 +192,8 @@ impl Server {
         arguments: &Args,
     ) -> Option<crate::error::Result<crate::report::Answer>> {
         self.refresh();
-        self.answer(name, arguments)
+        let answer = self.answer(name, arguments)?;
+        Some(answer.map(|kept| kept.answer.clone()))
     }
 
     /// A tool's answer on the database as last refreshed: kept from an earlier call
@@ -146,12 +202,15 @@ impl Server {
         &mut self,
         name: &str,
         arguments: &Args,
-    ) -> Option<crate::error::Result<crate::report::Answer>> {
+    ) -> Option<crate::error::Result<std::sync::Arc<Kept>>> {
         match &self.db {
             Ok(db) => self
                 .answers
-                .answer(db, name, arguments, || tools::run(Ok(db), name, arguments)),
-            Err(e) => tools::run(Err(e), name, arguments),
+                .answer(db, name, arguments, MAX_ANSWER_BYTES, || {
+                    tools::run(Ok(db), name, arguments)
+                }),
+            Err(e) => tools::run(Err(e), name, arguments)
+                .map(|r| r.map(|answer| std::sync::Arc::new(Kept::new(answer, MAX_ANSWER_BYTES)))),
         }
     }
 
@@ -206,7 +265,7 @@ impl Server {
         logging::verbose(|| format!("<- {}", String::from_utf8_lossy(line)));
         let text = match jsonrpc::parse(line) {
             Incoming::Batch(items) => self.handle_batch(items),
-            message => self.handle(message).map(|v| v.to_string()),
+            message => self.handle(message).map(|r| r.text()),
         };
         if let Some(t) = &text {
             logging::verbose(|| format!("-> {t}"));
@@ -232,26 +291,26 @@ impl Server {
         let mut bytes = 0;
         for item in items {
             let answer = match jsonrpc::classify(item) {
-                Incoming::Batch(_) => Some(jsonrpc::error(
+                Incoming::Batch(_) => Some(Response::Value(jsonrpc::error(
                     &Value::Null,
                     INVALID_REQUEST,
                     "Invalid Request: batches cannot nest",
                     None,
-                )),
+                ))),
                 Incoming::Request { id, .. } if bytes >= MAX_BATCH_ANSWER_BYTES => {
-                    Some(jsonrpc::error(
+                    Some(Response::Value(jsonrpc::error(
                         &id,
                         INVALID_REQUEST,
                         &format!(
                             "Invalid Request: not run, the batch's answers reached {MAX_BATCH_ANSWER_BYTES} bytes; send this request again"
                         ),
                         None,
-                    ))
+                    )))
                 }
                 message => self.handle(message),
             };
             if let Some(answer) = answer {
-                let text = answer.to_string();
+                let text = answer.text();
                 bytes += text.len();
                 answers.push(text);
             }
@@ -260,7 +319,7 @@ impl Server {
     }
 
     /// Handles one parsed message; returns the response, if one is due.
-    pub fn handle(&mut self, message: Incoming) -> Option<Value> {
+    pub fn handle(&mut self, message: Incoming) -> Option<Response> {
         match message {
             Incoming::Request { id, method, params } => {
                 let started = Instant::now();
@@ -273,7 +332,9 @@ impl Server {
                 let response = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     self.request(&id, &method, params)
                 }))
-                .unwrap_or_else(|_| jsonrpc::error(&id, INTERNAL_ERROR, "Internal error", None));
+                .unwrap_or_else(|_| {
+                    Response::Value(jsonrpc::error(&id, INTERNAL_ERROR, "Internal error", None))
+                });
                 log_request(&method, tool.as_deref(), started, &response);
                 Some(response)
             }
@@ -284,23 +345,23 @@ impl Server {
             Incoming::Response => None,
             Incoming::Invalid { id, code, message } => {
                 logging::info(&format!("serve: refused a message: {message}"));
-                Some(jsonrpc::error(&id, code, &message, None))
+                Some(Response::Value(jsonrpc::error(&id, code, &message, None)))
             }
             Incoming::Batch(_) => unreachable!("batches are handled before"),
         }
     }
 
-    fn request(&mut self, id: &Value, method: &str, params: Option<Value>) -> Value {
+    fn request(&mut self, id: &Value, method: &str, params: Option<Value>) -> Response {
         let params = match params {
             None => Map::new(),
             Some(Value::Object(m)) => m,
             Some(_) => {
-                return jsonrpc::error(
+                return Response::Value(jsonrpc::error(
                     id,
                     INVALID_PARAMS,
                     "Invalid params: must be an object",
                     None,
-                );
+                ));
             }
         };
         let meta = params.get("_meta").and_then(Value::as_object);
@@ -319,7 +380,7 @@ impl Server {
         method: &str,
         params: &Map<String, Value>,
         meta: &Map<String, Value>,
-    ) -> Value {
+    ) -> Response {
         let requested = meta
             .get(META_VERSION)
             .and_then(Value::as_str)
@@ -327,49 +388,59 @@ impl Server {
         if requested != MODERN_VERSION {
             let mut supported = vec![MODERN_VERSION];
             supported.extend(LEGACY_VERSIONS);
-            return jsonrpc::error(
+            return Response::Value(jsonrpc::error(
                 id,
                 UNSUPPORTED_VERSION,
                 "Unsupported protocol version",
                 Some(json!({"supported": supported, "requested": meta.get(META_VERSION)})),
-            );
+            ));
         }
         if !meta.get(META_CAPABILITIES).is_some_and(Value::is_object) {
-            return jsonrpc::error(
+            return Response::Value(jsonrpc::error(
                 id,
                 INVALID_PARAMS,
                 &format!("Missing required _meta field {META_CAPABILITIES}"),
                 None,
-            );
+            ));
         }
         let result = match method {
             "server/discover" => {
                 let mut supported = vec![MODERN_VERSION];
                 supported.extend(LEGACY_VERSIONS);
-                Ok(cacheable(json!({
+                Ok(Outcome::Value(cacheable(json!({
                     "supportedVersions": supported,
                     "capabilities": capabilities(),
                     "instructions": self.instructions(),
-                })))
+                }))))
             }
-            "tools/list" => self.list(params, "tools", tools::list()).map(cacheable),
-            "prompts/list" => self.list(params, "prompts", prompts::list()).map(cacheable),
+            "tools/list" => self
+                .list(params, "tools", tools::list())
+                .map(|v| Outcome::Value(cacheable(v))),
+            "prompts/list" => self
+                .list(params, "prompts", prompts::list())
+                .map(|v| Outcome::Value(cacheable(v))),
             "tools/call" => self.call_tool(params),
-            "prompts/get" => get_prompt(params),
+            "prompts/get" => get_prompt(params).map(Outcome::Value),
             _ => Err((METHOD_NOT_FOUND, format!("Method not found: {method}"))),
         };
         match result {
-            Ok(mut value) => {
-                value["resultType"] = json!("complete");
-                value["_meta"] = json!({ META_SERVER_INFO: server_info() });
-                jsonrpc::success(id, value)
+            Ok(Outcome::Value(mut value)) => {
+                if let Some(fields) = value.as_object_mut() {
+                    modern_fields(fields);
+                }
+                Response::Value(jsonrpc::success(id, value))
             }
-            Err((code, message)) => jsonrpc::error(id, code, &message, None),
+            Ok(Outcome::Kept(result)) => Response::Kept {
+                id: id.clone(),
+                result,
+                modern: true,
+            },
+            Err((code, message)) => Response::Value(jsonrpc::error(id, code, &message, None)),
         }
     }
 
     /// The handshake revisions.
-    fn legacy(&mut self, id: &Value, method: &str, params: &Map<String, Value>) -> Value {
+    fn legacy(&mut self, id: &Value, method: &str, params: &Map<String, Value>) -> Response {
         let session = if self.stateless {
             Some("stateless")
         } else {
@@ -418,14 +489,26 @@ impl Server {
             )),
             ("tools/list", _) => self.list(params, "tools", tools::list()),
             ("prompts/list", _) => self.list(params, "prompts", prompts::list()),
-            ("tools/call", _) => self.call_tool(params),
+            ("tools/call", _) => {
+                return match self.call_tool(params) {
+                    Ok(Outcome::Kept(result)) => Response::Kept {
+                        id: id.clone(),
+                        result,
+                        modern: false,
+                    },
+                    Ok(Outcome::Value(value)) => Response::Value(jsonrpc::success(id, value)),
+                    Err((code, message)) => {
+                        Response::Value(jsonrpc::error(id, code, &message, None))
+                    }
+                };
+            }
             ("prompts/get", _) => get_prompt(params),
             _ => Err((METHOD_NOT_FOUND, format!("Method not found: {method}"))),
         };
-        match result {
+        Response::Value(match result {
             Ok(value) => jsonrpc::success(id, value),
             Err((code, message)) => jsonrpc::error(id, code, &message, None),
-        }
+        })
     }
 
     fn list(
@@ -443,11 +526,23 @@ impl Server {
         Ok(json!({ key: items }))
     }
 
-    fn call_tool(&mut self, params: &Map<String, Value>) -> Result<Value, (i64, String)> {
+    /// A tool's result: kept as text when the answer was (and within the cap),
+    /// else made now (a tool error, or an answer over the cap).
+    fn call_tool(&mut self, params: &Map<String, Value>) -> Result<Outcome, (i64, String)> {
         let (name, arguments) = name_and_arguments(params)?;
         let answer = self.answer(name, &arguments);
         answer
-            .map(|answer| tools::result(name, answer, MAX_ANSWER_BYTES))
+            .map(|answer| match answer {
+                Ok(kept) => match &kept.result_text {
+                    Some(text) => Outcome::Kept(text.clone()),
+                    None => Outcome::Value(tools::result(
+                        name,
+                        Ok(kept.answer.clone()),
+                        MAX_ANSWER_BYTES,
+                    )),
+                },
+                Err(e) => Outcome::Value(tools::failure(&e)),
+            })
             .ok_or_else(|| {
                 let names: Vec<&str> = crate::report::registry().iter().map(|s| s.tool).collect();
                 (
@@ -490,8 +585,12 @@ fn cacheable(mut value: Value) -> Value {
     value
 }
 
-fn log_request(method: &str, tool: Option<&str>, started: Instant, response: &Value) {
+fn log_request(method: &str, tool: Option<&str>, started: Instant, response: &Response) {
     let ms = started.elapsed().as_secs_f64() * 1000.0;
+    let response = match response {
+        Response::Value(v) => v,
+        Response::Kept { .. } => &Value::Null,
+    };
     let outcome = if let Some(e) = response.get("error") {
         format!("error {}", e["code"])
     } else if response["result"]["isError"] == Value::Bool(true) {
@@ -514,4 +613,32 @@ fn log_request(method: &str, tool: Option<&str>, started: Instant, response: &Va
         _ => method.to_string(),
     };
     logging::info(&format!("serve: {what} {ms:.2} ms {outcome}"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kept_result_is_written_as_the_result_value_would_be() {
+        let result = json!({
+            "content": [{"type": "text", "text": "{\"place\":\"Mixco \\\"Sur\\\" ñ\"}"}],
+            "structuredContent": {"place": "Mixco \"Sur\" ñ"},
+            "isError": false,
+        });
+        for id in [json!(7), json!("a\"b")] {
+            for modern in [false, true] {
+                let mut value = result.clone();
+                if modern {
+                    modern_fields(value.as_object_mut().unwrap());
+                }
+                let kept = Response::Kept {
+                    id: id.clone(),
+                    result: result.to_string().into(),
+                    modern,
+                };
+                assert_eq!(kept.text(), jsonrpc::success(&id, value).to_string());
+            }
+        }
+    }
 }

@@ -5,7 +5,7 @@
 use super::policy::header_value;
 use crate::error::{Error, ErrorCode};
 use crate::mcp::jsonrpc::{self, Incoming};
-use crate::mcp::session::{self, Server};
+use crate::mcp::session::{self, Response, Server};
 use crate::report;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -166,7 +166,11 @@ pub fn run_job(server: &mut Server, job: Job) -> Reply {
                     status: 202,
                     body: None,
                 },
-                Some(answer) => Reply::json(rpc_status(&answer), answer),
+                Some(Response::Value(answer)) => Reply::json(rpc_status(&answer), answer),
+                Some(kept) => Reply {
+                    status: 200,
+                    body: Some(kept.text().into()),
+                },
             }
         }
         Job::Tool { name, body } => {
