@@ -35,12 +35,33 @@ pub struct Kept {
 impl Kept {
     /// `answer` and its MCP tool result, when at most `max_bytes`.
     pub fn new(answer: Answer, max_bytes: usize) -> Kept {
-        let text = super::tools::success(answer.clone()).to_string();
+        let text = result_text(&answer);
         Kept {
             answer,
             result_text: (text.len() <= max_bytes).then(|| text.into()),
         }
     }
+}
+
+/// The MCP tool result of `answer` as JSON text, as `tools::success` makes it
+/// and serde_json writes it, with the answer serialised once: the text block is
+/// that JSON as a string, and `structuredContent` the same JSON.
+fn result_text(answer: &Answer) -> String {
+    let json = answer.value.to_string();
+    let quoted = serde_json::Value::String(json.clone()).to_string();
+    let mut text = String::with_capacity(json.len() + quoted.len() + 128);
+    text += r#"{"content":[{"type":"text","text":"#;
+    text += &quoted;
+    text += "}";
+    if let Some(png) = &answer.png {
+        text += r#",{"type":"image","data":""#;
+        text += &super::tools::base64(png);
+        text += r#"","mimeType":"image/png"}"#;
+    }
+    text += r#"],"structuredContent":"#;
+    text += &json;
+    text += r#","isError":false}"#;
+    text
 }
 
 impl Answers {
@@ -93,5 +114,27 @@ impl Answers {
             self.kept.insert(key, fresh.clone());
         }
         Some(Ok(fresh))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_kept_result_is_the_text_of_the_result_value() {
+        let value = json!({"plate": "P-701JFG", "place": "0.3 km SE of \"Mixco\" ñ", "km": 12.5, "rows": [1, null]});
+        for png in [None, Some(vec![0x89, b'P', b'N', b'G', 0, 255])] {
+            let answer = Answer {
+                value: value.clone(),
+                png,
+                drawing: None,
+            };
+            assert_eq!(
+                result_text(&answer),
+                super::super::tools::success(answer.clone()).to_string()
+            );
+        }
     }
 }
