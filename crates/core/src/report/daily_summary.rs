@@ -141,11 +141,17 @@ fn after_day(db: &Db, cursor: Cursor) -> Result<(String, String)> {
     }
 }
 
-/// The vehicles whose trackers report the ignition (their days have engine hours).
-pub fn ignition_reported(db: &Db) -> Result<std::collections::HashSet<i64>> {
-    Ok(read::last_fixes(db.conn())?
+/// Which of `vehicle_ids` (sorted) have trackers that report the ignition (their
+/// days have engine hours): one vehicle's newest fix is read for one vehicle, every
+/// vehicle's for more.
+pub fn ignition_reported(db: &Db, vehicle_ids: &[i64]) -> Result<std::collections::HashSet<i64>> {
+    let newest = match vehicle_ids {
+        [one] => read::last_fix(db.conn(), *one)?.into_iter().collect(),
+        _ => read::last_fixes(db.conn())?,
+    };
+    Ok(newest
         .into_iter()
-        .filter(|f| f.ignition.is_some())
+        .filter(|f| f.ignition.is_some() && vehicle_ids.binary_search(&f.vehicle_id).is_ok())
         .map(|f| f.vehicle_id)
         .collect())
 }
@@ -171,7 +177,7 @@ pub fn day_rows(db: &Db, days: &[crate::model::DailyRollup]) -> Result<Vec<DayRo
     let extras = read::day_extras(db.conn(), &vehicle_ids, span, &|ts| {
         db.zone.local_date(ts).to_string()
     })?;
-    let ignition = ignition_reported(db)?;
+    let ignition = ignition_reported(db, &vehicle_ids)?;
     days.iter()
         .map(|d| {
             let extra = extras
