@@ -1389,6 +1389,16 @@ fn replay(source: &Path, addr: &str, connections: usize, limit: usize) -> Comman
     replay
 }
 
+/// Every vehicle's plate in the fleet at `db` (a file or a URL).
+fn plates_of(db: &Path) -> Vec<String> {
+    Db::open(db)
+        .expect("open")
+        .vehicles
+        .iter()
+        .map(|(v, _)| v.plate.clone())
+        .collect()
+}
+
 /// A number in replay's summary line, found after `label`.
 fn figure_after(line: &str, label: &str) -> f64 {
     line.split(label)
@@ -1498,23 +1508,16 @@ fn ingest_phase(dir: &Path, source: &Path, vehicles: u32, fixes: usize) {
     // Idle, each call names another device: a server keeps an answer while the
     // database is unchanged, and the figure is the report's, as it is under load
     // (where every group commit changes the database).
-    let devices: Vec<String> = Db::open(&live)
-        .expect("open")
-        .vehicles
-        .iter()
-        .map(|(v, _)| v.plate.clone())
-        .collect();
+    let devices = plates_of(&live);
+    let mut asked = devices.iter().cycle();
     let mut idle = Vec::new();
-    for device in devices.iter().cycle().take(devices.len().max(200)) {
-        if idle.len() == 200 {
-            break;
-        }
+    while idle.len() < 200 {
+        let device = asked.next().expect("devices");
         let (lat, ms) = position_lat(&mut mcp, &mut answer_buf, &addr, device);
         if lat.is_some() {
             idle.push(ms);
         }
     }
-    assert_eq!(idle.len(), 200, "200 devices with a position");
 
     // A connection per device, as a real fleet's trackers each hold theirs.
     let mut load = replay(source, &addr, vehicles as usize, fixes)
@@ -1522,7 +1525,6 @@ fn ingest_phase(dir: &Path, source: &Path, vehicles: u32, fixes: usize) {
         .spawn()
         .expect("replay runs");
     let (mut freshness, mut loaded) = (Vec::new(), Vec::new());
-    let mut asked = devices.iter().cycle();
     let mut k = 1;
     while load.try_wait().expect("replay").is_none() && k < 400 {
         let pushed = Instant::now();
@@ -1864,12 +1866,7 @@ fn bench_replica_clients(fleet_url: &str) {
     // by every client, which a server answers once per database version); the
     // per-vehicle ones name a different vehicle at every call, so that their
     // figures are reports run, not answers kept.
-    let plates: Vec<String> = Db::open(&fleet_path)
-        .expect("open")
-        .vehicles
-        .iter()
-        .map(|(v, _)| v.plate.clone())
-        .collect();
+    let plates = plates_of(&fleet_path);
     let tools: Vec<(&str, serde_json::Value)> = vec![
         ("vehicle_position", json!({})),
         ("stopped_vehicles", json!({})),
