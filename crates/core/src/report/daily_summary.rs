@@ -95,7 +95,6 @@ pub fn run(db: &Db, req: &DailySummaryRequest) -> Result<DailySummaryReport> {
     )?;
     let vehicle_id = vehicle.map(|v| v.id);
     let dates = (from.to_string(), to.to_string());
-    let total = cursor.total_or(|| read::daily_count(db.conn(), vehicle_id, &dates.0, &dates.1))?;
     let after = after_day(db, cursor)?;
     let days = read::daily_after(
         db.conn(),
@@ -104,6 +103,9 @@ pub fn run(db: &Db, req: &DailySummaryRequest) -> Result<DailySummaryReport> {
         (&after.0, &after.1),
         MAX_ROWS + 1,
     )?;
+    let total = cursor.total_from(days.len(), MAX_ROWS, || {
+        read::daily_count(db.conn(), vehicle_id, &dates.0, &dates.1)
+    })?;
     let page = Page::keyed(total, days, |d| {
         let yyyymmdd = d.date.replace('-', "").parse().unwrap_or(0);
         [yyyymmdd, d.vehicle_id, 0]

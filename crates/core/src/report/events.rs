@@ -126,12 +126,11 @@ pub fn run(db: &Db, req: &EventsRequest) -> Result<EventsReport> {
         to_ts: db.day_bounds(to).1,
     };
     let days = (from.to_string(), to.to_string());
-    let total = cursor.total_or(|| read::events_count(db.conn(), &query, (&days.0, &days.1)))?;
-    let page = Page::keyed(
-        total,
-        read::events_after(db.conn(), &query, cursor.after, MAX_ROWS + 1)?,
-        |(key, _)| *key,
-    );
+    let rows = read::events_after(db.conn(), &query, cursor.after, MAX_ROWS + 1)?;
+    let total = cursor.total_from(rows.len(), MAX_ROWS, || {
+        read::events_count(db.conn(), &query, (&days.0, &days.1))
+    })?;
+    let page = Page::keyed(total, rows, |(key, _)| *key);
     Ok(EventsReport {
         from: from.to_string(),
         to: to.to_string(),

@@ -155,4 +155,20 @@ impl Cursor {
             None => count(),
         }
     }
+
+    /// The total of a list whose page read `rows` (at most `max_rows` + 1): the
+    /// one the first page counted; on the first page, when it read no more than a
+    /// page, those rows are all of them (nothing is counted); else `count()`.
+    pub fn total_from(
+        self,
+        rows: usize,
+        max_rows: usize,
+        count: impl FnOnce() -> Result<usize>,
+    ) -> Result<usize> {
+        match self.total {
+            Some(total) => Ok(total),
+            None if rows <= max_rows => Ok(rows),
+            None => count(),
+        }
+    }
 }

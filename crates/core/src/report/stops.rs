@@ -103,13 +103,14 @@ pub fn run(db: &Db, req: &StopsRequest) -> Result<StopsReport> {
     // The box narrows the rows in SQL; the shape itself decides, here, so a geofence
     // filter counts and pages over the stops that are truly inside.
     let (total, stops) = match geofence {
-        None => (
-            cursor.total_or(|| {
+        None => {
+            let rows = read::stops_after(db.conn(), &query, cursor.pair(), MAX_ROWS + 1)?;
+            let total = cursor.total_from(rows.len(), MAX_ROWS, || {
                 let days = (from.to_string(), to.to_string());
                 read::stops_count(db.conn(), &query, (&days.0, &days.1))
-            })?,
-            read::stops_after(db.conn(), &query, cursor.pair(), MAX_ROWS + 1)?,
-        ),
+            })?;
+            (total, rows)
+        }
         Some(g) => {
             let inside = |lat: f64, lon: f64| g.shape.contains(LatLon::new(lat, lon));
             let total = cursor.total_or(|| {

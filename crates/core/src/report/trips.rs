@@ -102,12 +102,11 @@ pub fn run(db: &Db, req: &TripsRequest) -> Result<TripsReport> {
         bbox: None,
     };
     let days = (from.to_string(), to.to_string());
-    let total = cursor.total_or(|| read::trips_count(db.conn(), &query, (&days.0, &days.1)))?;
-    let trips = Page::keyed(
-        total,
-        read::trips_after(db.conn(), &query, cursor.pair(), MAX_ROWS + 1)?,
-        |t| [t.start_ts, t.vehicle_id, 0],
-    );
+    let rows = read::trips_after(db.conn(), &query, cursor.pair(), MAX_ROWS + 1)?;
+    let total = cursor.total_from(rows.len(), MAX_ROWS, || {
+        read::trips_count(db.conn(), &query, (&days.0, &days.1))
+    })?;
+    let trips = Page::keyed(total, rows, |t| [t.start_ts, t.vehicle_id, 0]);
     // The page's events in one read (over its span), shared out to its trips.
     let span = trips
         .items
