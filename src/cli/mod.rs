@@ -93,6 +93,7 @@ enum Command {
     /// and a load test. Prints the rate and latency it saw.
     ///
     /// Example: fleetctl replay --to http://127.0.0.1:5055 --speed 60 --devices 15
+    ///
     /// Example: fleetctl replay --to http://127.0.0.1:5055 --speed 0 --rate 20000 --devices 1000
     Replay(replay::ReplayArgs),
 
