@@ -117,10 +117,170 @@ impl Answers {
     }
 }
 
+/// Answers kept for a replica's workers together, on PostgreSQL: a snapshot's
+/// text means the same on every connection to a server, so a worker may give
+/// another's answer to the same version, and a worker asked what another is
+/// working out waits for it rather than working it out too (the first question
+/// after a change, asked by every client at once, costs one report, not one per
+/// worker). SQLite's `data_version` means something on its own connection only,
+/// so each worker keeps its own there ([`Answers`]).
+#[derive(Default)]
+pub struct SharedAnswers {
+    state: std::sync::Mutex<Shared>,
+    done: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct Shared {
+    version: Option<(String, i64)>,
+    kept: HashMap<(String, String), Slot>,
+    bytes: usize,
+}
+
+enum Slot {
+    /// A worker is running the report.
+    Running,
+    Done(Arc<Kept>),
+}
+
+impl SharedAnswers {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// As [`Answers::answer`], for the database version `version` (the snapshot
+    /// seen and the clock's "now").
+    pub fn answer(
+        &self,
+        version: (String, i64),
+        name: &str,
+        arguments: &Args,
+        max_bytes: usize,
+        run: impl FnOnce() -> Option<Result<Answer>>,
+    ) -> Option<Result<Arc<Kept>>> {
+        let key = (
+            name.to_string(),
+            serde_json::Value::Object(arguments.clone()).to_string(),
+        );
+        let mut state = self.lock();
+        loop {
+            if state.version.as_ref() != Some(&version) {
+                *state = Shared {
+                    version: Some(version.clone()),
+                    ..Shared::default()
+                };
+            }
+            match state.kept.get(&key) {
+                Some(Slot::Done(kept)) => return Some(Ok(kept.clone())),
+                Some(Slot::Running) => {
+                    state = self.done.wait(state).unwrap_or_else(|e| e.into_inner());
+                }
+                None => break,
+            }
+        }
+        state.kept.insert(key.clone(), Slot::Running);
+        drop(state);
+        // However the run ends (a panic included), the slot is settled and the
+        // workers waiting for it are woken.
+        let mut running = Running {
+            shared: self,
+            key: Some(key),
+            version: &version,
+        };
+        let fresh = match run()? {
+            Ok(answer) => Arc::new(Kept::new(answer, max_bytes)),
+            Err(e) => return Some(Err(e)),
+        };
+        let key = running.key.take().expect("the slot's key");
+        let mut state = self.lock();
+        if state.version.as_ref() == Some(&version) {
+            state.kept.remove(&key);
+            let bytes = fresh
+                .result_text
+                .as_ref()
+                .map_or(MAX_BYTES + 1, |t| 2 * t.len());
+            if state.kept.len() >= MAX_ANSWERS || state.bytes + bytes > MAX_BYTES {
+                state.kept.retain(|_, slot| matches!(slot, Slot::Running));
+                state.bytes = 0;
+            }
+            if bytes <= MAX_BYTES {
+                state.bytes += bytes;
+                state.kept.insert(key, Slot::Done(fresh.clone()));
+            }
+        }
+        drop(state);
+        self.done.notify_all();
+        Some(Ok(fresh))
+    }
+}
+
+/// A report being run for [`SharedAnswers`]: dropped with its key still in it (an
+/// error, no such tool, a panic), it takes the slot away and wakes the waiters,
+/// who then run the report themselves.
+struct Running<'a> {
+    shared: &'a SharedAnswers,
+    key: Option<(String, String)>,
+    version: &'a (String, i64),
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            let mut state = self.shared.lock();
+            if state.version.as_ref() == Some(self.version) {
+                state.kept.remove(&key);
+            }
+            drop(state);
+            self.shared.done.notify_all();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn answer_of(km: f64) -> Option<Result<Answer>> {
+        Some(Ok(Answer {
+            value: json!({ "fleet_total_km": km }),
+            png: None,
+            drawing: None,
+        }))
+    }
+
+    #[test]
+    fn workers_share_an_answer_for_one_snapshot_and_never_across_two() {
+        let shared = SharedAnswers::default();
+        let args = Args::new();
+        let at = |snapshot: &str| (snapshot.to_string(), 1_764_106_200);
+        let km = |kept: Option<Result<Arc<Kept>>>| {
+            kept.unwrap().unwrap().answer.value["fleet_total_km"]
+                .as_f64()
+                .unwrap()
+        };
+        let first = shared.answer(at("10:12:"), "mileage_ranking", &args, 1 << 20, || {
+            answer_of(7548.6)
+        });
+        assert_eq!(km(first), 7548.6);
+        // Another worker, the same snapshot: the answer kept, the report not run.
+        let again = shared.answer(at("10:12:"), "mileage_ranking", &args, 1 << 20, || {
+            panic!("run again for the same snapshot")
+        });
+        assert_eq!(km(again), 7548.6);
+        // A commit ended: another snapshot, the report run.
+        let after = shared.answer(at("10:13:"), "mileage_ranking", &args, 1 << 20, || {
+            answer_of(8548.6)
+        });
+        assert_eq!(km(after), 8548.6);
+        // A failed run keeps nothing: the next asker runs the report.
+        let failed = shared.answer(at("10:13:"), "alerts", &args, 1 << 20, || {
+            Some(Err(crate::error::Error::internal("the server went away")))
+        });
+        assert!(failed.unwrap().is_err());
+        let retried = shared.answer(at("10:13:"), "alerts", &args, 1 << 20, || answer_of(1.0));
+        assert_eq!(km(retried), 1.0);
+    }
 
     #[test]
     fn a_kept_result_is_the_text_of_the_result_value() {

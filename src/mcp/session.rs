@@ -8,7 +8,7 @@
 //! before it; any other request before it is refused with -32600 "not initialized"),
 //! then tools and prompts. Both eras may be served by one process.
 
-use super::answers::{Answers, Kept};
+use super::answers::{Answers, Kept, SharedAnswers};
 use super::jsonrpc::{
     self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND,
 };
@@ -54,6 +54,8 @@ pub struct Server {
     stateless: bool,
     /// Answers kept for the database's version (see [`Answers`]).
     answers: Answers,
+    /// Answers kept with the process's other workers, on PostgreSQL.
+    shared: Option<std::sync::Arc<SharedAnswers>>,
 }
 
 /// A JSON-RPC response: a value, or a tool result kept as JSON text (see
@@ -172,6 +174,7 @@ impl Server {
             legacy_version: None,
             stateless: false,
             answers: Answers::default(),
+            shared: None,
         }
     }
 
@@ -203,15 +206,25 @@ impl Server {
         name: &str,
         arguments: &Args,
     ) -> Option<crate::error::Result<std::sync::Arc<Kept>>> {
+        let run = |db| tools::run(Ok(db), name, arguments);
         match &self.db {
-            Ok(db) => self
-                .answers
-                .answer(db, name, arguments, MAX_ANSWER_BYTES, || {
-                    tools::run(Ok(db), name, arguments)
-                }),
+            Ok(db) => match (&self.shared, db.shared_version()) {
+                (Some(shared), Some(version)) => {
+                    shared.answer(version, name, arguments, MAX_ANSWER_BYTES, || run(db))
+                }
+                _ => self
+                    .answers
+                    .answer(db, name, arguments, MAX_ANSWER_BYTES, || run(db)),
+            },
             Err(e) => tools::run(Err(e), name, arguments)
                 .map(|r| r.map(|answer| std::sync::Arc::new(Kept::new(answer, MAX_ANSWER_BYTES)))),
         }
+    }
+
+    /// Keeps answers with the process's other workers where the database allows
+    /// (PostgreSQL; see [`SharedAnswers`]).
+    pub fn share_answers(&mut self, shared: std::sync::Arc<SharedAnswers>) {
+        self.shared = Some(shared);
     }
 
     /// Raster tiles for the route map tool.

@@ -130,9 +130,11 @@ struct Conn {
 fn start_workers(db_path: &Path, opts: &HttpOptions) -> Result<SyncSender<Task>> {
     let (jobs, queue) = mpsc::sync_channel::<Task>(opts.queue.max(1));
     let queue = Arc::new(Mutex::new(queue));
+    let shared = Arc::new(crate::mcp::answers::SharedAnswers::default());
     for _ in 0..opts.workers.max(1) {
         let queue = queue.clone();
         let mut server = Server::stateless(db_path);
+        server.share_answers(shared.clone());
         if let Some(path) = &opts.tiles {
             server.set_tiles(Some(TileSource::open(path)?));
         }

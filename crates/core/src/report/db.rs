@@ -224,6 +224,13 @@ impl Db {
         (self.content_version, self.now_ts)
     }
 
+    /// The version as any connection to the same PostgreSQL server would name it
+    /// (the snapshot the last read saw, and "now"), so that a process's
+    /// connections may share answers; `None` on SQLite.
+    pub fn shared_version(&self) -> Option<(String, i64)> {
+        Some((self.commits_seen.clone()?, self.now_ts))
+    }
+
     /// Brings what it keeps up to date when the database changed (`is_stale`): the
     /// clock alone when only fixes came (the `revision` did not move), else all of
     /// it, keeping the tiles; `true` when it read all of it again. On an error
