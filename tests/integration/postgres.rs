@@ -1548,3 +1548,55 @@ fn a_fleet_whose_positions_are_not_partitioned_gets_no_month_partitions() {
     .stdout;
     assert!(position.contains("P-321HYP"), "{position}");
 }
+
+#[test]
+fn an_http_servers_workers_share_answers_and_none_outlives_a_commit() {
+    // On PostgreSQL the workers of one `serve --http` keep answers together; a
+    // change of only analysed rows (no vehicle, setting or newer fix) made by
+    // another process is in the next answer of every worker.
+    let Some(server) = server() else { return };
+    let pg = TestDb::new(&server, "sharedanswers", "template1");
+    let url = pg.url();
+    generate_demo(&url);
+    let (mut child, stderr, base, _) =
+        crate::http::spawn_server_on(Path::new(&url), &["--workers", "4"], &[]);
+    let _log = crate::http::log_lines(stderr);
+    let auth = format!("Bearer {}", crate::http::TOKEN);
+    let total = || {
+        let (status, body) = crate::live::send_to(
+            &base,
+            "POST",
+            "/api/v1/tools/mileage_ranking",
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+            ],
+            "{}",
+        );
+        assert_eq!(status, 200, "{body}");
+        let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+        answer["fleet_total_km"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{answer}"))
+    };
+    let before = total();
+    for _ in 0..8 {
+        assert_eq!(total(), before, "the same question, the same database");
+    }
+    pg.client()
+        .execute(
+            "UPDATE fleetctl.daily SET gps_distance_km = gps_distance_km + 1000, \
+             odometer_distance_km = odometer_distance_km + 1000 \
+             WHERE date = (SELECT max(date) FROM fleetctl.daily) \
+             AND vehicle_id = (SELECT min(vehicle_id) FROM fleetctl.daily \
+             WHERE date = (SELECT max(date) FROM fleetctl.daily))",
+            &[],
+        )
+        .unwrap();
+    for _ in 0..8 {
+        let after = total();
+        assert!(after >= before + 999.0, "{before} km, then {after} km");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
