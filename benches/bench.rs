@@ -1441,6 +1441,7 @@ fn percentile(times: &mut [f64], p: usize) -> f64 {
 /// 1,000-vehicle day into an `init` database), and meanwhile: how soon a pushed fix
 /// shows in `vehicle_position`, and how long that tool takes, against idle.
 fn bench_ingest(dir: &Path, quick: bool) {
+    use std::io::Write;
     // One in fifteen generated vehicles is out of service: 1,072 give 1,000 devices.
     let (vehicles, fixes) = if quick {
         (107, 100_000)
@@ -1449,13 +1450,6 @@ fn bench_ingest(dir: &Path, quick: bool) {
     };
     let source = dir.join("ingest-source.db");
     generate_in_child(&source, vehicles, 1, false);
-    ingest_phase(dir, &source, vehicles, fixes);
-}
-
-/// One ingest measurement: `fixes` pushed as fast as the server takes them by a
-/// connection per device, with the freshness and tool-latency probes beside them.
-fn ingest_phase(dir: &Path, source: &Path, vehicles: u32, fixes: usize) {
-    use std::io::Write;
     let live = dir.join("ingest-live.db");
     let made = Command::new(env!("CARGO_BIN_EXE_fleetctl"))
         .args([
@@ -1474,7 +1468,7 @@ fn ingest_phase(dir: &Path, source: &Path, vehicles: u32, fixes: usize) {
     );
     let (mut server, addr) = start_ingest_server(&live);
     // Every device registers (auto-register) before the figures are taken.
-    let warm = replay(source, &addr, 60, vehicles as usize * 2)
+    let warm = replay(&source, &addr, 60, vehicles as usize * 2)
         .output()
         .expect("replay runs");
     assert!(
@@ -1520,7 +1514,7 @@ fn ingest_phase(dir: &Path, source: &Path, vehicles: u32, fixes: usize) {
     }
 
     // A connection per device, as a real fleet's trackers each hold theirs.
-    let mut load = replay(source, &addr, vehicles as usize, fixes)
+    let mut load = replay(&source, &addr, vehicles as usize, fixes)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("replay runs");

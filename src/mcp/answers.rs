@@ -64,6 +64,23 @@ fn result_text(answer: &Answer) -> String {
     text
 }
 
+/// What a kept answer is found by: the tool and its arguments as JSON.
+fn key(name: &str, arguments: &Args) -> (String, String) {
+    (
+        name.to_string(),
+        serde_json::Value::Object(arguments.clone()).to_string(),
+    )
+}
+
+/// The bytes a kept answer is counted for: its values take about what their
+/// JSON does, its result text (the JSON twice, and the picture's base64) about as
+/// much again; one over the cap is never kept.
+fn cost(kept: &Kept) -> usize {
+    kept.result_text
+        .as_ref()
+        .map_or(MAX_BYTES + 1, |text| 2 * text.len())
+}
+
 impl Answers {
     /// Forgets every answer (the database went away or was opened again).
     pub fn clear(&mut self) {
@@ -88,10 +105,7 @@ impl Answers {
             self.clear();
             self.version = Some(version);
         }
-        let key = (
-            name.to_string(),
-            serde_json::Value::Object(arguments.clone()).to_string(),
-        );
+        let key = key(name, arguments);
         if let Some(kept) = self.kept.get(&key) {
             return Some(Ok(kept.clone()));
         }
@@ -99,12 +113,7 @@ impl Answers {
             Ok(answer) => Arc::new(Kept::new(answer, max_bytes)),
             Err(e) => return Some(Err(e)),
         };
-        // The answer's values take about what their JSON does, the result text
-        // (the JSON twice, and the picture's base64) about as much again.
-        let bytes = match &fresh.result_text {
-            Some(text) => 2 * text.len(),
-            None => MAX_BYTES + 1,
-        };
+        let bytes = cost(&fresh);
         if self.kept.len() >= MAX_ANSWERS || self.bytes + bytes > MAX_BYTES {
             self.kept.clear();
             self.bytes = 0;
@@ -158,10 +167,7 @@ impl SharedAnswers {
         max_bytes: usize,
         run: impl FnOnce() -> Option<Result<Answer>>,
     ) -> Option<Result<Arc<Kept>>> {
-        let key = (
-            name.to_string(),
-            serde_json::Value::Object(arguments.clone()).to_string(),
-        );
+        let key = key(name, arguments);
         let mut state = self.lock();
         loop {
             if state.version.as_ref() != Some(&version) {
@@ -195,10 +201,7 @@ impl SharedAnswers {
         let mut state = self.lock();
         if state.version.as_ref() == Some(&version) {
             state.kept.remove(&key);
-            let bytes = fresh
-                .result_text
-                .as_ref()
-                .map_or(MAX_BYTES + 1, |t| 2 * t.len());
+            let bytes = cost(&fresh);
             if state.kept.len() >= MAX_ANSWERS || state.bytes + bytes > MAX_BYTES {
                 state.kept.retain(|_, slot| matches!(slot, Slot::Running));
                 state.bytes = 0;

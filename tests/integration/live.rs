@@ -766,12 +766,21 @@ fn replay_pushes_a_fleet_into_a_live_server() {
         base: base.clone(),
         log: crate::http::log_lines(stderr),
     };
-    let mut replay = fleetctl(&[
-        "--db",
-        fixture_db().to_str().unwrap(),
-        "replay",
-        "--to",
-        &base,
+    // `fleetctl replay` of the fixture to this server, with `flags`.
+    let replay = |flags: &[&str]| {
+        let mut words = vec![
+            "--db",
+            fixture_db().to_str().unwrap(),
+            "replay",
+            "--to",
+            &base,
+        ];
+        words.extend_from_slice(flags);
+        let mut replay = fleetctl(&words);
+        replay.env("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN);
+        run(replay)
+    };
+    let replayed = replay(&[
         "--speed",
         "0",
         "--devices",
@@ -780,9 +789,8 @@ fn replay_pushes_a_fleet_into_a_live_server() {
         "400",
         "--rate",
         "2000",
-    ]);
-    replay.env("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN);
-    let replayed = run(replay).ok();
+    ])
+    .ok();
     assert!(replayed.stdout.contains("refused 0"), "{}", replayed.stdout);
     let sent: i64 = replayed
         .stdout
@@ -795,18 +803,7 @@ fn replay_pushes_a_fleet_into_a_live_server() {
         .query_row("SELECT count(*) FROM positions", [], |r| r.get(0))
         .unwrap();
     assert_eq!(stored, sent);
-    let mut too_fast = fleetctl(&[
-        "--db",
-        fixture_db().to_str().unwrap(),
-        "replay",
-        "--to",
-        &base,
-        "--speed",
-        "60",
-        "--start-now",
-    ]);
-    too_fast.env("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN);
-    let refused = run(too_fast).fails(2);
+    let refused = replay(&["--speed", "60", "--start-now"]).fails(2);
     assert!(
         refused.stderr.contains("--start-now needs --speed 1"),
         "{}",
@@ -817,19 +814,7 @@ fn replay_pushes_a_fleet_into_a_live_server() {
         ("0", "0", "--rate 0 is not a number of fixes a second"),
         ("0", "NaN", "--rate NaN is not a number of fixes a second"),
     ] {
-        let mut paced = fleetctl(&[
-            "--db",
-            fixture_db().to_str().unwrap(),
-            "replay",
-            "--to",
-            &base,
-            "--speed",
-            speed,
-            "--rate",
-            rate,
-        ]);
-        paced.env("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN);
-        let refused = run(paced).fails(2);
+        let refused = replay(&["--speed", speed, "--rate", rate]).fails(2);
         assert!(refused.stderr.contains(said), "{}", refused.stderr);
     }
     assert_eq!(
