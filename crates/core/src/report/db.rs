@@ -35,6 +35,10 @@ pub struct Db {
     data_now: Option<i64>,
     /// Vehicles, by id, with their route slug if synthetic.
     pub vehicles: Vec<(Vehicle, Option<String>)>,
+    /// Each vehicle's index in `vehicles` by its plate's key (`resolve::plate_key`),
+    /// so that a plate is found without a pass over the fleet; where two plates
+    /// share a key, the first in plate order.
+    plate_keys: std::collections::HashMap<String, usize>,
     /// Geofences, by id.
     pub geofences: Vec<Geofence>,
     /// Names points for people.
@@ -128,6 +132,7 @@ impl Db {
             newest_fix_ts: 0,
             data_now: None,
             vehicles: Vec::new(),
+            plate_keys: Default::default(),
             geofences: Vec::new(),
             namer: Namer::for_geofences(&[], &[]),
             places: Vec::new(),
@@ -179,6 +184,7 @@ impl Db {
         self.live_clock = live_clock;
         self.data_now = data_now;
         self.set_newest_fix(newest_fix_ts);
+        self.plate_keys = resolve::plate_keys(&vehicles);
         self.vehicles = vehicles;
         self.geofences = geofences;
         self.thresholds = thresholds;
@@ -290,6 +296,11 @@ impl Db {
         fresh.tiles = self.tiles.take();
         *self = fresh;
         Ok(true)
+    }
+
+    /// The vehicle whose plate has this key (`resolve::plate_key`), if any.
+    pub(super) fn vehicle_by_plate_key(&self, key: &str) -> Option<&Vehicle> {
+        self.plate_keys.get(key).map(|&i| &self.vehicles[i].0)
     }
 
     /// The first and last local dates with data over the whole fleet (`None` when no

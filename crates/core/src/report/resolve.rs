@@ -9,6 +9,7 @@ use crate::geo::Geofence;
 use crate::geo::LatLon;
 use crate::model::Vehicle;
 use serde::Serialize;
+use std::collections::HashMap;
 
 /// A date word before resolution.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -123,11 +124,11 @@ impl Db {
     /// plate (`123BCD`) is accepted.
     pub fn resolve_plate(&self, text: &str) -> Result<&Vehicle> {
         let wanted = plate_key(text);
-        let mut all: Vec<&Vehicle> = self.vehicles.iter().map(|(v, _)| v).collect();
-        all.sort_by(|a, b| a.plate.cmp(&b.plate));
-        if let Some(v) = all.iter().find(|v| plate_key(&v.plate) == wanted) {
+        if let Some(v) = self.vehicle_by_plate_key(&wanted) {
             return Ok(v);
         }
+        let mut all: Vec<&Vehicle> = self.vehicles.iter().map(|(v, _)| v).collect();
+        all.sort_by(|a, b| a.plate.cmp(&b.plate));
         let partial: Vec<&&Vehicle> = if wanted.len() >= 3 {
             all.iter()
                 .filter(|v| plate_key(&v.plate).contains(&wanted))
@@ -258,6 +259,22 @@ impl ResolvedPlace {
     }
 }
 
+/// Each vehicle's index by its plate's key; of two plates with one key, the first
+/// in plate order (the one a look-up over the sorted plates found first).
+pub(super) fn plate_keys(vehicles: &[(Vehicle, Option<String>)]) -> HashMap<String, usize> {
+    let mut keys: HashMap<String, usize> = HashMap::with_capacity(vehicles.len());
+    for (i, (vehicle, _)) in vehicles.iter().enumerate() {
+        keys.entry(plate_key(&vehicle.plate))
+            .and_modify(|kept| {
+                if vehicle.plate < vehicles[*kept].0.plate {
+                    *kept = i;
+                }
+            })
+            .or_insert(i);
+    }
+    keys
+}
+
 fn plate_key(text: &str) -> String {
     text.chars()
         .filter(|c| c.is_ascii_alphanumeric())
@@ -339,6 +356,30 @@ pub fn match_name(text: &str, names: &[&str]) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plates_key_names_the_first_vehicle_in_plate_order() {
+        let vehicle = |id: i64, plate: &str| {
+            let v = Vehicle {
+                id,
+                plate: plate.into(),
+                kind: "van".into(),
+                driver: String::new(),
+                active: true,
+            };
+            (v, None)
+        };
+        // By id, as the store lists them; "P-123BCD" sorts before "P123BCD".
+        let fleet = [
+            vehicle(1, "P123BCD"),
+            vehicle(2, "P-123BCD"),
+            vehicle(3, "c-9 x"),
+        ];
+        let keys = plate_keys(&fleet);
+        assert_eq!(keys.len(), 2);
+        assert_eq!(keys[&plate_key("p 123-bcd")], 1);
+        assert_eq!(keys[&plate_key("C9X")], 2);
+    }
 
     #[test]
     fn local_instants_are_a_date_and_time_or_a_time_alone() {
