@@ -9,7 +9,7 @@ use crate::report::{Answer, Args, Db};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// At most this many answers are kept; past it the server starts over.
+/// At most this many answers are kept; past it the half given longest ago goes.
 const MAX_ANSWERS: usize = 256;
 /// At most this many bytes of answers (their JSON and pictures) are kept.
 const MAX_BYTES: usize = 16 * 1024 * 1024;
@@ -18,8 +18,7 @@ const MAX_BYTES: usize = 16 * 1024 * 1024;
 #[derive(Default)]
 pub struct Answers {
     version: Option<(u64, i64)>,
-    kept: HashMap<(String, String), Arc<Kept>>,
-    bytes: usize,
+    kept: Keeper<Arc<Kept>>,
 }
 
 /// A tool's answer, and its MCP tool result serialised once: a kept answer is
@@ -81,12 +80,96 @@ fn cost(kept: &Kept) -> usize {
         .map_or(MAX_BYTES + 1, |text| 2 * text.len())
 }
 
+/// Kept values by key, each with when it was last given out and its cost. Past
+/// [`MAX_ANSWERS`] or [`MAX_BYTES`], the half given out longest ago goes: the
+/// fleet-wide answers every client asks for stay, while one-off answers about one
+/// vehicle each come and go (dropping all at once made every client's next
+/// fleet-wide question wait for its report again).
+struct Keeper<V> {
+    entries: HashMap<(String, String), Entry<V>>,
+    bytes: usize,
+    /// Counts the times a value was given out or kept.
+    tick: u64,
+}
+
+struct Entry<V> {
+    value: V,
+    last_given: u64,
+    bytes: usize,
+}
+
+impl<V> Default for Keeper<V> {
+    fn default() -> Self {
+        Keeper {
+            entries: HashMap::new(),
+            bytes: 0,
+            tick: 0,
+        }
+    }
+}
+
+impl<V> Keeper<V> {
+    fn clear(&mut self) {
+        *self = Keeper::default();
+    }
+
+    /// The value kept for `key`, marked as given out now.
+    fn get(&mut self, key: &(String, String)) -> Option<&V> {
+        self.tick += 1;
+        let entry = self.entries.get_mut(key)?;
+        entry.last_given = self.tick;
+        Some(&entry.value)
+    }
+
+    fn remove(&mut self, key: &(String, String)) {
+        if let Some(entry) = self.entries.remove(key) {
+            self.bytes -= entry.bytes;
+        }
+    }
+
+    /// Keeps `value` (in place of any under `key`), counted for `bytes`, making
+    /// room first; one over [`MAX_BYTES`] is not kept. Values for which `pinned`
+    /// holds are never dropped to make room.
+    fn keep(&mut self, key: (String, String), value: V, bytes: usize, pinned: impl Fn(&V) -> bool) {
+        self.remove(&key);
+        if bytes > MAX_BYTES {
+            return;
+        }
+        while self.entries.len() >= MAX_ANSWERS || self.bytes + bytes > MAX_BYTES {
+            let mut given: Vec<u64> = self
+                .entries
+                .values()
+                .filter(|e| !pinned(&e.value))
+                .map(|e| e.last_given)
+                .collect();
+            if given.is_empty() {
+                break;
+            }
+            let half = given.len() / 2;
+            let (_, &mut newest_dropped, _) = given.select_nth_unstable(half);
+            self.entries
+                .retain(|_, e| pinned(&e.value) || e.last_given > newest_dropped);
+            self.bytes = self.entries.values().map(|e| e.bytes).sum();
+        }
+        self.tick += 1;
+        self.bytes += bytes;
+        let last_given = self.tick;
+        self.entries.insert(
+            key,
+            Entry {
+                value,
+                last_given,
+                bytes,
+            },
+        );
+    }
+}
+
 impl Answers {
     /// Forgets every answer (the database went away or was opened again).
     pub fn clear(&mut self) {
         self.version = None;
         self.kept.clear();
-        self.bytes = 0;
     }
 
     /// The answer of tool `name` to `arguments` on `db`: the one kept for the
@@ -113,15 +196,7 @@ impl Answers {
             Ok(answer) => Arc::new(Kept::new(answer, max_bytes)),
             Err(e) => return Some(Err(e)),
         };
-        let bytes = cost(&fresh);
-        if self.kept.len() >= MAX_ANSWERS || self.bytes + bytes > MAX_BYTES {
-            self.kept.clear();
-            self.bytes = 0;
-        }
-        if bytes <= MAX_BYTES {
-            self.bytes += bytes;
-            self.kept.insert(key, fresh.clone());
-        }
+        self.kept.keep(key, fresh.clone(), cost(&fresh), |_| false);
         Some(Ok(fresh))
     }
 }
@@ -142,14 +217,20 @@ pub struct SharedAnswers {
 #[derive(Default)]
 struct Shared {
     version: Option<(String, i64)>,
-    kept: HashMap<(String, String), Slot>,
-    bytes: usize,
+    kept: Keeper<Slot>,
 }
 
 enum Slot {
     /// A worker is running the report.
     Running,
     Done(Arc<Kept>),
+}
+
+impl Slot {
+    /// A slot others wait on, which only its runner may take away.
+    fn running(&self) -> bool {
+        matches!(self, Slot::Running)
+    }
 }
 
 impl SharedAnswers {
@@ -184,7 +265,9 @@ impl SharedAnswers {
                 None => break,
             }
         }
-        state.kept.insert(key.clone(), Slot::Running);
+        state
+            .kept
+            .keep(key.clone(), Slot::Running, 0, Slot::running);
         drop(state);
         // However the run ends (a panic included), the slot is settled and the
         // workers waiting for it are woken.
@@ -200,16 +283,10 @@ impl SharedAnswers {
         let key = running.key.take().expect("the slot's key");
         let mut state = self.lock();
         if state.version.as_ref() == Some(&version) {
-            state.kept.remove(&key);
             let bytes = cost(&fresh);
-            if state.kept.len() >= MAX_ANSWERS || state.bytes + bytes > MAX_BYTES {
-                state.kept.retain(|_, slot| matches!(slot, Slot::Running));
-                state.bytes = 0;
-            }
-            if bytes <= MAX_BYTES {
-                state.bytes += bytes;
-                state.kept.insert(key, Slot::Done(fresh.clone()));
-            }
+            state
+                .kept
+                .keep(key, Slot::Done(fresh.clone()), bytes, Slot::running);
         }
         drop(state);
         self.done.notify_all();
@@ -283,6 +360,68 @@ mod tests {
         assert!(failed.unwrap().is_err());
         let retried = shared.answer(at("10:13:"), "alerts", &args, 1 << 20, || answer_of(1.0));
         assert_eq!(km(retried), 1.0);
+    }
+
+    #[test]
+    fn an_answer_every_client_asks_for_outlives_answers_asked_once() {
+        let shared = SharedAnswers::default();
+        let at = ("10:12:".to_string(), 1_764_106_200);
+        let fleet_wide = Args::new();
+        shared.answer(at.clone(), "mileage_ranking", &fleet_wide, 1 << 20, || {
+            answer_of(7548.6)
+        });
+        let mut runs = 0;
+        for round in 0..4 * MAX_ANSWERS {
+            // A vehicle's position, asked once each.
+            let mut one = Args::new();
+            one.insert("plate".into(), json!(format!("P-{round:03}")));
+            shared.answer(at.clone(), "vehicle_position", &one, 1 << 20, || {
+                runs += 1;
+                answer_of(round as f64)
+            });
+            // Every few questions, the fleet-wide one again: always kept.
+            if round % 8 == 0 {
+                let again =
+                    shared.answer(at.clone(), "mileage_ranking", &fleet_wide, 1 << 20, || {
+                        panic!("the fleet-wide answer was dropped at round {round}")
+                    });
+                assert_eq!(
+                    again.unwrap().unwrap().answer.value["fleet_total_km"],
+                    7548.6
+                );
+            }
+        }
+        assert_eq!(runs, 4 * MAX_ANSWERS);
+        assert!(shared.lock().kept.entries.len() <= MAX_ANSWERS);
+        // The first vehicle's answer made room long ago: asked again, it is run.
+        let mut first = Args::new();
+        first.insert("plate".into(), json!("P-000"));
+        let mut ran = false;
+        shared.answer(at, "vehicle_position", &first, 1 << 20, || {
+            ran = true;
+            answer_of(0.0)
+        });
+        assert!(ran, "an answer asked once is not kept for ever");
+    }
+
+    #[test]
+    fn kept_answers_stay_within_their_bytes() {
+        let mut keeper: Keeper<u8> = Keeper::default();
+        let key = |k: &str| (k.to_string(), String::new());
+        keeper.keep(key("huge"), 0, MAX_BYTES + 1, |_| false);
+        assert!(
+            keeper.get(&key("huge")).is_none(),
+            "one over the cap is not kept"
+        );
+        keeper.keep(key("a"), 1, MAX_BYTES / 2 + 1, |_| false);
+        keeper.keep(key("b"), 2, MAX_BYTES / 2 + 1, |_| false);
+        assert!(keeper.get(&key("a")).is_none());
+        assert_eq!(keeper.get(&key("b")), Some(&2));
+        assert_eq!(keeper.bytes, MAX_BYTES / 2 + 1);
+        // A pinned value (a report being run) is never dropped to make room.
+        keeper.keep(key("c"), 3, MAX_BYTES / 2 + 1, |v| *v == 2);
+        assert_eq!(keeper.get(&key("b")), Some(&2));
+        assert_eq!(keeper.get(&key("c")), Some(&3));
     }
 
     #[test]
