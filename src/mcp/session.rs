@@ -267,6 +267,14 @@ impl Server {
         }
     }
 
+    /// Ends what the last request left open for the next one (PostgreSQL's read
+    /// transaction, see `Db::refresh`): to be called when no request is in hand.
+    pub fn rest(&self) {
+        if let Ok(db) = &self.db {
+            db.rest();
+        }
+    }
+
     /// The instructions sent to clients.
     pub fn instructions(&mut self) -> &str {
         self.instructions

@@ -70,6 +70,9 @@ pub fn serve(server: &mut Server, input: impl BufRead, mut output: impl Write) -
             output.write_all(b"\n")?;
             output.flush()?;
         }
+        // The answer is out: end the read transaction it ran in (PostgreSQL), so
+        // that no snapshot is held while the client thinks.
+        server.rest();
     }
     Ok(())
 }

@@ -227,6 +227,8 @@ fn announce(mut db: Db, queue: Receiver<Vec<Event>>, posts: Option<SyncSender<St
                 }
             }
         }
+        // Named: end the read they were named in (PostgreSQL), see `Db::rest`.
+        db.rest();
     }
 }
 

@@ -140,7 +140,23 @@ fn start_workers(db_path: &Path, opts: &HttpOptions) -> Result<SyncSender<Task>>
         }
         std::thread::spawn(move || {
             loop {
-                let task = queue.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                // A request waiting is taken at once; with none, the worker first
+                // ends what the last one left open (`Server::rest`), off the path
+                // of any answer. A queue locked by another worker is one that
+                // worker waits on: empty.
+                let waiting = match queue.try_lock() {
+                    Ok(queue) => queue.try_recv(),
+                    Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner().try_recv(),
+                    Err(std::sync::TryLockError::WouldBlock) => Err(mpsc::TryRecvError::Empty),
+                };
+                let task = match waiting {
+                    Ok(task) => Ok(task),
+                    Err(mpsc::TryRecvError::Disconnected) => break,
+                    Err(mpsc::TryRecvError::Empty) => {
+                        server.rest();
+                        queue.lock().unwrap_or_else(|e| e.into_inner()).recv()
+                    }
+                };
                 let Ok(task) = task else { break };
                 let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     worker::run_job(&mut server, task.job)

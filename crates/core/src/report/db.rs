@@ -241,6 +241,10 @@ impl Db {
     /// clock alone when only fixes came (the `revision` did not move), else all of
     /// it, keeping the tiles; `true` when it read all of it again. On an error
     /// nothing changes. A live database's "now" moves to the wall clock's every time.
+    ///
+    /// On PostgreSQL the reports that follow run in the read transaction the check
+    /// began (so they see the state it saw, and pay no round trip to begin one);
+    /// it stays open until [`Db::rest`] or the next refresh.
     pub fn refresh(&mut self) -> Result<bool> {
         if self.live_clock {
             self.now_ts = crate::clock::wall_clock_now().max(self.newest_fix_ts);
@@ -276,11 +280,12 @@ impl Db {
     }
 
     /// [`Db::refresh`] on PostgreSQL, in one round trip while nothing but fixes
-    /// came: the clock moves with the newest fix, and what the server keeps is read
-    /// again only when the revision moved. A lost connection (the server restarted,
-    /// a proxy timed it out) is made anew, so a server recovers by itself.
+    /// came (the read transaction begun in it): the clock moves with the newest fix,
+    /// and what the server keeps is read again only when the revision moved. A lost
+    /// connection (the server restarted, a proxy timed it out) is made anew, so a
+    /// server recovers by itself.
     fn refresh_postgres(&mut self, target: &store::pg::Target) -> Result<bool> {
-        match store::read::freshness(self.conn.as_ref()) {
+        match store::read::begin_read_with_freshness(self.conn.as_ref()) {
             Ok(seen) if Some(seen.revision) == self.revision => {
                 if seen.commits_seen.is_none() || seen.commits_seen != self.commits_seen {
                     self.content_version = new_content_version();
@@ -296,6 +301,13 @@ impl Db {
         fresh.tiles = self.tiles.take();
         *self = fresh;
         Ok(true)
+    }
+
+    /// Ends the read transaction [`Db::refresh`] left open on PostgreSQL (nothing
+    /// to do on SQLite): a server calls it when it has no request in hand, so that
+    /// an idle server holds no snapshot back from the database's vacuum.
+    pub fn rest(&self) {
+        store::read::end_held_read(self.conn.as_ref());
     }
 
     /// The vehicle whose plate has this key (`resolve::plate_key`), if any.

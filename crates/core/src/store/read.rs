@@ -615,6 +615,24 @@ pub struct Freshness {
     pub commits_seen: Option<String>,
 }
 
+/// [`freshness`] read as the first statement of a read transaction, which stays
+/// open for the caller's next reads until [`end_held_read`] (PostgreSQL: one round
+/// trip for both, see `PgConn::begin_read_with_freshness`). SQLite reads it alone:
+/// its reads cost no round trip.
+pub fn begin_read_with_freshness(conn: &dyn Sql) -> Result<Freshness> {
+    match conn.as_postgres() {
+        Some(pg) => pg.begin_read_with_freshness(),
+        None => freshness(conn),
+    }
+}
+
+/// Ends the read transaction [`begin_read_with_freshness`] left open, if any.
+pub fn end_held_read(conn: &dyn Sql) {
+    if let Some(pg) = conn.as_postgres() {
+        pg.end_held_read();
+    }
+}
+
 /// What a reader keeps between requests, in one read: the revision (see
 /// [`has_revision`], which must be true), the newest fix's time, and on PostgreSQL
 /// the commits seen.

@@ -6,6 +6,7 @@
 use super::db_err;
 use crate::error::{Error, ErrorCode, Result};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// Which database a connection talks to.
@@ -257,6 +258,8 @@ pub struct PgConn {
     months: Mutex<std::collections::HashSet<i64>>,
     /// Whether the fleet has the `revision` table (see [`PgConn::freshness`]).
     has_revision: OnceLock<bool>,
+    /// A read transaction [`PgConn::begin_read_with_freshness`] began is open.
+    held_read: AtomicBool,
 }
 
 impl PgConn {
@@ -268,6 +271,7 @@ impl PgConn {
             target,
             months: Mutex::default(),
             has_revision: OnceLock::new(),
+            held_read: AtomicBool::new(false),
         }
     }
 
@@ -419,6 +423,9 @@ impl Sql for PgConn {
     }
 
     fn begin_read(&self) -> Result<bool> {
+        if self.held_read.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
         self.client()
             .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             .map_err(|e| self.target.failed("read", e))?;
@@ -443,6 +450,67 @@ impl PgConn {
     /// has no counter of their commits; a fleet made before `revision` existed gets
     /// a digest of those tables instead.
     pub fn freshness(&self) -> Result<super::read::Freshness> {
+        let sql = self.freshness_sql()?;
+        let (revision, newest_fix_ts, snapshot) = self
+            .first(&sql, &[], |r| Ok((r.text(0)?, r.opt_int(1)?, r.text(2)?)))?
+            .unwrap_or_default();
+        Ok(Self::freshness_of(&revision, newest_fix_ts, snapshot))
+    }
+
+    /// [`PgConn::freshness`] read as the first statement of a read transaction
+    /// begun with it, in the same round trip (the one still held is ended in it
+    /// too): the request's reports then run in that transaction (`begin_read`
+    /// finds it open) and see the state the freshness names. It is held until
+    /// [`PgConn::end_held_read`] or the next call, so that a server busy with the
+    /// next request pays no round trip to end it.
+    pub fn begin_read_with_freshness(&self) -> Result<super::read::Freshness> {
+        let sql = format!(
+            "{}BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {}",
+            // Held from here whatever happens: a statement that fails leaves an
+            // aborted transaction, which the next COMMIT rolls back.
+            if self.held_read.swap(true, Ordering::Relaxed) {
+                "COMMIT; "
+            } else {
+                ""
+            },
+            self.freshness_sql()?
+        );
+        let messages = self
+            .client()
+            .simple_query(&sql)
+            .map_err(|e| self.target.failed("read", e))?;
+        let row = messages.iter().find_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(row) => Some(row),
+            _ => None,
+        });
+        let column = |i| row.and_then(|r| r.get(i)).map(str::to_owned);
+        let newest_fix_ts = match column(1) {
+            Some(ts) => Some(ts.parse().map_err(|_| {
+                Error::new(
+                    ErrorCode::DbSchema,
+                    format!("the newest fix's time reads {ts:?}, not epoch seconds"),
+                )
+            })?),
+            None => None,
+        };
+        Ok(Self::freshness_of(
+            &column(0).unwrap_or_default(),
+            newest_fix_ts,
+            column(2).unwrap_or_default(),
+        ))
+    }
+
+    /// Ends the read transaction [`PgConn::begin_read_with_freshness`] left open,
+    /// if one is (a server does when it has nothing else to do).
+    pub fn end_held_read(&self) {
+        if self.held_read.swap(false, Ordering::Relaxed) {
+            let _ = self.client().batch_execute("COMMIT");
+        }
+    }
+
+    /// The freshness query: the revision (or the digest standing for it) as text,
+    /// the newest fix's time, the snapshot as text.
+    fn freshness_sql(&self) -> Result<String> {
         let has_revision = match self.has_revision.get() {
             Some(&known) => known,
             None => {
@@ -466,12 +534,16 @@ impl PgConn {
              (SELECT md5(string_agg(concat_ws(';', id, name, kind, wkt, quote_nullable(radius_m), quote_nullable(speed_limit_kmh)), ',' ORDER BY id)) FROM geofences), \
              (SELECT md5(string_agg(p::text, ',' ORDER BY id)) FROM places p)))"
         };
-        let sql = format!(
+        Ok(format!(
             "SELECT {revision}::text, (SELECT MAX(ts) FROM latest_fix), pg_current_snapshot()::text"
-        );
-        let (revision, newest_fix_ts, snapshot) = self
-            .first(&sql, &[], |r| Ok((r.text(0)?, r.opt_int(1)?, r.text(2)?)))?
-            .unwrap_or_default();
+        ))
+    }
+
+    fn freshness_of(
+        revision: &str,
+        newest_fix_ts: Option<i64>,
+        snapshot: String,
+    ) -> super::read::Freshness {
         let revision = match revision.parse() {
             Ok(n) => n,
             Err(_) => {
@@ -480,11 +552,11 @@ impl PgConn {
                 std::hash::Hasher::finish(&hasher) as i64
             }
         };
-        Ok(super::read::Freshness {
+        super::read::Freshness {
             revision,
             newest_fix_ts,
             commits_seen: Some(snapshot),
-        })
+        }
     }
 }
 
