@@ -106,7 +106,7 @@ impl Db {
 
     /// Opens a fleet database on PostgreSQL, for reading.
     pub fn open_postgres(target: &store::pg::Target) -> Result<Db> {
-        let conn = store::pg::open_reader(target)?;
+        let conn = store::pg::open_for_reports(target)?;
         Db::with(
             Box::new(conn),
             std::path::PathBuf::new(),
