@@ -480,8 +480,9 @@ pub struct DayExtras {
 }
 
 /// The trips and events begun in `[from_ts, to_ts)` of `vehicle_ids`, summed per
-/// vehicle and local day (`day_of` names a time's local date): two queries for a
-/// page or an export, however many rows it has.
+/// vehicle and local day (`day_of` names a time's local date): one query for a
+/// page or an export, however many rows it has (a round trip fewer on
+/// PostgreSQL than one for each table).
 pub fn day_extras(
     conn: &dyn Sql,
     vehicle_ids: &[i64],
@@ -491,44 +492,36 @@ pub fn day_extras(
     let ids = serde_json::to_string(vehicle_ids).map_err(|e| Error::internal(e.to_string()))?;
     let args = [int(from_ts), int(to_ts), Arg::Text(&ids)];
     let mut out: std::collections::HashMap<(i64, String), DayExtras> = Default::default();
-    conn.each(
-        &format!(
-            "SELECT vehicle_id, start_ts, end_ts, idle_s FROM trips \
-             WHERE vehicle_id IN ({}) AND start_ts >= ?1 AND start_ts < ?2",
-            conn.id_list("?3")
-        ),
-        &args,
-        &mut |r| {
-            let (vehicle_id, start, end, idle_s) = (r.int(0)?, r.int(1)?, r.int(2)?, r.int(3)?);
-            let e = out.entry((vehicle_id, day_of(start))).or_default();
+    let speeding = event_kinds::code(EventKind::Speeding);
+    // A trip's row: 0, vehicle, start, end, idle seconds. An event's: 1, vehicle,
+    // start, whether it is speeding (1 or 0), and then its seconds.
+    let sql = format!(
+        "SELECT 0, vehicle_id, start_ts, end_ts, idle_s FROM trips \
+         WHERE vehicle_id IN ({ids}) AND start_ts >= ?1 AND start_ts < ?2 \
+         UNION ALL \
+         SELECT 1, vehicle_id, start_ts, CASE WHEN kind = {speeding} THEN 1 ELSE 0 END, \
+         CASE WHEN kind = {speeding} THEN {seconds} END FROM events \
+         WHERE vehicle_id IN ({ids}) AND start_ts >= ?1 AND start_ts < ?2",
+        ids = conn.id_list("?3"),
+        seconds = conn.json_int("detail", "duration_s"),
+    );
+    conn.each(&sql, &args, &mut |r| {
+        let (vehicle_id, start) = (r.int(1)?, r.int(2)?);
+        let e = out.entry((vehicle_id, day_of(start))).or_default();
+        if r.int(0)? == 0 {
+            let (end, idle_s) = (r.int(3)?, r.int(4)?);
             e.trips_span = Some(
                 e.trips_span
                     .map_or((start, end), |(a, b)| (a.min(start), b.max(end))),
             );
             e.trip_idle_s += idle_s;
-            Ok(())
-        },
-    )?;
-    let speeding = event_kinds::code(EventKind::Speeding);
-    conn.each(
-        &format!(
-            "SELECT vehicle_id, start_ts, kind = {speeding}, \
-             CASE WHEN kind = {speeding} THEN {} END FROM events \
-             WHERE vehicle_id IN ({}) AND start_ts >= ?1 AND start_ts < ?2",
-            conn.json_int("detail", "duration_s"),
-            conn.id_list("?3")
-        ),
-        &args,
-        &mut |r| {
-            let (vehicle_id, start, speeding, seconds) =
-                (r.int(0)?, r.int(1)?, r.flag(2)?, r.opt_int(3)?);
-            let e = out.entry((vehicle_id, day_of(start))).or_default();
+        } else {
             e.events += 1;
-            e.speeding += i64::from(speeding);
-            e.speeding_s += seconds.unwrap_or(0);
-            Ok(())
-        },
-    )?;
+            e.speeding += r.int(3)?;
+            e.speeding_s += r.opt_int(4)?.unwrap_or(0);
+        }
+        Ok(())
+    })?;
     Ok(out)
 }
 
