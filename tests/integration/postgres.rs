@@ -76,6 +76,13 @@ impl TestDb {
         db
     }
 
+    /// A new database holding the demo fleet (`generate_demo`).
+    fn with_demo(server: &str, tag: &str) -> TestDb {
+        let db = TestDb::new(server, tag, "template1");
+        generate_demo(&db.url());
+        db
+    }
+
     fn url(&self) -> String {
         let (base, _) = self.server.rsplit_once('/').unwrap();
         format!("{base}/{}", self.name)
@@ -706,9 +713,8 @@ fn every_report_answers_the_same_on_postgres_as_on_sqlite() {
 #[test]
 fn servers_on_one_database_see_each_others_edits_and_survive_a_lost_connection() {
     let Some(server) = server() else { return };
-    let pg = TestDb::new(&server, "replicas", "template1");
+    let pg = TestDb::with_demo(&server, "replicas");
     let url = pg.url();
-    generate_demo(&url);
     let db = Path::new(&url);
     let mut replicas = [
         McpSession::initialized(db, "2025-06-18"),
@@ -1111,9 +1117,8 @@ fn first_difference(a: &serde_json::Value, b: &serde_json::Value, path: &str) ->
 #[test]
 fn servers_run_under_a_read_only_role_and_a_write_under_it_changes_nothing() {
     let Some(server) = server() else { return };
-    let pg = TestDb::new(&server, "reader", "template1");
+    let pg = TestDb::with_demo(&server, "reader");
     let url = pg.url();
-    generate_demo(&url);
     // The GRANTs of docs/postgres.md, word for word but for the names.
     let reader = format!("fleetctl_reader_{}", std::process::id());
     let grants = format!(
@@ -1177,9 +1182,8 @@ fn servers_run_under_a_read_only_role_and_a_write_under_it_changes_nothing() {
 #[test]
 fn places_geofences_vehicles_and_prune_edit_postgres_as_they_edit_sqlite() {
     let Some(server) = server() else { return };
-    let db = TestDb::new(&server, "edits", "template1");
+    let db = TestDb::with_demo(&server, "edits");
     let url = db.url();
-    generate_demo(&url);
     let dir = TempDir::new("pg-edits");
     let sqlite = dir.join("fleet.db");
     std::fs::copy(fixture_db(), &sqlite).unwrap();
@@ -1575,9 +1579,8 @@ fn an_http_servers_workers_share_answers_and_none_outlives_a_commit() {
     // change of only analysed rows (no vehicle, setting or newer fix) made by
     // another process is in the next answer of every worker.
     let Some(server) = server() else { return };
-    let pg = TestDb::new(&server, "sharedanswers", "template1");
+    let pg = TestDb::with_demo(&server, "sharedanswers");
     let url = pg.url();
-    generate_demo(&url);
     let (mut child, stderr, base, _) =
         crate::http::spawn_server_on(Path::new(&url), &["--workers", "4"], &[]);
     let _log = crate::http::log_lines(stderr);

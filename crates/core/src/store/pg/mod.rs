@@ -247,15 +247,16 @@ pub fn open_reader(target: &Target) -> Result<super::sql::PgConn> {
 /// many clients come (docs/postgres.md: 50 clients on 2 replicas, the worst
 /// tool's p99 55–68 ms, then 45–47).
 pub fn open_for_reports(target: &Target) -> Result<super::sql::PgConn> {
-    let mut client = open(target)?;
-    client
-        .batch_execute(
-            "SET search_path TO fleetctl, public; \
-             SELECT set_config(name, 'force_generic_plan', false) FROM pg_settings \
-             WHERE name = 'plan_cache_mode'",
-        )
-        .map_err(|e| target.failed("read", e))?;
-    Ok(super::sql::PgConn::new(client, target.clone()))
+    let conn = open_reader(target)?;
+    conn.with_client(|client| {
+        client
+            .batch_execute(
+                "SELECT set_config(name, 'force_generic_plan', false) FROM pg_settings \
+                 WHERE name = 'plan_cache_mode'",
+            )
+            .map_err(|e| target.failed("read", e))
+    })?;
+    Ok(conn)
 }
 
 /// Runs `sql`, statements that return no rows (a savepoint, a setting, a commit),
