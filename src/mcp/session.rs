@@ -267,6 +267,51 @@ impl Server {
         }
     }
 
+    /// Readies a server whose answers are shared by the process's workers
+    /// (PostgreSQL) before it takes requests. A fresh PostgreSQL connection pays
+    /// for its first use of each report: every statement is prepared, and the
+    /// server process reads the catalog for every table it touches. And the
+    /// fleet-wide answers of the current version do not exist yet, so that the
+    /// first clients of a replica started under load all wait for them. Here each
+    /// report that draws nothing runs once on this connection for the first
+    /// vehicle (the reports taking a plate), and once without arguments (those
+    /// needing none; their answers are kept for every worker). Nothing is answered;
+    /// failures are those of the first request, which will say them. The number of
+    /// reports run.
+    pub fn warm(&mut self) -> usize {
+        self.refresh();
+        let Ok(db) = &self.db else { return 0 };
+        if self.shared.is_none() || db.shared_version().is_none() {
+            return 0;
+        }
+        let plate = db.vehicles.first().map(|(v, _)| v.plate.clone());
+        let mut ran = 0;
+        let mut fleet_wide = Vec::new();
+        for spec in crate::report::registry().iter().filter(|s| !s.draws) {
+            use crate::report::ParamKind;
+            let params = spec.params();
+            let plate_param = params.iter().find(|p| p.kind == ParamKind::Plate);
+            let needs_more = params
+                .iter()
+                .any(|p| p.required && p.kind != ParamKind::Plate);
+            if let (Some(plate), Some(param), false) = (&plate, plate_param, needs_more) {
+                let mut args = Args::new();
+                args.insert(param.name.into(), Value::String(plate.clone()));
+                let _ = tools::run(Ok(db), spec.tool, &args);
+                ran += 1;
+            }
+            if !params.iter().any(|p| p.required) {
+                fleet_wide.push(spec.tool);
+            }
+        }
+        for tool in fleet_wide {
+            let _ = self.answer(tool, &Args::new());
+            ran += 1;
+        }
+        self.rest();
+        ran
+    }
+
     /// Ends what the last request left open for the next one (PostgreSQL's read
     /// transaction, see `Db::refresh`): to be called when no request is in hand.
     pub fn rest(&self) {

@@ -1581,9 +1581,14 @@ fn an_http_servers_workers_share_answers_and_none_outlives_a_commit() {
     let Some(server) = server() else { return };
     let pg = TestDb::with_demo(&server, "sharedanswers");
     let url = pg.url();
-    let (mut child, stderr, base, _) =
+    let (mut child, stderr, base, said) =
         crate::http::spawn_server_on(Path::new(&url), &["--workers", "4"], &[]);
     let _log = crate::http::log_lines(stderr);
+    // Before it listens, each worker has run the reports once (statements
+    // prepared, the fleet-wide answers of this version kept), and holds nothing
+    // open since.
+    assert!(said.contains("4 workers ready ("), "{said}");
+    assert_no_transaction_held(&pg);
     let auth = format!("Bearer {}", crate::http::TOKEN);
     let total = || {
         let (status, body) = crate::live::send_to(

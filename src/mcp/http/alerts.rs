@@ -148,13 +148,15 @@ impl Alerts {
     /// webhook, post them.
     pub(super) fn start(db: &Path, webhook: Option<Webhook>) -> Result<Alerts> {
         let db = Db::open(db)?;
-        let posts = webhook.map(|hook| {
-            let (posts, queue) = mpsc::sync_channel::<String>(WEBHOOK_QUEUE);
-            std::thread::spawn(move || deliver(hook, queue));
-            posts
-        });
+        let posts = webhook
+            .map(|hook| {
+                let (posts, queue) = mpsc::sync_channel::<String>(WEBHOOK_QUEUE);
+                super::spawn_named("alert-webhook", move || deliver(hook, queue))?;
+                Ok::<_, crate::error::Error>(posts)
+            })
+            .transpose()?;
         let (events, queue) = mpsc::sync_channel(EVENT_QUEUE);
-        std::thread::spawn(move || announce(db, queue, posts));
+        super::spawn_named("alerts", move || announce(db, queue, posts))?;
         Ok(Alerts { events })
     }
 

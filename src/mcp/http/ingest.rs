@@ -106,13 +106,15 @@ pub(super) fn start(db: &Path, opts: IngestOptions) -> Result<Feed> {
     let (pushes, queue) = mpsc::sync_channel(QUEUE);
     let (committed, to_analyse) = mpsc::channel();
     let rows = pushes.clone();
-    std::thread::spawn(move || write_loop(writer, queue, committed));
-    std::thread::spawn(move || {
+    super::spawn_named("ingest-writer", move || {
+        write_loop(writer, queue, committed)
+    })?;
+    super::spawn_named("ingest-analyser", move || {
         // The analyser has up to a second (the freshness target) where a request
         // waits for milliseconds: when the cores are busy, it is the one that waits.
         super::priority::lower_this_thread(super::priority::ANALYSER_NICE);
         analyse_loop(analyser, to_analyse, rows, alerts)
-    });
+    })?;
     Ok(Feed {
         token: opts.token.into_bytes(),
         pushes,

@@ -126,11 +126,25 @@ struct Conn {
     authenticated: Arc<AtomicBool>,
 }
 
+/// Starts a thread of the server under a name of its own (`top -H` and panic
+/// messages show it).
+fn spawn_named<T: Send + 'static>(
+    name: &str,
+    run: impl FnOnce() -> T + Send + 'static,
+) -> Result<std::thread::JoinHandle<T>> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(run)
+        .map_err(|e| Error::internal(format!("starting the {name} thread: {e}")))
+}
+
 /// Starts the worker threads; each owns a read-only database connection.
 fn start_workers(db_path: &Path, opts: &HttpOptions) -> Result<SyncSender<Task>> {
     let (jobs, queue) = mpsc::sync_channel::<Task>(opts.queue.max(1));
     let queue = Arc::new(Mutex::new(queue));
     let shared = Arc::new(crate::mcp::answers::SharedAnswers::default());
+    let warming = std::time::Instant::now();
+    let mut warmed = 0;
     for _ in 0..opts.workers.max(1) {
         let queue = queue.clone();
         let mut server = Server::stateless(db_path);
@@ -138,7 +152,8 @@ fn start_workers(db_path: &Path, opts: &HttpOptions) -> Result<SyncSender<Task>>
         if let Some(path) = &opts.tiles {
             server.set_tiles(Some(TileSource::open(path)?));
         }
-        std::thread::spawn(move || {
+        warmed += server.warm();
+        spawn_named("tool-worker", move || {
             loop {
                 // A request waiting is taken at once; with none, the worker first
                 // ends what the last one left open (`Server::rest`), off the path
@@ -166,7 +181,14 @@ fn start_workers(db_path: &Path, opts: &HttpOptions) -> Result<SyncSender<Task>>
                 });
                 let _ = task.reply.send(reply);
             }
-        });
+        })?;
+    }
+    if warmed > 0 {
+        logging::info(&format!(
+            "serve: {} workers ready ({warmed} reports run first) in {} ms",
+            opts.workers.max(1),
+            warming.elapsed().as_millis()
+        ));
     }
     Ok(jobs)
 }
