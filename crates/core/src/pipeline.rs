@@ -353,6 +353,8 @@ pub fn reanalyze_postgres(
         }
         Ok(())
     })?;
+    // What the analysis replaced is reclaimed now, not under the servers' load.
+    store::pg::tidy_derived(target)?;
     Ok(tally.summary(started))
 }
 

@@ -330,13 +330,16 @@ pub fn lock_vehicle(client: &mut postgres::Client, target: &Target, vehicle_id: 
         .map_err(|e| target.failed("lock a vehicle in", e))
 }
 
+/// The tables of what detection found, which an analysis rewrites.
+const DERIVED_TABLES: [&str; 6] = ["stops", "trips", "events", "latest_fix", "visits", "daily"];
+
 /// Deletes every derived row of a vehicle, inside the caller's transaction.
 pub fn delete_vehicle_rows(
     client: &mut postgres::Client,
     target: &Target,
     vehicle_id: i64,
 ) -> Result<()> {
-    for table in ["stops", "trips", "events", "latest_fix", "visits", "daily"] {
+    for table in DERIVED_TABLES {
         client
             .execute(
                 &format!("DELETE FROM fleetctl.{table} WHERE vehicle_id = $1"),
@@ -345,6 +348,24 @@ pub fn delete_vehicle_rows(
             .map_err(|e| target.failed("write", e))?;
     }
     Ok(())
+}
+
+/// After `analyze` rewrote the derived rows of a fleet (or of its shard):
+/// reclaims the rows it replaced and renews the planner's statistics of those
+/// tables, on a connection of its own (VACUUM runs outside a transaction). Left
+/// to autovacuum, that work came a minute later, while servers were answering
+/// from the fleet, and each statistics update it committed made every server's
+/// kept answers old (docs/postgres.md). A role that does not own the tables gets
+/// PostgreSQL's warning, not an error: the analysis is written either way.
+pub fn tidy_derived(target: &Target) -> Result<()> {
+    let mut client = super::open(target)?;
+    let tables: Vec<String> = DERIVED_TABLES
+        .iter()
+        .map(|t| format!("fleetctl.{t}"))
+        .collect();
+    client
+        .batch_execute(&format!("VACUUM (ANALYZE) {}", tables.join(", ")))
+        .map_err(|e| target.failed("tidy the analysed tables of", e))
 }
 
 /// A value in COPY's text format.

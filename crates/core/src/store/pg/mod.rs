@@ -19,7 +19,7 @@ pub use connect::{Target, is_url, shown};
 pub use copy::{copy_fixes, copy_positions_out};
 pub use derived::{
     NextIds, WrittenKeys, analyse_vehicle, analyse_vehicle_in, analysis_stamp, append_analysis,
-    delete_vehicle_rows, delete_written, in_shard, lock_vehicle, write_meta,
+    delete_vehicle_rows, delete_written, in_shard, lock_vehicle, tidy_derived, write_meta,
     write_new_vehicle_analysis,
 };
 pub use layout::Layout;
