@@ -1843,14 +1843,101 @@ fn bench_postgres_size(dir: &Path, server: &str, vehicles: u32, days: u32) {
     );
     drop(client);
 
+    settle(&fleet.url);
     bench_replica_clients(&fleet.url);
     let _ = std::fs::remove_file(&file);
 }
 
+/// Waits (at most five minutes, and says how long) until no autovacuum worker is
+/// busy with the fleet at `url`: the 50 clients measure serving a settled fleet,
+/// not the background work the steps before left (the bulk load's fixes, the
+/// analyses' rewritten rows), which a deployment pays once after loading.
+fn settle(url: &str) {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).expect("connect");
+    let started = Instant::now();
+    let mut seen: Vec<String> = Vec::new();
+    loop {
+        let busy: Vec<String> = client
+            .query(
+                "SELECT coalesce(query, '') FROM pg_stat_activity \
+                 WHERE backend_type = 'autovacuum worker' AND datname = current_database()",
+                &[],
+            )
+            .expect("activity")
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        for q in &busy {
+            if !seen.contains(q) {
+                seen.push(q.clone());
+            }
+        }
+        if busy.is_empty() || started.elapsed() > Duration::from_secs(300) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    println!(
+        "    (waited {:.0} s for autovacuum to finish with the fleet{})",
+        started.elapsed().as_secs_f64(),
+        if seen.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", seen.join("; "))
+        }
+    );
+}
+
 /// Each tool's latency under 50 HTTP clients on two `serve --http` replicas of
 /// the fleet at `fleet_url` (a PostgreSQL URL, or a file). Alone on a fleet of
-/// one's own: FLEETCTL_BENCH_ONLY=replicas FLEETCTL_BENCH_DB=URL.
+/// one's own: FLEETCTL_BENCH_ONLY=replicas FLEETCTL_BENCH_DB=URL. Two passes, each
+/// on replicas of their own: the first meets the database's caches as the steps
+/// before left them (in `make bench`, emptied by a 50 M-row import into another
+/// database), the second, the target's, serves a fleet the server has read.
 fn bench_replica_clients(fleet_url: &str) {
+    let tools: Vec<(&str, serde_json::Value)> = vec![
+        ("vehicle_position", json!({})),
+        ("stopped_vehicles", json!({})),
+        ("trip_summary", json!({"date": "yesterday"})),
+        ("daily_summary", json!({})),
+        ("mileage_ranking", json!({})),
+        ("alerts", json!({})),
+    ];
+    let figures = |all: &[(usize, f64)]| -> (f64, Vec<String>) {
+        let mut worst = 0.0f64;
+        let each = tools
+            .iter()
+            .enumerate()
+            .map(|(k, (name, _))| {
+                let mut times: Vec<f64> = all
+                    .iter()
+                    .filter(|(j, _)| *j == k)
+                    .map(|(_, t)| *t)
+                    .collect();
+                let (p50, p99) = (percentile(&mut times, 50), percentile(&mut times, 99));
+                worst = worst.max(p99);
+                format!("{name} {p50:.1}/{p99:.1}")
+            })
+            .collect();
+        (worst, each)
+    };
+    let clients = 50;
+    let (first_worst, _) = figures(&replica_clients_pass(fleet_url, &tools, clients));
+    let (worst, each) = figures(&replica_clients_pass(fleet_url, &tools, clients));
+    println!(
+        "    {clients} HTTP clients on 2 replicas, p50/p99 ms: {}  (target p99 ≤ 50 ms: {}; the first pass, caches as found: worst p99 {first_worst:.1})",
+        each.join(", "),
+        if worst <= 50.0 { "met" } else { "MISSED" }
+    );
+}
+
+/// One pass of `clients` HTTP clients over two fresh `serve --http` replicas, 20
+/// rounds of `tools` each: every call's tool (its index) and milliseconds.
+fn replica_clients_pass(
+    fleet_url: &str,
+    tools: &[(&'static str, serde_json::Value)],
+    clients: usize,
+) -> Vec<(usize, f64)> {
     let token = "bench-token-0123456789abcdef";
     let fleet_path = PathBuf::from(fleet_url);
     let replicas: Vec<_> = (0..2)
@@ -1861,21 +1948,13 @@ fn bench_replica_clients(fleet_url: &str) {
     // per-vehicle ones name a different vehicle at every call, so that their
     // figures are reports run, not answers kept.
     let plates = plates_of(&fleet_path);
-    let tools: Vec<(&str, serde_json::Value)> = vec![
-        ("vehicle_position", json!({})),
-        ("stopped_vehicles", json!({})),
-        ("trip_summary", json!({"date": "yesterday"})),
-        ("daily_summary", json!({})),
-        ("mileage_ranking", json!({})),
-        ("alerts", json!({})),
-    ];
     let per_vehicle = ["vehicle_position", "trip_summary", "daily_summary"];
-    let (clients, rounds) = (50, 20);
+    let rounds = 20;
     let addrs: Vec<String> = replicas.iter().map(|(_, a)| a.clone()).collect();
     let threads: Vec<_> = (0..clients)
         .map(|i| {
             let addr = addrs[i % addrs.len()].clone();
-            let tools = tools.clone();
+            let tools = tools.to_vec();
             let plates = plates.clone();
             std::thread::spawn(move || {
                 let mut stream = std::net::TcpStream::connect(&addr).expect("connect");
@@ -1900,34 +1979,15 @@ fn bench_replica_clients(fleet_url: &str) {
             })
         })
         .collect();
-    let all: Vec<(usize, f64)> = threads
+    let all = threads
         .into_iter()
         .flat_map(|t| t.join().expect("client"))
         .collect();
-    let mut worst = 0.0f64;
-    let figures: Vec<String> = tools
-        .iter()
-        .enumerate()
-        .map(|(k, (name, _))| {
-            let mut times: Vec<f64> = all
-                .iter()
-                .filter(|(j, _)| *j == k)
-                .map(|(_, t)| *t)
-                .collect();
-            let (p50, p99) = (percentile(&mut times, 50), percentile(&mut times, 99));
-            worst = worst.max(p99);
-            format!("{name} {p50:.1}/{p99:.1}")
-        })
-        .collect();
-    println!(
-        "    {clients} HTTP clients on 2 replicas, p50/p99 ms: {}  (target p99 ≤ 50 ms: {})",
-        figures.join(", "),
-        if worst <= 50.0 { "met" } else { "MISSED" }
-    );
     for (mut child, _) in replicas {
         let _ = child.kill();
         let _ = child.wait();
     }
+    all
 }
 
 /// A database made for one bench step, dropped afterwards.

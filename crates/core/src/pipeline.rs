@@ -354,7 +354,7 @@ pub fn reanalyze_postgres(
         Ok(())
     })?;
     // What the analysis replaced is reclaimed now, not under the servers' load.
-    store::pg::tidy_derived(target)?;
+    store::pg::tidy_derived(target, shard.1 > 1)?;
     Ok(tally.summary(started))
 }
 

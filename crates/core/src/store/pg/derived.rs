@@ -355,10 +355,26 @@ pub fn delete_vehicle_rows(
 /// tables, on a connection of its own (VACUUM runs outside a transaction). Left
 /// to autovacuum, that work came a minute later, while servers were answering
 /// from the fleet, and each statistics update it committed made every server's
-/// kept answers old (docs/postgres.md). A role that does not own the tables gets
-/// PostgreSQL's warning, not an error: the analysis is written either way.
-pub fn tidy_derived(target: &Target) -> Result<()> {
+/// kept answers old (docs/postgres.md). A shard that ends while another
+/// analyser holds a vehicle's lock leaves it to the one that ends last, so that
+/// the tables are not read through twice, once while the other still writes.
+/// A role that does not own the tables gets PostgreSQL's warning, not an error:
+/// the analysis is written either way.
+pub fn tidy_derived(target: &Target, sharded: bool) -> Result<()> {
     let mut client = super::open(target)?;
+    if sharded {
+        let others_at_work: bool = client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' \
+                 AND classid = CAST($1::int8 AS oid) AND pid <> pg_backend_pid())",
+                &[&i64::from(ANALYSIS_LOCK)],
+            )
+            .map_err(|e| target.failed("read", e))?
+            .get(0);
+        if others_at_work {
+            return Ok(());
+        }
+    }
     let tables: Vec<String> = DERIVED_TABLES
         .iter()
         .map(|t| format!("fleetctl.{t}"))
