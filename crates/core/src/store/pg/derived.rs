@@ -356,7 +356,8 @@ pub fn delete_vehicle_rows(
 /// to autovacuum, that work came a minute later, while servers were answering
 /// from the fleet, and each statistics update it committed made every server's
 /// kept answers old (docs/postgres.md). A shard that ends while another
-/// analyser holds a vehicle's lock leaves it to the one that ends last, so that
+/// analyser of this database (the locks are the server's, every database's)
+/// holds a vehicle's lock leaves it to the one that ends last, so that
 /// the tables are not read through twice, once while the other still writes.
 /// A role that does not own the tables gets PostgreSQL's warning, not an error:
 /// the analysis is written either way.
@@ -366,6 +367,7 @@ pub fn tidy_derived(target: &Target, sharded: bool) -> Result<()> {
         let others_at_work: bool = client
             .query_one(
                 "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' \
+                 AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
                  AND classid = CAST($1::int8 AS oid) AND pid <> pg_backend_pid())",
                 &[&i64::from(ANALYSIS_LOCK)],
             )
