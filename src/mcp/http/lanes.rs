@@ -29,12 +29,9 @@ impl ToolsLane {
             .map_err(|e| Error::internal(format!("starting the tools' HTTP runtime: {e}")))?;
         let handle = runtime.handle().clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("http-tools".into())
-            .spawn(move || {
-                let _ = runtime.block_on(stopped);
-            })
-            .map_err(|e| Error::internal(format!("starting the tools' HTTP thread: {e}")))?;
+        let thread = super::spawn_named("http-tools", move || {
+            let _ = runtime.block_on(stopped);
+        })?;
         Ok(ToolsLane {
             handle,
             stop: Some(stop),

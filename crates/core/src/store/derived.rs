@@ -39,11 +39,15 @@ pub struct DerivedWriter<'c> {
     conn: &'c Connection,
 }
 
+/// The tables of what detection found, which an analysis rewrites (both stores).
+pub(crate) const DERIVED_TABLES: [&str; 6] =
+    ["stops", "trips", "events", "latest_fix", "visits", "daily"];
+
 impl<'c> DerivedWriter<'c> {
     /// Empties the derived tables of these vehicles only (an import re-analyses
     /// the vehicles it touched).
     pub fn for_vehicles(conn: &'c Connection, vehicle_ids: &[i64]) -> Result<DerivedWriter<'c>> {
-        for table in ["stops", "trips", "events", "latest_fix", "visits", "daily"] {
+        for table in DERIVED_TABLES {
             let mut st = conn
                 .prepare(&format!("DELETE FROM {table} WHERE vehicle_id = ?1"))
                 .map_err(db_write_err)?;

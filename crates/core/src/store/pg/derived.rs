@@ -8,6 +8,7 @@ use super::Target;
 use super::load::escape_into;
 use crate::error::{Error, Result};
 use crate::model::{Fix, VehicleAnalysis};
+use crate::store::derived::DERIVED_TABLES;
 use crate::store::sql::PgConn;
 use crate::store::{event_kinds, positions, read};
 use std::fmt::Write as _;
@@ -329,9 +330,6 @@ pub fn lock_vehicle(client: &mut postgres::Client, target: &Target, vehicle_id: 
         .map(drop)
         .map_err(|e| target.failed("lock a vehicle in", e))
 }
-
-/// The tables of what detection found, which an analysis rewrites.
-const DERIVED_TABLES: [&str; 6] = ["stops", "trips", "events", "latest_fix", "visits", "daily"];
 
 /// Deletes every derived row of a vehicle, inside the caller's transaction.
 pub fn delete_vehicle_rows(
