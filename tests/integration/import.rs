@@ -898,6 +898,20 @@ fn a_car_gpx_gives_one_trip_of_its_path_length_and_places_named_after_the_fleets
     // Within 3 % of the fixes' own path length (2.733 km, fixtures/real/README.md).
     let km = day["distance_km"].as_f64().unwrap();
     assert!((km - 2.733).abs() / 2.733 < 0.03, "{km} km");
+    // A handheld GPS reports no ignition: the day has no engine hours, not zero.
+    let days = query_json(
+        &db,
+        &[
+            "daily",
+            "--plate",
+            "PU-123",
+            "--from",
+            "2020-12-18",
+            "--to",
+            "2020-12-18",
+        ],
+    );
+    assert_eq!(days["days"]["items"][0]["engine_h"], json!(null), "{days}");
     let place = |db: &Path| query_json(db, &["position", "PU-123"])["place"].clone();
     assert!(
         place(&db).as_str().unwrap().starts_with("45.2"),

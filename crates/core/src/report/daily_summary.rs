@@ -143,24 +143,9 @@ fn after_day(db: &Db, cursor: Cursor) -> Result<(String, String)> {
     }
 }
 
-/// Which of `vehicle_ids` (sorted) have trackers that report the ignition (their
-/// days have engine hours): one vehicle's newest fix is read for one vehicle, every
-/// vehicle's for more.
-pub fn ignition_reported(db: &Db, vehicle_ids: &[i64]) -> Result<std::collections::HashSet<i64>> {
-    let newest = match vehicle_ids {
-        [one] => read::last_fix(db.conn(), *one)?.into_iter().collect(),
-        _ => read::last_fixes(db.conn())?,
-    };
-    Ok(newest
-        .into_iter()
-        .filter(|f| f.ignition.is_some() && vehicle_ids.binary_search(&f.vehicle_id).is_ok())
-        .map(|f| f.vehicle_id)
-        .collect())
-}
-
 /// Stored daily rollups as the report shows them (also what `fleetctl export daily`
-/// writes), in their order: the trips and events they show beside the rollup are
-/// read in two queries for all of them.
+/// writes), in their order: the trips, events and ignition they show beside the
+/// rollup are read in one query for all of them.
 pub fn day_rows(db: &Db, days: &[crate::model::DailyRollup]) -> Result<Vec<DayRow>> {
     let mut dates = Vec::with_capacity(days.len());
     for d in days {
@@ -179,14 +164,15 @@ pub fn day_rows(db: &Db, days: &[crate::model::DailyRollup]) -> Result<Vec<DayRo
     let extras = read::day_extras(db.conn(), &vehicle_ids, span, &|ts| {
         db.zone.local_date(ts).to_string()
     })?;
-    let ignition = ignition_reported(db, &vehicle_ids)?;
     days.iter()
         .map(|d| {
             let extra = extras
+                .days
                 .get(&(d.vehicle_id, d.date.clone()))
                 .copied()
                 .unwrap_or_default();
-            day_row(db, d, ignition.contains(&d.vehicle_id), extra)
+            let reports_ignition = extras.ignition_reported.contains(&d.vehicle_id);
+            day_row(db, d, reports_ignition, extra)
         })
         .collect()
 }

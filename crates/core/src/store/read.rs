@@ -479,36 +479,55 @@ pub struct DayExtras {
     pub speeding_s: i64,
 }
 
+/// What [`day_extras`] reads for a page of days.
+#[derive(Debug, Default)]
+pub struct PageExtras {
+    /// Per vehicle and local date.
+    pub days: std::collections::HashMap<(i64, String), DayExtras>,
+    /// The vehicles whose newest fix reports the ignition (their trackers do, so
+    /// their days have engine hours).
+    pub ignition_reported: std::collections::HashSet<i64>,
+}
+
 /// The trips and events begun in `[from_ts, to_ts)` of `vehicle_ids`, summed per
-/// vehicle and local day (`day_of` names a time's local date): one query for a
-/// page or an export, however many rows it has (a round trip fewer on
-/// PostgreSQL than one for each table).
+/// vehicle and local day (`day_of` names a time's local date), and which of them
+/// report the ignition: one query for a page or an export, however many rows it
+/// has (two round trips fewer on PostgreSQL than one for each table).
 pub fn day_extras(
     conn: &dyn Sql,
     vehicle_ids: &[i64],
     (from_ts, to_ts): (i64, i64),
     day_of: &dyn Fn(i64) -> String,
-) -> Result<std::collections::HashMap<(i64, String), DayExtras>> {
+) -> Result<PageExtras> {
     let ids = serde_json::to_string(vehicle_ids).map_err(|e| Error::internal(e.to_string()))?;
     let args = [int(from_ts), int(to_ts), Arg::Text(&ids)];
-    let mut out: std::collections::HashMap<(i64, String), DayExtras> = Default::default();
+    let mut out = PageExtras::default();
     let speeding = event_kinds::code(EventKind::Speeding);
     // A trip's row: 0, vehicle, start, end, idle seconds. An event's: 1, vehicle,
-    // start, whether it is speeding (1 or 0), and then its seconds.
+    // start, whether it is speeding (1 or 0), and then its seconds. A vehicle
+    // whose newest fix reports the ignition: 2, vehicle.
     let sql = format!(
         "SELECT 0, vehicle_id, start_ts, end_ts, idle_s FROM trips \
          WHERE vehicle_id IN ({ids}) AND start_ts >= ?1 AND start_ts < ?2 \
          UNION ALL \
          SELECT 1, vehicle_id, start_ts, CASE WHEN kind = {speeding} THEN 1 ELSE 0 END, \
          CASE WHEN kind = {speeding} THEN {seconds} END FROM events \
-         WHERE vehicle_id IN ({ids}) AND start_ts >= ?1 AND start_ts < ?2",
+         WHERE vehicle_id IN ({ids}) AND start_ts >= ?1 AND start_ts < ?2 \
+         UNION ALL \
+         SELECT 2, vehicle_id, 0, 0, NULL FROM latest_fix \
+         WHERE vehicle_id IN ({ids}) AND ignition IS NOT NULL",
         ids = conn.id_list("?3"),
         seconds = conn.json_int("detail", "duration_s"),
     );
     conn.each(&sql, &args, &mut |r| {
-        let (vehicle_id, start) = (r.int(1)?, r.int(2)?);
-        let e = out.entry((vehicle_id, day_of(start))).or_default();
-        if r.int(0)? == 0 {
+        let (branch, vehicle_id) = (r.int(0)?, r.int(1)?);
+        if branch == 2 {
+            out.ignition_reported.insert(vehicle_id);
+            return Ok(());
+        }
+        let start = r.int(2)?;
+        let e = out.days.entry((vehicle_id, day_of(start))).or_default();
+        if branch == 0 {
             let (end, idle_s) = (r.int(3)?, r.int(4)?);
             e.trips_span = Some(
                 e.trips_span
