@@ -157,11 +157,12 @@ pub fn run(db: &Db, req: &TripSummaryRequest) -> Result<TripSummaryReport> {
     let v = db.resolve_plate(&req.plate)?;
     let date = db.resolve_date(req.date.as_deref())?;
     let (from, to) = db.day_bounds(date);
-    let day =
-        read::daily_between(db.conn(), Some(v.id), &date.to_string(), &date.to_string())?.pop();
-    let trips = read::trips_between(db.conn(), v.id, from, to)?;
-    let mut stops = read::stops_between(db.conn(), v.id, from, to)?;
-    let events = read::events_between(db.conn(), Some(v.id), &[], from, to)?;
+    let read::VehicleDay {
+        rollup: day,
+        trips,
+        mut stops,
+        events,
+    } = read::vehicle_day(db.conn(), v.id, &date.to_string(), (from, to))?;
 
     let stops_total_min = round1(stops.iter().map(|s| s.duration_s()).sum::<i64>() as f64 / 60.0);
     stops.sort_by_key(|s| s.start_ts);

@@ -464,6 +464,178 @@ pub fn daily_after(
     )
 }
 
+/// One vehicle's local day as `trip_summary` shows it.
+#[derive(Debug, Default)]
+pub struct VehicleDay {
+    /// The day's rollup, if the vehicle has data that day.
+    pub rollup: Option<DailyRollup>,
+    /// Trips begun that day, in time order.
+    pub trips: Vec<Trip>,
+    /// Stops begun that day, in time order.
+    pub stops: Vec<Stop>,
+    /// Events begun that day, in time order.
+    pub events: Vec<Event>,
+}
+
+/// The PostgreSQL types of [`DAILY_COLUMNS`], [`TRIP_COLUMNS`], [`STOP_COLUMNS`]
+/// and the events' columns, in their order: a branch of [`vehicle_day`]'s union
+/// gives the other tables' columns as NULLs of these types, for PostgreSQL
+/// resolves a union's column types a pair of branches at a time, and a column NULL
+/// in the first two would be taken for text. (SQLite accepts the names and keeps
+/// the NULLs.)
+const DAILY_TYPES: [&str; 17] = [
+    "bigint",
+    "date",
+    "double precision",
+    "double precision",
+    "double precision",
+    "double precision",
+    "double precision",
+    "bigint",
+    "bigint",
+    "double precision",
+    "double precision",
+    "bigint",
+    "bigint",
+    "bigint",
+    "double precision",
+    "text",
+    "bigint",
+];
+const TRIP_TYPES: [&str; 13] = [
+    "bigint",
+    "bigint",
+    "bigint",
+    "double precision",
+    "double precision",
+    "integer",
+    "integer",
+    "integer",
+    "integer",
+    "double precision",
+    "bigint",
+    "bigint",
+    "double precision",
+];
+const STOP_TYPES: [&str; 10] = [
+    "bigint",
+    "bigint",
+    "bigint",
+    "double precision",
+    "double precision",
+    "bigint",
+    "bigint",
+    "boolean",
+    "text",
+    "bigint",
+];
+const EVENT_COLUMNS: &str = "vehicle_id, kind, start_ts, end_ts, lat, lon, detail";
+const EVENT_TYPES: [&str; 7] = [
+    "bigint",
+    "smallint",
+    "bigint",
+    "bigint",
+    "double precision",
+    "double precision",
+    "jsonb",
+];
+
+/// A row read `by` columns further on: one table's columns among several side by
+/// side.
+struct Shifted<'a> {
+    row: &'a dyn Row,
+    by: usize,
+}
+
+impl Row for Shifted<'_> {
+    fn opt_int(&self, i: usize) -> Result<Option<i64>> {
+        self.row.opt_int(i + self.by)
+    }
+    fn opt_real(&self, i: usize) -> Result<Option<f64>> {
+        self.row.opt_real(i + self.by)
+    }
+    fn opt_text(&self, i: usize) -> Result<Option<String>> {
+        self.row.opt_text(i + self.by)
+    }
+}
+
+/// A vehicle's rollup for local `date` and its trips, stops and events begun in
+/// `[from_ts, to_ts)` (that date's bounds), in one query: one round trip on
+/// PostgreSQL instead of four. Each row holds the four tables' columns side by
+/// side after its branch and sort key, the other tables' NULL.
+pub fn vehicle_day(
+    conn: &dyn Sql,
+    vehicle_id: i64,
+    date: &str,
+    (from_ts, to_ts): (i64, i64),
+) -> Result<VehicleDay> {
+    let tables: [(&str, &[&str]); 4] = [
+        (DAILY_COLUMNS, &DAILY_TYPES),
+        (TRIP_COLUMNS, &TRIP_TYPES),
+        (STOP_COLUMNS, &STOP_TYPES),
+        (EVENT_COLUMNS, &EVENT_TYPES),
+    ];
+    // Branch b's select list: its own table's columns, the others' typed NULLs.
+    let columns = |b: usize| {
+        tables
+            .iter()
+            .enumerate()
+            .map(|(t, (names, types))| {
+                if t == b {
+                    (*names).to_string()
+                } else {
+                    types
+                        .iter()
+                        .map(|ty| format!("CAST(NULL AS {ty})"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let in_day = "vehicle_id = ?1 AND start_ts >= ?2 AND start_ts < ?3";
+    let sql = format!(
+        "SELECT 0, CAST(0 AS bigint), CAST(0 AS bigint), {} FROM daily d WHERE d.vehicle_id = ?1 AND d.date = ?4 \
+         UNION ALL SELECT 1, start_ts, id, {} FROM trips WHERE {in_day} \
+         UNION ALL SELECT 2, start_ts, id, {} FROM stops WHERE {in_day} \
+         UNION ALL SELECT 3, start_ts, id, {} FROM events WHERE {in_day} \
+         ORDER BY 1, 2, 3",
+        columns(0),
+        columns(1),
+        columns(2),
+        columns(3),
+    );
+    let mut offsets = [3; 4];
+    for t in 1..4 {
+        offsets[t] = offsets[t - 1] + tables[t - 1].1.len();
+    }
+    let mut day = VehicleDay::default();
+    conn.each(
+        &sql,
+        &[int(vehicle_id), int(from_ts), int(to_ts), Arg::Date(date)],
+        &mut |r| {
+            let branch = usize::try_from(r.int(0)?).unwrap_or(usize::MAX);
+            let Some(&by) = offsets.get(branch) else {
+                return Err(Error::internal(format!("a day's row of branch {branch}")));
+            };
+            let row = Shifted { row: r, by };
+            match branch {
+                0 => day.rollup = Some(daily_from_row(&row)?),
+                1 => day.trips.push(trip_from_row(&row)?),
+                2 => day.stops.push(stop_from_row(&row)?),
+                _ => {
+                    let (kind, text, rest) = raw_event(&row)?;
+                    day.events
+                        .push(event_from(event_kinds::kind(kind)?, &text, rest)?);
+                }
+            }
+            Ok(())
+        },
+    )?;
+    Ok(day)
+}
+
 /// What a day row shows beside its rollup, from the trips and events of that day.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct DayExtras {
