@@ -716,9 +716,24 @@ fn servers_on_one_database_see_each_others_edits_and_survive_a_lost_connection()
     let pg = TestDb::with_demo(&server, "replicas");
     let url = pg.url();
     let db = Path::new(&url);
+    // The first connects as given (`prefer`, to 127.0.0.1: in the clear); the
+    // second asks for TLS where the server offers it.
+    let offers_tls = pg
+        .client()
+        .query_one("SHOW ssl", &[])
+        .unwrap()
+        .get::<_, String>(0)
+        == "on";
+    let insisting = format!("{url}?sslmode=require");
+    let second = if offers_tls {
+        Path::new(&insisting)
+    } else {
+        eprintln!("NOTE: the PostgreSQL server offers no TLS: sslmode=require is not tried");
+        db
+    };
     let mut replicas = [
         McpSession::initialized(db, "2025-06-18"),
-        McpSession::initialized(db, "2025-06-18"),
+        McpSession::initialized(second, "2025-06-18"),
     ];
     let driver_of = |s: &mut McpSession, plate: &str| -> String {
         let answer = s.call_tool("vehicle_position", serde_json::json!({ "plate": plate }));
@@ -738,6 +753,20 @@ fn servers_on_one_database_see_each_others_edits_and_survive_a_lost_connection()
     for replica in &mut replicas {
         assert_ne!(driver_of(replica, &plate), "Ana Relevo");
     }
+    let encrypted: Vec<bool> = pg
+        .client()
+        .query(
+            "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) \
+             WHERE a.datname = current_database() AND a.application_name = 'fleetctl' \
+             ORDER BY s.ssl",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(encrypted.contains(&false), "{encrypted:?}");
+    assert_eq!(encrypted.contains(&true), offers_tls, "{encrypted:?}");
     // Another process edits the fleet: both servers answer with it at once.
     pg.client()
         .execute(

@@ -109,6 +109,16 @@ impl Target {
                 None => SslMode::Prefer,
             },
         };
+        // `prefer` to a server on this machine goes in the clear: on a loopback
+        // address TLS protects nothing (only the host's root can see that traffic,
+        // and root can read the processes' memory) and costs every round trip an
+        // encryption on both sides, a tenth of a replica's answers under load
+        // (docs/postgres.md). `require` and the verify modes still insist on it.
+        let ssl = if ssl == SslMode::Prefer && only_loopback(&config) {
+            SslMode::Disable
+        } else {
+            ssl
+        };
         config.ssl_mode(match ssl {
             SslMode::Disable => postgres::config::SslMode::Disable,
             SslMode::Prefer => postgres::config::SslMode::Prefer,
@@ -248,6 +258,26 @@ fn chain_of(e: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// Whether every host the configuration names is this machine: a loopback address,
+/// `localhost`, or a Unix socket.
+fn only_loopback(config: &postgres::Config) -> bool {
+    let hosts = config.get_hosts();
+    !hosts.is_empty()
+        && hosts.iter().all(|host| match host {
+            postgres::config::Host::Tcp(name) => {
+                name.eq_ignore_ascii_case("localhost")
+                    || name
+                        .trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback())
+            }
+            #[cfg(unix)]
+            postgres::config::Host::Unix(_) => true,
+        })
+        && config.get_hostaddrs().iter().all(|ip| ip.is_loopback())
 }
 
 fn ssl_mode(text: &str) -> Option<SslMode> {
@@ -430,6 +460,28 @@ mod tests {
         assert_eq!(t.database(), "ana", "libpq's default: the user's name");
         assert_eq!(t.ssl, SslMode::Require);
         assert_eq!(t.config.get_password(), Some(&b"x"[..]));
+    }
+
+    #[test]
+    fn prefer_to_a_server_on_this_machine_goes_in_the_clear_and_require_still_insists() {
+        let mode = |url: &str| Target::parse_with(url, env_of(&[])).unwrap().ssl;
+        assert_eq!(mode("postgres://u@127.0.0.1/db"), SslMode::Disable);
+        assert_eq!(mode("postgres://u@localhost:5433/db"), SslMode::Disable);
+        assert_eq!(mode("postgres://u@[::1]/db"), SslMode::Disable);
+        assert_eq!(
+            mode("postgres://u@127.0.0.1/db?sslmode=prefer"),
+            SslMode::Disable
+        );
+        assert_eq!(
+            mode("postgres://u@127.0.0.1/db?sslmode=require"),
+            SslMode::Require
+        );
+        assert_eq!(mode("postgres://u@db.example/db"), SslMode::Prefer);
+        assert_eq!(mode("postgres://u@10.0.0.7/db"), SslMode::Prefer);
+        assert_eq!(
+            mode("postgres://u@localhost,db.example/db"),
+            SslMode::Prefer
+        );
     }
 
     #[test]
