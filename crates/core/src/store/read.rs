@@ -687,8 +687,9 @@ pub fn day_extras(
          WHERE vehicle_id IN ({ids}) AND start_ts >= ?1 AND start_ts < ?2 \
          UNION ALL \
          SELECT 2, vehicle_id, 0, 0, NULL FROM latest_fix \
-         WHERE vehicle_id IN ({ids}) AND ignition IS NOT NULL",
+         WHERE {newest_of_ids} AND ignition IS NOT NULL",
         ids = conn.id_list("?3"),
+        newest_of_ids = conn.id_in("vehicle_id", "?3"),
         seconds = conn.json_int("detail", "duration_s"),
     );
     conn.each(&sql, &args, &mut |r| {

@@ -178,6 +178,19 @@ impl dyn Sql + '_ {
             }
         }
     }
+
+    /// `column` is one of the ids in the JSON array at `mark`, as a condition an
+    /// index on `column` serves on both backends (on PostgreSQL an `IN (SELECT
+    /// unnest(…))` over a small table is a hash join over all its rows; `= ANY` is
+    /// a look-up per id).
+    pub fn id_in(&self, column: &str, mark: &str) -> String {
+        match self.dialect() {
+            Dialect::Sqlite => format!("{column} IN (SELECT value FROM json_each({mark}))"),
+            Dialect::Postgres => {
+                format!("{column} = ANY(CAST(translate({mark}, '[]', '{{}}') AS bigint[]))")
+            }
+        }
+    }
 }
 
 /// A SQLite value read as the store's types.
