@@ -308,7 +308,7 @@ pub fn events_between(
         " AND ?3 IS NULL"
     };
     let sql = format!(
-        "SELECT vehicle_id, kind, start_ts, end_ts, lat, lon, detail FROM events \
+        "SELECT {EVENT_COLUMNS} FROM events \
          WHERE start_ts >= ?1 AND start_ts < ?2{vehicle_filter}{kind_filter} ORDER BY start_ts, id"
     );
     let rows = conn.rows(
@@ -478,67 +478,20 @@ pub struct VehicleDay {
 }
 
 /// The PostgreSQL types of [`DAILY_COLUMNS`], [`TRIP_COLUMNS`], [`STOP_COLUMNS`]
-/// and the events' columns, in their order: a branch of [`vehicle_day`]'s union
+/// and [`EVENT_COLUMNS`], in their order: a branch of [`vehicle_day`]'s union
 /// gives the other tables' columns as NULLs of these types, for PostgreSQL
 /// resolves a union's column types a pair of branches at a time, and a column NULL
 /// in the first two would be taken for text. (SQLite accepts the names and keeps
 /// the NULLs.)
-const DAILY_TYPES: [&str; 17] = [
-    "bigint",
-    "date",
-    "double precision",
-    "double precision",
-    "double precision",
-    "double precision",
-    "double precision",
-    "bigint",
-    "bigint",
-    "double precision",
-    "double precision",
-    "bigint",
-    "bigint",
-    "bigint",
-    "double precision",
-    "text",
-    "bigint",
-];
-const TRIP_TYPES: [&str; 13] = [
-    "bigint",
-    "bigint",
-    "bigint",
-    "double precision",
-    "double precision",
-    "integer",
-    "integer",
-    "integer",
-    "integer",
-    "double precision",
-    "bigint",
-    "bigint",
-    "double precision",
-];
-const STOP_TYPES: [&str; 10] = [
-    "bigint",
-    "bigint",
-    "bigint",
-    "double precision",
-    "double precision",
-    "bigint",
-    "bigint",
-    "boolean",
-    "text",
-    "bigint",
-];
+const DAILY_TYPES: &str = "bigint, date, double precision, double precision, double precision, \
+     double precision, double precision, bigint, bigint, double precision, double precision, bigint, \
+     bigint, bigint, double precision, text, bigint";
+const TRIP_TYPES: &str = "bigint, bigint, bigint, double precision, double precision, integer, \
+     integer, integer, integer, double precision, bigint, bigint, double precision";
+const STOP_TYPES: &str = "bigint, bigint, bigint, double precision, double precision, bigint, bigint, boolean, text, bigint";
 const EVENT_COLUMNS: &str = "vehicle_id, kind, start_ts, end_ts, lat, lon, detail";
-const EVENT_TYPES: [&str; 7] = [
-    "bigint",
-    "smallint",
-    "bigint",
-    "bigint",
-    "double precision",
-    "double precision",
-    "jsonb",
-];
+const EVENT_TYPES: &str =
+    "bigint, smallint, bigint, bigint, double precision, double precision, jsonb";
 
 /// A row read `by` columns further on: one table's columns among several side by
 /// side.
@@ -559,6 +512,15 @@ impl Row for Shifted<'_> {
     }
 }
 
+/// The tables of a vehicle's day, in [`vehicle_day`]'s order: their columns and
+/// those columns' types.
+const DAY_TABLES: [(&str, &str); 4] = [
+    (DAILY_COLUMNS, DAILY_TYPES),
+    (TRIP_COLUMNS, TRIP_TYPES),
+    (STOP_COLUMNS, STOP_TYPES),
+    (EVENT_COLUMNS, EVENT_TYPES),
+];
+
 /// A vehicle's rollup for local `date` and its trips, stops and events begun in
 /// `[from_ts, to_ts)` (that date's bounds), in one query: one round trip on
 /// PostgreSQL instead of four. Each row holds the four tables' columns side by
@@ -569,50 +531,47 @@ pub fn vehicle_day(
     date: &str,
     (from_ts, to_ts): (i64, i64),
 ) -> Result<VehicleDay> {
-    let tables: [(&str, &[&str]); 4] = [
-        (DAILY_COLUMNS, &DAILY_TYPES),
-        (TRIP_COLUMNS, &TRIP_TYPES),
-        (STOP_COLUMNS, &STOP_TYPES),
-        (EVENT_COLUMNS, &EVENT_TYPES),
-    ];
-    // Branch b's select list: its own table's columns, the others' typed NULLs.
-    let columns = |b: usize| {
-        tables
-            .iter()
-            .enumerate()
-            .map(|(t, (names, types))| {
-                if t == b {
-                    (*names).to_string()
-                } else {
-                    types
-                        .iter()
-                        .map(|ty| format!("CAST(NULL AS {ty})"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let in_day = "vehicle_id = ?1 AND start_ts >= ?2 AND start_ts < ?3";
-    let sql = format!(
-        "SELECT 0, CAST(0 AS bigint), CAST(0 AS bigint), {} FROM daily d WHERE d.vehicle_id = ?1 AND d.date = ?4 \
-         UNION ALL SELECT 1, start_ts, id, {} FROM trips WHERE {in_day} \
-         UNION ALL SELECT 2, start_ts, id, {} FROM stops WHERE {in_day} \
-         UNION ALL SELECT 3, start_ts, id, {} FROM events WHERE {in_day} \
-         ORDER BY 1, 2, 3",
-        columns(0),
-        columns(1),
-        columns(2),
-        columns(3),
-    );
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let sql = SQL.get_or_init(|| {
+        // Branch b's select list: its own table's columns, the others' typed NULLs.
+        let columns = |b: usize| {
+            DAY_TABLES
+                .iter()
+                .enumerate()
+                .map(|(t, (names, types))| {
+                    if t == b {
+                        (*names).to_string()
+                    } else {
+                        types
+                            .split(", ")
+                            .map(|ty| format!("CAST(NULL AS {ty})"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let in_day = "vehicle_id = ?1 AND start_ts >= ?2 AND start_ts < ?3";
+        format!(
+            "SELECT 0, CAST(0 AS bigint), CAST(0 AS bigint), {} FROM daily d WHERE d.vehicle_id = ?1 AND d.date = ?4 \
+             UNION ALL SELECT 1, start_ts, id, {} FROM trips WHERE {in_day} \
+             UNION ALL SELECT 2, start_ts, id, {} FROM stops WHERE {in_day} \
+             UNION ALL SELECT 3, start_ts, id, {} FROM events WHERE {in_day} \
+             ORDER BY 1, 2, 3",
+            columns(0),
+            columns(1),
+            columns(2),
+            columns(3),
+        )
+    });
     let mut offsets = [3; 4];
     for t in 1..4 {
-        offsets[t] = offsets[t - 1] + tables[t - 1].1.len();
+        offsets[t] = offsets[t - 1] + DAY_TABLES[t - 1].1.split(", ").count();
     }
     let mut day = VehicleDay::default();
     conn.each(
-        &sql,
+        sql,
         &[int(vehicle_id), int(from_ts), int(to_ts), Arg::Date(date)],
         &mut |r| {
             let branch = usize::try_from(r.int(0)?).unwrap_or(usize::MAX);
@@ -1105,9 +1064,7 @@ pub fn events_after(
         limit,
     );
     let rows = conn.rows(
-        &format!(
-            "SELECT vehicle_id, kind, start_ts, end_ts, lat, lon, detail, id FROM events WHERE {sql}"
-        ),
+        &format!("SELECT {EVENT_COLUMNS}, id FROM events WHERE {sql}"),
         &values,
         |r| Ok((raw_event(r)?, r.int(7)?)),
     )?;
@@ -1239,4 +1196,18 @@ pub fn vehicle_speed_limits(conn: &dyn Sql) -> Result<std::collections::HashMap<
         |r| Ok((r.int(0)?, r.real(1)?)),
     )?;
     Ok(limits.into_iter().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_days_tables_name_a_type_for_every_column() {
+        for (columns, types) in super::DAY_TABLES {
+            assert_eq!(
+                columns.split(',').count(),
+                types.split(", ").count(),
+                "{columns}"
+            );
+        }
+    }
 }
