@@ -4,7 +4,7 @@
 use super::{Db, OFFLINE_AFTER_S, PARKED_ASLEEP_UP_TO_S, ReportSpec, round1};
 use crate::error::Result;
 use crate::geo::compass_point;
-use crate::model::{Fix, Stop};
+use crate::model::Fix;
 use crate::store::read;
 use serde::{Deserialize, Serialize};
 
@@ -62,14 +62,6 @@ pub struct VehiclePositionReport {
     pub stopped_min: Option<f64>,
     /// Why fields are empty, when they are.
     pub note: Option<String>,
-}
-
-/// A vehicle's state by the data clock (see `state_rule`), its state at the last
-/// fix, and the stop it is in, if any.
-pub fn state_at(db: &Db, fix: &Fix) -> Result<(LiveState, MotionState, Option<Stop>)> {
-    let stop = read::ongoing_stop(db.conn(), fix.vehicle_id)?;
-    let (state, at_fix) = state_of(db, fix);
-    Ok((state, at_fix, stop.filter(|s| s.end_ts == fix.ts)))
 }
 
 /// What a vehicle was doing at a fix.
@@ -188,7 +180,7 @@ pub fn run(db: &Db, req: &VehiclePositionRequest) -> Result<VehiclePositionRepor
         stopped_min: None,
         note: None,
     };
-    let Some(fix) = read::last_fix(db.conn(), v.id)? else {
+    let Some((fix, ongoing)) = read::last_fix_and_ongoing_stop(db.conn(), v.id)? else {
         report.state = if v.active {
             PositionState::NoData
         } else {
@@ -197,7 +189,8 @@ pub fn run(db: &Db, req: &VehiclePositionRequest) -> Result<VehiclePositionRepor
         report.note = db.no_data_note(v, true, &db.today().to_string())?;
         return Ok(report);
     };
-    let (state, at_fix, stop) = state_at(db, &fix)?;
+    let (state, at_fix) = state_of(db, &fix);
+    let stop = ongoing.filter(|s| s.end_ts == fix.ts);
     let since_s = db.now_ts - fix.ts;
     report.state = state.into();
     report.state_at_last_fix = Some(at_fix);

@@ -191,16 +191,41 @@ fn stop_from_row(r: &dyn Row) -> Result<Stop> {
 const STOP_COLUMNS: &str =
     "vehicle_id, start_ts, end_ts, lat, lon, idle_s, parked_s, ongoing, place, unknown_s";
 
-/// The vehicle's stop still going on at its last fix, if any.
-pub fn ongoing_stop(conn: &dyn Sql, vehicle_id: i64) -> Result<Option<Stop>> {
-    conn.first(
-        &format!(
-            "SELECT {STOP_COLUMNS} FROM stops WHERE vehicle_id = ?1 AND ongoing = {} ORDER BY start_ts DESC LIMIT 1",
-            conn.truth()
-        ),
-        &[int(vehicle_id)],
-        stop_from_row,
-    )
+/// A vehicle's newest fix and its stop still going on (the latest begun, if
+/// several are marked so), in one query: one round trip on PostgreSQL instead of
+/// two. None when the vehicle has no fix.
+pub fn last_fix_and_ongoing_stop(
+    conn: &dyn Sql,
+    vehicle_id: i64,
+) -> Result<Option<(Fix, Option<Stop>)>> {
+    let qualified = |columns: &str, table: &str| {
+        columns
+            .split(", ")
+            .map(|c| format!("{table}.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let sql = format!(
+        "SELECT {}, {} FROM latest_fix f LEFT JOIN stops s ON s.vehicle_id = f.vehicle_id \
+         AND s.ongoing = {truth} AND s.start_ts = (SELECT max(start_ts) FROM stops \
+         WHERE vehicle_id = ?1 AND ongoing = {truth}) WHERE f.vehicle_id = ?1",
+        qualified(FIX_COLUMNS, "f"),
+        qualified(STOP_COLUMNS, "s"),
+        truth = conn.truth(),
+    );
+    let fix_columns = FIX_COLUMNS.split(", ").count();
+    conn.first(&sql, &[int(vehicle_id)], |r| {
+        let fix = fix_from(r)?;
+        let stop_row = Shifted {
+            row: r,
+            by: fix_columns,
+        };
+        let stop = match stop_row.opt_int(0)? {
+            Some(_) => Some(stop_from_row(&stop_row)?),
+            None => None,
+        };
+        Ok((fix, stop))
+    })
 }
 
 /// Every stop still going on at its vehicle's last fix, by vehicle id.
