@@ -30,15 +30,6 @@ pub fn vehicles(conn: &dyn Sql) -> Result<Vec<(Vehicle, Option<String>)>> {
     )
 }
 
-/// The newest fix of a vehicle (as of the last analysis).
-pub fn last_fix(conn: &dyn Sql, vehicle_id: i64) -> Result<Option<Fix>> {
-    conn.first(
-        &format!("SELECT {FIX_COLUMNS} FROM latest_fix WHERE vehicle_id = ?1"),
-        &[int(vehicle_id)],
-        fix_from,
-    )
-}
-
 /// The newest fix of every vehicle that has one, by vehicle id.
 pub fn last_fixes(conn: &dyn Sql) -> Result<Vec<Fix>> {
     conn.rows(
@@ -289,22 +280,6 @@ fn trip_from_row(r: &dyn Row) -> Result<Trip> {
 }
 
 const TRIP_COLUMNS: &str = "vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat_e7, start_lon_e7, end_lat_e7, end_lon_e7, gap_km, moving_s, idle_s, odometer_km";
-
-/// A vehicle's trips that began in `[from_ts, to_ts)`.
-pub fn trips_between(
-    conn: &dyn Sql,
-    vehicle_id: i64,
-    from_ts: i64,
-    to_ts: i64,
-) -> Result<Vec<Trip>> {
-    conn.rows(
-        &format!(
-            "SELECT {TRIP_COLUMNS} FROM trips WHERE vehicle_id = ?1 AND start_ts >= ?2 AND start_ts < ?3 ORDER BY start_ts"
-        ),
-        &[int(vehicle_id), int(from_ts), int(to_ts)],
-        trip_from_row,
-    )
-}
 
 /// ` AND kind IN (…)` for these kinds (nothing for none). The kinds come from the
 /// closed `EventKind` set, never from user text.
