@@ -639,16 +639,15 @@ pub fn day_extras(
     // whose newest fix reports the ignition: 2, vehicle.
     let sql = format!(
         "SELECT 0, vehicle_id, start_ts, end_ts, idle_s FROM trips \
-         WHERE vehicle_id IN ({ids}) AND start_ts >= ?1 AND start_ts < ?2 \
+         WHERE {of_ids} AND start_ts >= ?1 AND start_ts < ?2 \
          UNION ALL \
          SELECT 1, vehicle_id, start_ts, CASE WHEN kind = {speeding} THEN 1 ELSE 0 END, \
          CASE WHEN kind = {speeding} THEN {seconds} END FROM events \
-         WHERE vehicle_id IN ({ids}) AND start_ts >= ?1 AND start_ts < ?2 \
+         WHERE {of_ids} AND start_ts >= ?1 AND start_ts < ?2 \
          UNION ALL \
          SELECT 2, vehicle_id, 0, 0, NULL FROM latest_fix \
-         WHERE {newest_of_ids} AND ignition IS NOT NULL",
-        ids = conn.id_list("?3"),
-        newest_of_ids = conn.id_in("vehicle_id", "?3"),
+         WHERE {of_ids} AND ignition IS NOT NULL",
+        of_ids = conn.id_in("vehicle_id", "?3"),
         seconds = conn.json_int("detail", "duration_s"),
     );
     conn.each(&sql, &args, &mut |r| {

@@ -166,23 +166,13 @@ impl dyn Sql + '_ {
         }
     }
 
-    /// A subquery of the ids in the JSON array bound at `mark` (`?N`).
-    pub fn id_list(&self, mark: &str) -> String {
-        match self.dialect() {
-            Dialect::Sqlite => format!("SELECT value FROM json_each({mark})"),
-            // An array's elements, which the planner counts (a JSON function's rows
-            // it guesses at 100, and then scans a week of every vehicle's events
-            // to find one vehicle's).
-            Dialect::Postgres => {
-                format!("SELECT unnest(CAST(translate({mark}, '[]', '{{}}') AS bigint[]))")
-            }
-        }
-    }
-
     /// `column` is one of the ids in the JSON array at `mark`, as a condition an
-    /// index on `column` serves on both backends (on PostgreSQL an `IN (SELECT
-    /// unnest(…))` over a small table is a hash join over all its rows; `= ANY` is
-    /// a look-up per id).
+    /// index on `column` serves on both backends. On PostgreSQL an array, whose
+    /// elements the planner counts (a JSON function's rows it guesses at 100, and
+    /// then scanned a week of every vehicle's events to find one vehicle's), as
+    /// `= ANY`, which one index scan serves (an `IN (SELECT unnest(…))` over a small
+    /// table is a hash join over all its rows, and over trips and events an index
+    /// scan per id: 3.5 against 5.0 ms for 20 vehicles' week).
     pub fn id_in(&self, column: &str, mark: &str) -> String {
         match self.dialect() {
             Dialect::Sqlite => format!("{column} IN (SELECT value FROM json_each({mark}))"),
