@@ -96,6 +96,15 @@ pub(super) struct ServeArgs {
     /// with growing pauses; never holds up ingest. Alerts are logged either way.
     #[arg(long, value_name = "URL", requires = "ingest")]
     alert_webhook: Option<String>,
+
+    /// Run the tool calls' threads under a real-time policy (Linux SCHED_RR, the
+    /// lowest priority), so that a call takes a core ahead of the devices' pushes
+    /// when the cores are busy: the tail of a tool's latency under full ingest then
+    /// stays near its idle figure (docs/live.md). Pictures are drawn at the ordinary
+    /// priority. Needs CAP_SYS_NICE or a real-time priority limit (systemd:
+    /// LimitRTPRIO=1); refused clearly otherwise.
+    #[arg(long, requires = "ingest")]
+    realtime_tools: bool,
 }
 
 pub(super) fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
@@ -165,6 +174,7 @@ pub(super) fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
         max_connections: usize::from(args.max_connections),
         tiles: args.tiles,
         request_timeout: std::time::Duration::from_secs(args.request_timeout_s),
+        realtime_tools: args.realtime_tools,
     };
     crate::mcp::http::serve(&db, opts)
 }

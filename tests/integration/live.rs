@@ -329,6 +329,130 @@ fn a_position_asked_while_devices_push_is_the_one_just_pushed() {
     );
 }
 
+/// `--realtime-tools`: the tool calls' threads (their loop and the workers) run
+/// under the real-time policy and no other thread does, and the server answers and
+/// takes fixes as without it; where the system refuses a real-time policy, the
+/// server does not start and says how to allow one.
+#[test]
+fn realtime_tools_puts_the_tool_threads_alone_ahead_of_ingest() {
+    let dir = TempDir::new("ingest-realtime");
+    let allowed = std::thread::spawn(|| {
+        let param = libc::sched_param { sched_priority: 1 };
+        // SAFETY: `param` outlives the call, which only reads it.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_RR, &param) == 0 }
+    })
+    .join()
+    .unwrap();
+    // Refused: here as it is, or, where this test may ask, without CAP_SYS_NICE
+    // (util-linux's setpriv takes it away).
+    let serve = [
+        "--db",
+        fixture_db().to_str().unwrap(),
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--ingest",
+        "--realtime-tools",
+    ];
+    let mut refused = if allowed {
+        let mut without = std::process::Command::new("setpriv");
+        without
+            .args([
+                "--bounding-set",
+                "-sys_nice",
+                env!("CARGO_BIN_EXE_fleetctl"),
+            ])
+            .args(serve);
+        without
+    } else {
+        crate::harness::fleetctl(&serve)
+    };
+    let refused = refused
+        .env("FLEETCTL_TOKEN", crate::http::TOKEN)
+        .env("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(77), "{said}");
+    assert!(
+        said.contains("refused a real-time policy") && said.contains("LimitRTPRIO"),
+        "{said}"
+    );
+    if !allowed {
+        return;
+    }
+    let (db, s) = live_fleet(&dir, &["--realtime-tools"]);
+    let pushed = format!(
+        "/ingest/osmand?id=48241179&timestamp={}&lat=14.6111&lon=-90.5222&speed=0&token={INGEST_TOKEN}",
+        DATA_NOW - 60
+    );
+    let (status, body) = send(&s, "GET", &pushed, &[], "");
+    assert_eq!(status, 200, "{body}");
+    let expected = position(&db, "P-900LIV");
+    let mcp = bearer(crate::http::TOKEN);
+    let headers = [
+        ("Authorization", mcp.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    let (status, body) = send(
+        &s,
+        "POST",
+        "/api/v1/tools/vehicle_position",
+        &headers,
+        r#"{"plate": "P-900LIV"}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&body).unwrap(),
+        expected
+    );
+    // A picture, drawn at the ordinary priority, then a tool again.
+    let (status, body) = send(&s, "POST", "/api/v1/tools/fleet_map", &headers, "{}");
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("png_base64"),
+        "{}",
+        &body[..body.len().min(300)]
+    );
+
+    // Every thread's policy (field 41 of its stat; 0 ordinary, 2 round-robin).
+    let tasks = format!("/proc/{}/task", s.child.id());
+    let mut policies: Vec<(String, u32)> = std::fs::read_dir(&tasks)
+        .unwrap()
+        .map(|task| {
+            let task = task.unwrap().path();
+            let comm = std::fs::read_to_string(task.join("comm")).unwrap();
+            let stat = std::fs::read_to_string(task.join("stat")).unwrap();
+            let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+            let policy = after_name.split(' ').nth(38).unwrap().parse().unwrap();
+            (comm.trim().to_string(), policy)
+        })
+        .collect();
+    policies.sort();
+    let realtime: Vec<&str> = policies
+        .iter()
+        .filter(|(_, p)| *p == 2)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert_eq!(
+        realtime,
+        [
+            "http-tools",
+            "tool-worker",
+            "tool-worker",
+            "tool-worker",
+            "tool-worker"
+        ],
+        "{policies:?}"
+    );
+    assert!(
+        policies
+            .iter()
+            .any(|(name, p)| name == "ingest-writer" && *p == 0),
+        "{policies:?}"
+    );
+}
+
 #[test]
 fn ingest_refuses_what_it_cannot_store_and_its_token_reads_nothing() {
     let dir = TempDir::new("ingest-refusals");

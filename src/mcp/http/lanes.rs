@@ -21,7 +21,9 @@ pub(super) struct ToolsLane {
 }
 
 impl ToolsLane {
-    pub(super) fn start() -> Result<ToolsLane> {
+    /// Starts the loop, under a real-time policy when `realtime` (the process was
+    /// found to be allowed one).
+    pub(super) fn start(realtime: bool) -> Result<ToolsLane> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_io()
             .enable_time()
@@ -30,6 +32,9 @@ impl ToolsLane {
         let handle = runtime.handle().clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = super::spawn_named("http-tools", move || {
+            if realtime {
+                let _ = super::priority::make_this_thread_realtime();
+            }
             let _ = runtime.block_on(stopped);
         })?;
         Ok(ToolsLane {

@@ -90,6 +90,9 @@ pub struct HttpOptions {
     pub request_timeout: Duration,
     /// The live feed's endpoints, when started with `--ingest`.
     pub ingest: Option<ingest::IngestOptions>,
+    /// The tool calls' threads (their event loop and the workers) under a
+    /// real-time policy, ahead of ingest (`--realtime-tools`, with `--ingest`).
+    pub realtime_tools: bool,
 }
 
 /// A job and where its reply goes. It holds its body's share of the budget until the
@@ -153,7 +156,12 @@ fn start_workers(db_path: &Path, opts: &HttpOptions) -> Result<SyncSender<Task>>
             server.set_tiles(Some(TileSource::open(path)?));
         }
         warmed += server.warm();
+        let realtime = opts.realtime_tools;
         spawn_named("tool-worker", move || {
+            if realtime {
+                // Allowed: `serve` asked the system before starting any thread.
+                let _ = priority::make_this_thread_realtime();
+            }
             loop {
                 // A request waiting is taken at once; with none, the worker first
                 // ends what the last one left open (`Server::rest`), off the path
@@ -193,6 +201,29 @@ fn start_workers(db_path: &Path, opts: &HttpOptions) -> Result<SyncSender<Task>>
     Ok(jobs)
 }
 
+/// Whether this process may put a thread under a real-time policy, asked of the
+/// system on a thread of its own before the server starts any.
+fn realtime_allowed() -> Result<()> {
+    let asked = std::thread::spawn(priority::make_this_thread_realtime)
+        .join()
+        .unwrap_or_else(|_| Err("the thread that asked failed".into()));
+    match asked {
+        Ok(()) => {
+            logging::info(
+                "serve: the tool calls' threads run real-time (SCHED_RR, priority 1), ahead of ingest; pictures are drawn at the ordinary priority",
+            );
+            Ok(())
+        }
+        Err(why) => Err(Error::new(
+            crate::error::ErrorCode::Forbidden,
+            format!("--realtime-tools: the system refused a real-time policy ({why})"),
+        )
+        .with_hint(
+            "allow it: run with CAP_SYS_NICE (systemd: AmbientCapabilities=CAP_SYS_NICE), or raise the real-time priority limit (systemd: LimitRTPRIO=1; a shell: ulimit -r 1, as root); or serve without --realtime-tools",
+        )),
+    }
+}
+
 /// Resolves at SIGTERM or SIGINT.
 async fn stop_signal() {
     #[cfg(unix)]
@@ -225,6 +256,9 @@ pub fn serve(db_path: &Path, opts: HttpOptions) -> Result<()> {
         .set_nonblocking(true)
         .map_err(|e| Error::io(Path::new("listener"), e))?;
     let local = listener.local_addr().unwrap_or(opts.addr);
+    if opts.realtime_tools {
+        realtime_allowed()?;
+    }
     // The feed's writer first: it puts the database in WAL mode before the workers
     // open it.
     let ingest = opts
@@ -281,7 +315,7 @@ async fn accept_loop(
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     // Tool calls get an event loop of their own when devices push positions.
     let tools_lane = match shared.ingest {
-        Some(_) => Some(lanes::ToolsLane::start()?),
+        Some(_) => Some(lanes::ToolsLane::start(opts.realtime_tools)?),
         None => None,
     };
     let tools = tools_lane.as_ref().map(lanes::ToolsLane::handle);

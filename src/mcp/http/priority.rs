@@ -1,11 +1,24 @@
 //! Who waits when the cores are busy under `--ingest`: the analyser (a fix may take
 //! up to a second to show in the answers), not a tool call nor a device's request
 //! (milliseconds). A Linux nice value, per thread; elsewhere every thread keeps the
-//! process's priority. (Lowering the devices' event loop as well was measured and
-//! not kept: docs/live.md, "Not yet".)
+//! process's priority. With `--realtime-tools`, the tool calls' threads run under
+//! a real-time policy, ahead of every ordinary thread, except while they draw a
+//! picture (docs/live.md, "Tool calls ahead of ingest").
+
+use std::cell::Cell;
 
 /// The live analyser.
 pub(super) const ANALYSER_NICE: i32 = 10;
+
+/// The real-time priority of the tools' threads: the lowest, above every ordinary
+/// thread and below any real-time thread the machine's owner runs.
+#[cfg(target_os = "linux")]
+const TOOLS_REALTIME_PRIORITY: i32 = 1;
+
+thread_local! {
+    /// Whether this thread was put under the real-time policy.
+    static REALTIME: Cell<bool> = const { Cell::new(false) };
+}
 
 /// Sets the calling thread's nice value (raising it needs no privilege); a refusal
 /// leaves the priority as it was. Threads started afterwards by this one inherit it,
@@ -21,4 +34,98 @@ pub(super) fn lower_this_thread(nice: i32) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = nice;
+}
+
+/// Puts the calling thread under the round-robin real-time policy (processes it
+/// starts get the ordinary one back), or says why the system refused.
+pub(super) fn make_this_thread_realtime() -> Result<(), String> {
+    #[cfg(target_os = "linux")]
+    {
+        set_policy(libc::SCHED_RR, TOOLS_REALTIME_PRIORITY)?;
+        REALTIME.with(|r| r.set(true));
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    Err("a real-time policy for single threads is set only on Linux".into())
+}
+
+/// Sets the calling thread's scheduling policy (pid 0 is the calling thread on
+/// Linux), reset to the ordinary one in any process it starts.
+#[cfg(target_os = "linux")]
+fn set_policy(policy: libc::c_int, priority: i32) -> Result<(), String> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: `param` outlives the call, which only reads it.
+    let status = unsafe { libc::sched_setscheduler(0, policy | libc::SCHED_RESET_ON_FORK, &param) };
+    if status == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error().to_string())
+    }
+}
+
+/// While held, a real-time thread runs under the ordinary policy: a picture takes
+/// tens to hundreds of milliseconds of a core, which the devices' requests should
+/// not wait for. Nothing on a thread that is not real-time.
+pub(super) struct OrdinaryWhile {
+    lowered: bool,
+}
+
+impl OrdinaryWhile {
+    pub(super) fn drawing() -> OrdinaryWhile {
+        #[cfg(target_os = "linux")]
+        let lowered = REALTIME.with(Cell::get) && set_policy(libc::SCHED_OTHER, 0).is_ok();
+        #[cfg(not(target_os = "linux"))]
+        let lowered = false;
+        OrdinaryWhile { lowered }
+    }
+}
+
+impl Drop for OrdinaryWhile {
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        if self.lowered {
+            // Allowed once (the thread was made real-time), allowed again; if the
+            // privilege went meanwhile, the thread stays ordinary.
+            let raised = set_policy(libc::SCHED_RR, TOOLS_REALTIME_PRIORITY).is_ok();
+            REALTIME.with(|r| r.set(raised));
+        }
+    }
+}
+
+/// The calling thread's scheduling policy.
+#[cfg(all(test, target_os = "linux"))]
+fn policy_of_this_thread() -> i32 {
+    // SAFETY: a query about the calling thread.
+    unsafe { libc::sched_getscheduler(0) & !libc::SCHED_RESET_ON_FORK }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_drawing_runs_ordinary_on_a_realtime_thread_and_nothing_changes_on_an_ordinary_one() {
+        std::thread::spawn(|| {
+            {
+                let _drawing = OrdinaryWhile::drawing();
+                assert_eq!(policy_of_this_thread(), libc::SCHED_OTHER);
+            }
+            assert_eq!(policy_of_this_thread(), libc::SCHED_OTHER, "never raised");
+            if make_this_thread_realtime().is_err() {
+                // No privilege here: the refusal is the answer, and the thread is as it was.
+                assert_eq!(policy_of_this_thread(), libc::SCHED_OTHER);
+                return;
+            }
+            assert_eq!(policy_of_this_thread(), libc::SCHED_RR);
+            {
+                let _drawing = OrdinaryWhile::drawing();
+                assert_eq!(policy_of_this_thread(), libc::SCHED_OTHER);
+            }
+            assert_eq!(policy_of_this_thread(), libc::SCHED_RR, "raised again");
+        })
+        .join()
+        .unwrap();
+    }
 }

@@ -3,6 +3,7 @@
 //! Workers are plain threads, each with its own read-only database connection.
 
 use super::policy::header_value;
+use super::priority::OrdinaryWhile;
 use crate::error::{Error, ErrorCode};
 use crate::mcp::jsonrpc::{self, Incoming};
 use crate::mcp::session::{self, Response, Server};
@@ -161,6 +162,14 @@ pub fn run_job(server: &mut Server, job: Job) -> Reply {
             if let Some(e) = header_mismatch(&incoming, &headers) {
                 return Reply::json(400, e);
             }
+            let called = match &incoming {
+                Incoming::Request { method, params, .. } if method == "tools/call" => params
+                    .as_ref()
+                    .and_then(|p| p.get("name"))
+                    .and_then(Value::as_str),
+                _ => None,
+            };
+            let _ordinary = called.is_some_and(draws).then(OrdinaryWhile::drawing);
             match server.handle(incoming) {
                 None => Reply {
                     status: 202,
@@ -187,6 +196,7 @@ pub fn run_job(server: &mut Server, job: Job) -> Reply {
                     Err(why) => Err(Error::invalid(why.to_string())),
                 }
             };
+            let _ordinary = draws(&name).then(OrdinaryWhile::drawing);
             match args.map(|args| server.run_tool(&name, &args)) {
                 Ok(None) => Reply::error(&Error::new(
                     ErrorCode::NotFound,
@@ -208,6 +218,12 @@ pub fn run_job(server: &mut Server, job: Job) -> Reply {
             }
         }
     }
+}
+
+/// Whether the tool draws a picture, which a real-time worker draws at the
+/// ordinary priority.
+fn draws(tool: &str) -> bool {
+    report::registry().iter().any(|s| s.draws && s.tool == tool)
 }
 
 #[cfg(test)]
