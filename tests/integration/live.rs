@@ -260,9 +260,6 @@ fn the_ingest_endpoints_take_what_real_clients_send() {
     assert_eq!(p["ignition_on"], true);
 }
 
-/// An unknown device, a bad field, a wrong token, the MCP token, and the ingest
-/// token on the MCP endpoint: each a clear 4xx, and the operator told once which
-/// command adds the unknown device.
 /// A server taking pushes answers `vehicle_position` over MCP and its OpenAPI twin
 /// as `query position` does, for a vehicle added while it runs and the fix just
 /// pushed, and holds a call's headers to its body while devices push.
@@ -453,6 +450,9 @@ fn realtime_tools_puts_the_tool_threads_alone_ahead_of_ingest() {
     );
 }
 
+/// An unknown device, a bad field, a wrong token, the MCP token, and the ingest
+/// token on the MCP endpoint: each a clear 4xx, and the operator told once which
+/// command adds the unknown device.
 #[test]
 fn ingest_refuses_what_it_cannot_store_and_its_token_reads_nothing() {
     let dir = TempDir::new("ingest-refusals");
