@@ -1913,9 +1913,8 @@ fn bench_postgres_size(dir: &Path, server: &str, vehicles: u32, days: u32) {
 /// (which autovacuum does on its own within minutes of a bulk load: it read a
 /// 25 M-row partition under the 50 clients of a run, whose second pass then gave
 /// 88.7 ms against 41.4 in the first), checkpoints (the steps' WAL started one
-/// that ran under the clients of a run), writes the machine's dirty pages to disk
-/// (the steps before leave gigabytes, which the kernel otherwise writes back
-/// under the clients), then
+/// that ran under the clients of a run; its fsyncs leave no dirty pages of the
+/// fleet for the kernel to write back under them either), then
 /// waits (at most five minutes) until no autovacuum worker is busy with the fleet. The 50 clients measure serving a
 /// settled fleet, not the background work the steps before left (the bulk load's
 /// fixes, the analyses' rewritten rows), which a deployment pays once after loading.
@@ -1942,24 +1941,7 @@ fn settle(url: &str) {
     };
     // The gigabytes the steps before wrote are still going to disk from the
     // kernel's cache for a minute or more, on the cores the clients use.
-    let dirty_mib = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find_map(|l| l.strip_prefix("Dirty:"))
-                .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0);
-    let syncing = Instant::now();
-    #[cfg(target_os = "linux")]
-    // SAFETY: no arguments; it returns once the kernel has written its dirty pages.
-    unsafe {
-        libc::sync();
-    }
-    print!(
-        "    (vacuumed the positions in {vacuumed_s:.0} s; {checkpoint}; wrote the kernel's {dirty_mib:.0} MiB of dirty pages in {:.0} s; ",
-        syncing.elapsed().as_secs_f64()
-    );
+    print!("    (vacuumed the positions in {vacuumed_s:.0} s; {checkpoint}; ");
     let started = Instant::now();
     let mut seen: Vec<String> = Vec::new();
     loop {
