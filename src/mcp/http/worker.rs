@@ -162,14 +162,9 @@ pub fn run_job(server: &mut Server, job: Job) -> Reply {
             if let Some(e) = header_mismatch(&incoming, &headers) {
                 return Reply::json(400, e);
             }
-            let called = match &incoming {
-                Incoming::Request { method, params, .. } if method == "tools/call" => params
-                    .as_ref()
-                    .and_then(|p| p.get("name"))
-                    .and_then(Value::as_str),
-                _ => None,
-            };
-            let _ordinary = called.is_some_and(draws).then(OrdinaryWhile::drawing);
+            let _ordinary = tool_called(&incoming)
+                .is_some_and(draws)
+                .then(OrdinaryWhile::drawing);
             match server.handle(incoming) {
                 None => Reply {
                     status: 202,
@@ -220,6 +215,17 @@ pub fn run_job(server: &mut Server, job: Job) -> Reply {
     }
 }
 
+/// The tool a JSON-RPC message calls, if it is a `tools/call`.
+fn tool_called(incoming: &Incoming) -> Option<&str> {
+    match incoming {
+        Incoming::Request { method, params, .. } if method == "tools/call" => params
+            .as_ref()
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str),
+        _ => None,
+    }
+}
+
 /// Whether the tool draws a picture, which a real-time worker draws at the
 /// ordinary priority.
 fn draws(tool: &str) -> bool {
@@ -229,6 +235,33 @@ fn draws(tool: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pictures_are_the_tools_a_realtime_worker_draws_at_the_ordinary_priority() {
+        for picture in ["route_map", "speed_chart", "fleet_map"] {
+            assert!(draws(picture), "{picture}");
+        }
+        for report in [
+            "vehicle_position",
+            "stopped_vehicles",
+            "daily_summary",
+            "no_such_tool",
+        ] {
+            assert!(!draws(report), "{report}");
+        }
+        let call = |message: &str| {
+            let incoming = jsonrpc::parse(message.as_bytes());
+            tool_called(&incoming).map(str::to_owned)
+        };
+        assert_eq!(
+            call(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fleet_map"}}"#),
+            Some("fleet_map".into())
+        );
+        assert_eq!(
+            call(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"fleet_map"}}"#),
+            None
+        );
+    }
 
     fn headers(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         pairs
