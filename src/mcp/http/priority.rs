@@ -58,10 +58,11 @@ fn set_policy(policy: libc::c_int, priority: i32) -> Result<(), String> {
     };
     // SAFETY: `param` outlives the call, which only reads it.
     let status = unsafe { libc::sched_setscheduler(0, policy | libc::SCHED_RESET_ON_FORK, &param) };
-    if status == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error().to_string())
+    let refused = std::io::Error::last_os_error();
+    match (status, refused.raw_os_error()) {
+        (0, _) => Ok(()),
+        (_, Some(libc::EPERM)) => Err("not permitted to this process".into()),
+        _ => Err(refused.to_string()),
     }
 }
 
