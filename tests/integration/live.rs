@@ -379,12 +379,7 @@ fn realtime_tools_puts_the_tool_threads_alone_ahead_of_ingest() {
         return;
     }
     let (db, s) = live_fleet(&dir, &["--realtime-tools"]);
-    let pushed = format!(
-        "/ingest/osmand?id=48241179&timestamp={}&lat=14.6111&lon=-90.5222&speed=0&token={INGEST_TOKEN}",
-        DATA_NOW - 60
-    );
-    let (status, body) = send(&s, "GET", &pushed, &[], "");
-    assert_eq!(status, 200, "{body}");
+    push_track(&s, 1, DATA_NOW - 60, 15, 0.0, 0.0);
     let expected = position(&db, "P-900LIV");
     let mcp = bearer(crate::http::TOKEN);
     let headers = [

@@ -74,11 +74,17 @@ pub(super) struct OrdinaryWhile {
 }
 
 impl OrdinaryWhile {
-    pub(super) fn drawing() -> OrdinaryWhile {
+    /// Lowers a real-time thread when `draws` says its call draws a picture
+    /// (asked only on a real-time thread: nothing is looked up on the others).
+    pub(super) fn if_drawing(draws: impl FnOnce() -> bool) -> OrdinaryWhile {
         #[cfg(target_os = "linux")]
-        let lowered = REALTIME.with(Cell::get) && set_policy(libc::SCHED_OTHER, 0).is_ok();
+        let lowered =
+            REALTIME.with(Cell::get) && draws() && set_policy(libc::SCHED_OTHER, 0).is_ok();
         #[cfg(not(target_os = "linux"))]
-        let lowered = false;
+        let lowered = {
+            let _ = draws;
+            false
+        };
         OrdinaryWhile { lowered }
     }
 }
@@ -110,7 +116,7 @@ mod tests {
     fn a_drawing_runs_ordinary_on_a_realtime_thread_and_nothing_changes_on_an_ordinary_one() {
         std::thread::spawn(|| {
             {
-                let _drawing = OrdinaryWhile::drawing();
+                let _drawing = OrdinaryWhile::if_drawing(|| true);
                 assert_eq!(policy_of_this_thread(), libc::SCHED_OTHER);
             }
             assert_eq!(policy_of_this_thread(), libc::SCHED_OTHER, "never raised");
@@ -121,7 +127,7 @@ mod tests {
             }
             assert_eq!(policy_of_this_thread(), libc::SCHED_RR);
             {
-                let _drawing = OrdinaryWhile::drawing();
+                let _drawing = OrdinaryWhile::if_drawing(|| true);
                 assert_eq!(policy_of_this_thread(), libc::SCHED_OTHER);
             }
             assert_eq!(policy_of_this_thread(), libc::SCHED_RR, "raised again");

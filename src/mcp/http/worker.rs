@@ -162,9 +162,7 @@ pub fn run_job(server: &mut Server, job: Job) -> Reply {
             if let Some(e) = header_mismatch(&incoming, &headers) {
                 return Reply::json(400, e);
             }
-            let _ordinary = tool_called(&incoming)
-                .is_some_and(draws)
-                .then(OrdinaryWhile::drawing);
+            let _ordinary = OrdinaryWhile::if_drawing(|| tool_called(&incoming).is_some_and(draws));
             match server.handle(incoming) {
                 None => Reply {
                     status: 202,
@@ -191,7 +189,7 @@ pub fn run_job(server: &mut Server, job: Job) -> Reply {
                     Err(why) => Err(Error::invalid(why.to_string())),
                 }
             };
-            let _ordinary = draws(&name).then(OrdinaryWhile::drawing);
+            let _ordinary = OrdinaryWhile::if_drawing(|| draws(&name));
             match args.map(|args| server.run_tool(&name, &args)) {
                 Ok(None) => Reply::error(&Error::new(
                     ErrorCode::NotFound,
