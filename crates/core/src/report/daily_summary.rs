@@ -144,7 +144,7 @@ fn after_day(db: &Db, cursor: Cursor) -> Result<(String, String)> {
 }
 
 /// Stored daily rollups as the report shows them (also what `fleetctl export daily`
-/// writes), in their order: the trips, events and ignition they show beside the
+/// writes), in their order: the trips, speeding and ignition they show beside the
 /// rollup are read in one query for all of them.
 pub fn day_rows(db: &Db, days: &[crate::model::DailyRollup]) -> Result<Vec<DayRow>> {
     let mut dates = Vec::with_capacity(days.len());
@@ -177,7 +177,7 @@ pub fn day_rows(db: &Db, days: &[crate::model::DailyRollup]) -> Result<Vec<DayRo
         .collect()
 }
 
-/// One stored daily rollup as the report shows it, with its day's trips and events
+/// One stored daily rollup as the report shows it, with its day's trips and speeding
 /// summed (`extra`); `reports_ignition`: the vehicle's tracker reports the ignition,
 /// so engine hours are known.
 fn day_row(
@@ -211,7 +211,7 @@ fn day_row(
         speeding_count: extra.speeding,
         speeding_min: round1(extra.speeding_s as f64 / 60.0),
         signal_losses: d.signal_losses,
-        events: extra.events,
+        events: d.events,
     })
 }
 

@@ -602,8 +602,6 @@ pub struct DayExtras {
     pub trips_span: Option<(i64, i64)>,
     /// Idle seconds inside trips.
     pub trip_idle_s: i64,
-    /// Events begun that day.
-    pub events: i64,
     /// Speeding episodes begun that day.
     pub speeding: i64,
     /// Their seconds.
@@ -620,10 +618,12 @@ pub struct PageExtras {
     pub ignition_reported: std::collections::HashSet<i64>,
 }
 
-/// The trips and events begun in `[from_ts, to_ts)` of `vehicle_ids`, summed per
-/// vehicle and local day (`day_of` names a time's local date), and which of them
-/// report the ignition: one query for a page or an export, however many rows it
-/// has (two round trips fewer on PostgreSQL than one for each table).
+/// The trips and speeding episodes begun in `[from_ts, to_ts)` of `vehicle_ids`,
+/// summed per vehicle and local day (`day_of` names a time's local date), and which
+/// of them report the ignition: one query for a page or an export, however many
+/// rows it has (two round trips fewer on PostgreSQL than one for each table). The
+/// day's events of every kind are the rollup's count (`daily.events`): the other
+/// kinds, most of a day's events (ignition on and off), are not read at all.
 pub fn day_extras(
     conn: &dyn Sql,
     vehicle_ids: &[i64],
@@ -634,16 +634,17 @@ pub fn day_extras(
     let args = [int(from_ts), int(to_ts), Arg::Text(&ids)];
     let mut out = PageExtras::default();
     let speeding = event_kinds::code(EventKind::Speeding);
-    // A trip's row: 0, vehicle, start, end, idle seconds. An event's: 1, vehicle,
-    // start, whether it is speeding (1 or 0), and then its seconds. A vehicle
-    // whose newest fix reports the ignition: 2, vehicle.
+    // A trip's row: 0, vehicle, start, end, idle seconds. A speeding episode's:
+    // 1, vehicle, start, 0, its seconds. A vehicle whose newest fix reports the
+    // ignition: 2, vehicle. Unary + keeps SQLite off the (kind, start_ts) index,
+    // which would read the whole fleet's speeding of those days for a page of one
+    // vehicle; its (vehicle_id, start_ts) one reads only theirs.
     let sql = format!(
         "SELECT 0, vehicle_id, start_ts, end_ts, idle_s FROM trips \
          WHERE {of_ids} AND start_ts >= ?1 AND start_ts < ?2 \
          UNION ALL \
-         SELECT 1, vehicle_id, start_ts, CASE WHEN kind = {speeding} THEN 1 ELSE 0 END, \
-         CASE WHEN kind = {speeding} THEN {seconds} END FROM events \
-         WHERE {of_ids} AND start_ts >= ?1 AND start_ts < ?2 \
+         SELECT 1, vehicle_id, start_ts, 0, {seconds} FROM events \
+         WHERE {of_ids} AND +kind = {speeding} AND start_ts >= ?1 AND start_ts < ?2 \
          UNION ALL \
          SELECT 2, vehicle_id, 0, 0, NULL FROM latest_fix \
          WHERE {of_ids} AND ignition IS NOT NULL",
@@ -666,8 +667,7 @@ pub fn day_extras(
             );
             e.trip_idle_s += idle_s;
         } else {
-            e.events += 1;
-            e.speeding += r.int(3)?;
+            e.speeding += 1;
             e.speeding_s += r.opt_int(4)?.unwrap_or(0);
         }
         Ok(())
