@@ -161,14 +161,13 @@ pub fn day_rows(db: &Db, days: &[crate::model::DailyRollup]) -> Result<Vec<DayRo
     vehicle_ids.sort_unstable();
     vehicle_ids.dedup();
     let span = (db.day_bounds(*first).0, db.day_bounds(*last).1);
-    let extras = read::day_extras(db.conn(), &vehicle_ids, span, &|ts| {
-        db.zone.local_date(ts).to_string()
-    })?;
+    let extras = read::day_extras(db.conn(), &vehicle_ids, span, &|ts| db.zone.local_date(ts))?;
     days.iter()
-        .map(|d| {
+        .zip(dates)
+        .map(|(d, date)| {
             let extra = extras
                 .days
-                .get(&(d.vehicle_id, d.date.clone()))
+                .get(&(d.vehicle_id, date))
                 .copied()
                 .unwrap_or_default();
             let reports_ignition = extras.ignition_reported.contains(&d.vehicle_id);

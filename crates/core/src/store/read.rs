@@ -612,7 +612,7 @@ pub struct DayExtras {
 #[derive(Debug, Default)]
 pub struct PageExtras {
     /// Per vehicle and local date.
-    pub days: std::collections::HashMap<(i64, String), DayExtras>,
+    pub days: std::collections::HashMap<(i64, crate::clock::Date), DayExtras>,
     /// The vehicles whose newest fix reports the ignition (their trackers do, so
     /// their days have engine hours).
     pub ignition_reported: std::collections::HashSet<i64>,
@@ -628,7 +628,7 @@ pub fn day_extras(
     conn: &dyn Sql,
     vehicle_ids: &[i64],
     (from_ts, to_ts): (i64, i64),
-    day_of: &dyn Fn(i64) -> String,
+    day_of: &dyn Fn(i64) -> crate::clock::Date,
 ) -> Result<PageExtras> {
     let ids = serde_json::to_string(vehicle_ids).map_err(|e| Error::internal(e.to_string()))?;
     let args = [int(from_ts), int(to_ts), Arg::Text(&ids)];
