@@ -1147,9 +1147,13 @@ fn speeding_pushed_live_is_logged_and_posted_to_the_webhook() {
         alert["detail"]["max_speed_kmh"].as_f64().unwrap() > 130.0,
         "{alert}"
     );
+    // Every fix after the first was fast: the episode reaches the newest one, so
+    // its until and figures are as far as known.
+    assert_eq!(alert["ongoing"], true, "{alert}");
     // Logged before it was posted: the line is in the log already.
     let logged = std::iter::from_fn(|| s.log.recv_timeout(wait).ok())
         .find(|line| line.contains("alert: P-900LIV speeding"))
         .expect("the alert is logged");
     assert!(logged.contains("2026-11-25T15:31:15-06:00"), "{logged}");
+    assert!(logged.ends_with("(going on)"), "{logged}");
 }

@@ -293,6 +293,13 @@ impl EventKind {
     pub fn parse(name: &str) -> Option<EventKind> {
         EventKind::ALL.into_iter().find(|k| k.as_str() == name)
     }
+
+    /// Whether an event of this kind lasts as long as the fixes say (a speeding
+    /// episode, a long stop), so that one ending at a vehicle's newest fix may go
+    /// on. A signal loss is found when it ends; the others are instants.
+    pub fn lasts(self) -> bool {
+        matches!(self, EventKind::Speeding | EventKind::LongStop)
+    }
 }
 
 /// A detected event.

@@ -1,12 +1,13 @@
 //! Live alerts: the events the feed's analysis finds new (`live::Analysed::new_events`:
 //! speeding, long stops, signal losses, geofence entries and exits, ignition) are
-//! logged and, with `--alert-webhook URL`, POSTed there as JSON. Each step has a
+//! logged and, with `--alert-webhook URL`, POSTed there as JSON, saying whether the
+//! event may still be going on (`live::NewEvent::ongoing`). Each step has a
 //! thread and a bounded queue of its own, so that a slow or dead receiver never
 //! holds up ingest: an alert that does not fit is dropped and counted in the log,
 //! and a failed POST is tried again with growing pauses, then given up (logged).
 
 use crate::error::{Error, Result};
-use crate::model::Event;
+use crate::live::NewEvent;
 use crate::report::{Db, events::events_row};
 use crate::{clock, logging};
 use std::io::{Read, Write};
@@ -140,7 +141,7 @@ impl Webhook {
 
 /// The feed's side of the alerts: hands new events on without waiting.
 pub(super) struct Alerts {
-    events: SyncSender<Vec<Event>>,
+    events: SyncSender<Vec<NewEvent>>,
 }
 
 impl Alerts {
@@ -162,7 +163,7 @@ impl Alerts {
 
     /// Hands a group's new events on; when the queue is full they are dropped and
     /// the log says how many.
-    pub(super) fn found(&self, events: Vec<Event>) {
+    pub(super) fn found(&self, events: Vec<NewEvent>) {
         if events.is_empty() {
             return;
         }
@@ -178,7 +179,7 @@ impl Alerts {
 }
 
 /// Logs each alert as the reports name it and queues its JSON for the webhook.
-fn announce(mut db: Db, queue: Receiver<Vec<Event>>, posts: Option<SyncSender<String>>) {
+fn announce(mut db: Db, queue: Receiver<Vec<NewEvent>>, posts: Option<SyncSender<String>>) {
     let mut dropped = 0u64;
     while let Ok(events) = queue.recv() {
         if let Err(e) = db.refresh() {
@@ -186,7 +187,7 @@ fn announce(mut db: Db, queue: Receiver<Vec<Event>>, posts: Option<SyncSender<St
                 "alerts: the database could not be read again: {e}"
             ));
         }
-        for event in &events {
+        for NewEvent { event, ongoing } in &events {
             let row = match events_row(&db, event) {
                 Ok(row) => row,
                 Err(e) => {
@@ -195,8 +196,12 @@ fn announce(mut db: Db, queue: Receiver<Vec<Event>>, posts: Option<SyncSender<St
                 }
             };
             logging::info(&format!(
-                "alert: {} {} at {}, {}",
-                row.plate, row.kind, row.at, row.place
+                "alert: {} {} at {}, {}{}",
+                row.plate,
+                row.kind,
+                row.at,
+                row.place,
+                if *ongoing { " (going on)" } else { "" }
             ));
             let Some(posts) = &posts else { continue };
             let body = serde_json::json!({
@@ -204,6 +209,7 @@ fn announce(mut db: Db, queue: Receiver<Vec<Event>>, posts: Option<SyncSender<St
                 "plate": row.plate,
                 "at": row.at,
                 "until": row.until,
+                "ongoing": ongoing,
                 "place": row.place,
                 "lat": event.lat,
                 "lon": event.lon,

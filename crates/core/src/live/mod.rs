@@ -400,7 +400,17 @@ pub struct Analysed {
     /// or one of a vehicle's open stretch already announced, is not new): the live
     /// alerts. An event still open (a long stop going on) is new once, when first
     /// found.
-    pub new_events: Vec<Event>,
+    pub new_events: Vec<NewEvent>,
+}
+
+/// An event the feed's analysis found new: a live alert.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    /// The event as found.
+    pub event: Event,
+    /// It lasts ([`crate::model::EventKind::lasts`]) and ends at the vehicle's
+    /// newest fix: it may go on, so its end and figures are only as far as known.
+    pub ongoing: bool,
 }
 
 /// Opens the database at `path` (a SQLite file or a `postgres://` URL) for the
@@ -681,17 +691,21 @@ impl Backlog {
     }
 }
 
-/// Adds the events not `announced` yet to `new`, and keeps the keys of the recent
-/// ones (within `ANNOUNCED_KEPT_S` of the vehicle's newest fix, `newest_ts`).
+/// Adds the events not `announced` yet to `new`, each said to be going on when it
+/// lasts and ends at the vehicle's newest fix (`newest_ts`), and keeps the keys of
+/// the recent ones (within `ANNOUNCED_KEPT_S` of it).
 fn announce<'e>(
     announced: &mut HashSet<EventKey>,
     events: impl Iterator<Item = &'e Event>,
     newest_ts: Option<i64>,
-    new: &mut Vec<Event>,
+    new: &mut Vec<NewEvent>,
 ) {
     for e in events {
         if announced.insert(e.key()) {
-            new.push(e.clone());
+            new.push(NewEvent {
+                ongoing: e.kind.lasts() && newest_ts.is_some_and(|ts| e.end_ts >= ts),
+                event: e.clone(),
+            });
         }
     }
     let horizon = newest_ts.map_or(i64::MIN, |ts| ts - ANNOUNCED_KEPT_S);
@@ -734,6 +748,47 @@ fn savepoint_err(e: rusqlite::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_alert_is_going_on_when_it_lasts_and_ends_at_the_newest_fix() {
+        use crate::model::{EventDetail, EventKind, NoDetail};
+        let event = |kind, start_ts, end_ts| Event {
+            vehicle_id: 1,
+            kind,
+            start_ts,
+            end_ts,
+            lat: 14.6,
+            lon: -90.5,
+            detail: EventDetail::Ignition(NoDetail {}),
+        };
+        let events = [
+            // Its last fast fix is the newest.
+            event(EventKind::Speeding, 900, 1_000),
+            // Over: a slower fix followed.
+            event(EventKind::Speeding, 700, 850),
+            // Still stopped.
+            event(EventKind::LongStop, 100, 1_000),
+            // Ended by the newest fix.
+            event(EventKind::SignalLoss, 400, 1_000),
+            event(EventKind::IgnitionOn, 1_000, 1_000),
+        ];
+        let mut new = Vec::new();
+        announce(&mut HashSet::new(), events.iter(), Some(1_000), &mut new);
+        let said: Vec<_> = new
+            .iter()
+            .map(|n| (n.event.kind, n.event.start_ts, n.ongoing))
+            .collect();
+        assert_eq!(
+            said,
+            vec![
+                (EventKind::Speeding, 900, true),
+                (EventKind::Speeding, 700, false),
+                (EventKind::LongStop, 100, true),
+                (EventKind::SignalLoss, 400, false),
+                (EventKind::IgnitionOn, 1_000, false),
+            ]
+        );
+    }
 
     #[test]
     fn a_vehicle_analysed_is_held_back_until_its_interval_passes_with_all_its_fixes() {
@@ -836,14 +891,19 @@ mod tests {
             let a = step(push(t0 + k * 15, lat, speed_kmh));
             resumed += a.resumed;
             rebuilt += a.rebuilt;
-            announced.extend(a.new_events.iter().map(|e| (k, e.kind, e.start_ts)));
+            announced.extend(
+                a.new_events
+                    .iter()
+                    .map(|e| (k, e.event.kind, e.event.start_ts, e.ongoing)),
+            );
         }
         assert_eq!((resumed, rebuilt), (19, 1));
         // Announced once, as soon as its fixes prove 20 s over the limit: two fixes
-        // 15 s apart, and half the interval at each end.
+        // 15 s apart, and half the interval at each end; going on, for the newest
+        // fix is one of them.
         assert_eq!(
             announced,
-            vec![(6, crate::model::EventKind::Speeding, t0 + 5 * 15)]
+            vec![(6, crate::model::EventKind::Speeding, t0 + 5 * 15, true)]
         );
         let a = step(push(t0 + 7, 14.6, 26.6));
         assert_eq!((a.resumed, a.rebuilt), (0, 1));
