@@ -119,13 +119,25 @@ fn parquet_holds_every_fix_with_utc_timestamps_and_units_in_column_names() {
     }
     // The local date beside the UTC time: 2026-11-24 06:00 UTC is still the 23rd in
     // Guatemala (UTC−6).
+    // And the local time with its offset, as people read it, in every row (the
+    // week's days written one after another).
     let dates = df.column("date").unwrap();
     let dates = dates.str().unwrap();
+    let locals = df.column("time_local").unwrap();
+    let locals = locals.str().unwrap();
     for i in (0..df.height()).step_by(1013) {
         let ts = times.get(i).unwrap() / 1000;
         let local = (ts - 6 * 3600).div_euclid(86_400);
         let expected = fleetctl::clock::Date::from_days_since_epoch(local).to_string();
         assert_eq!(dates.get(i), Some(expected.as_str()));
+        let sod = (ts - 6 * 3600).rem_euclid(86_400);
+        let time_local = format!(
+            "{expected}T{:02}:{:02}:{:02}-06:00",
+            sod / 3600,
+            sod / 60 % 60,
+            sod % 60
+        );
+        assert_eq!(locals.get(i), Some(time_local.as_str()), "row {i}");
     }
 }
 

@@ -110,7 +110,22 @@ impl Date {
 
 impl std::fmt::Display for Date {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:04}-{:02}-{:02}", self.year, self.month, self.day)
+        write!(f, "{}-{:02}-{:02}", self.year_text(), self.month, self.day)
+    }
+}
+
+impl Date {
+    /// The year as a date writes it: four digits at least.
+    fn year_text(self) -> String {
+        format!("{:04}", self.year)
+    }
+}
+
+/// `value`'s last `width` decimal digits, zero-padded, at the end of `out`.
+fn push_digits(out: &mut String, value: u32, width: u32) {
+    for place in (0..width).rev() {
+        let digit = value / 10u32.pow(place) % 10;
+        out.push(char::from(b'0' + digit as u8));
     }
 }
 
@@ -308,19 +323,36 @@ impl FleetZone {
     /// RFC 3339 with the offset in force at that instant, to the second:
     /// `2026-11-24T08:13:00-06:00`.
     pub fn rfc3339(&self, ts: i64) -> String {
+        let mut text = String::with_capacity(25);
+        self.push_rfc3339(ts, &mut text);
+        text
+    }
+
+    /// [`FleetZone::rfc3339`] written at the end of `out`, digit by digit: an
+    /// export writes one for every position (formatting machinery and a string
+    /// each were a seventh of a 50 M-position export's time).
+    pub fn push_rfc3339(&self, ts: i64, out: &mut String) {
         let offset_s = self.offset_s(ts);
         let date = Date::from_days_since_epoch((ts + offset_s).div_euclid(DAY_S));
         let sod = (ts + offset_s).rem_euclid(DAY_S);
-        let sign = if offset_s < 0 { '-' } else { '+' };
         let off_min = offset_s.abs() / 60;
-        format!(
-            "{date}T{:02}:{:02}:{:02}{sign}{:02}:{:02}",
-            sod / 3600,
-            sod / 60 % 60,
-            sod % 60,
-            off_min / 60,
-            off_min % 60
-        )
+        match u32::try_from(date.year) {
+            Ok(year) if year <= 9999 => push_digits(out, year, 4),
+            // Five digits or a sign: as `Date` writes it.
+            _ => out.push_str(&date.year_text()),
+        }
+        for (before, value) in [
+            ('-', i64::from(date.month)),
+            ('-', i64::from(date.day)),
+            ('T', sod / 3600),
+            (':', sod / 60 % 60),
+            (':', sod % 60),
+            (if offset_s < 0 { '-' } else { '+' }, off_min / 60),
+            (':', off_min % 60),
+        ] {
+            out.push(before);
+            push_digits(out, value as u32, 2);
+        }
     }
 
     /// Local `HH:MM` of an instant.
@@ -449,6 +481,19 @@ mod tests {
         assert!(err.message.contains("Mars/Olympus"), "{err:?}");
         assert!(err.hint.unwrap_or_default().contains("Europe/London"));
         assert_eq!(FleetZone::named("UTC").unwrap().offset_s(0), 0);
+    }
+
+    #[test]
+    fn local_times_are_written_end_to_end_digit_by_digit() {
+        let kolkata = FleetZone::named("Asia/Kolkata").unwrap();
+        let mut text = String::new();
+        kolkata.push_rfc3339(0, &mut text);
+        kolkata.push_rfc3339(1_795_000_000, &mut text);
+        assert_eq!(text, "1970-01-01T05:30:00+05:302026-11-18T16:36:40+05:30");
+        let utc = FleetZone::named("UTC").unwrap();
+        // Past four digits of year, as a date writes it.
+        assert_eq!(utc.rfc3339(253_402_300_800), "10000-01-01T00:00:00+00:00");
+        assert_eq!(utc.rfc3339(-62_167_219_200), "0000-01-01T00:00:00+00:00");
     }
 
     #[test]

@@ -249,6 +249,14 @@ pub enum Cells {
     Text(Vec<Option<String>>),
     /// Text as runs of one value (a vehicle-day's plate and date): no string per row.
     Runs(Vec<(String, usize)>),
+    /// Text end to end in one string, and where each cell ends in it (a
+    /// vehicle-day's local times): no string per row either.
+    Joined {
+        /// The cells' text, one after the other.
+        text: String,
+        /// The byte offset in `text` where each cell ends.
+        ends: Vec<usize>,
+    },
     /// UTC milliseconds since the epoch.
     TimeUtc(Vec<Option<i64>>),
 }
@@ -272,6 +280,7 @@ impl Cells {
             Cells::Bool(v) => v.len(),
             Cells::Text(v) => v.len(),
             Cells::Runs(v) => v.iter().map(|r| r.1).sum(),
+            Cells::Joined { ends, .. } => ends.len(),
         }
     }
 
@@ -286,6 +295,17 @@ impl Cells {
             (Cells::Float(a), Cells::Float(b)) => a.extend(b),
             (Cells::Bool(a), Cells::Bool(b)) => a.extend(b),
             (Cells::Text(a), Cells::Text(b)) => a.extend(b),
+            (
+                Cells::Joined { text, ends },
+                Cells::Joined {
+                    text: more,
+                    ends: more_ends,
+                },
+            ) => {
+                let base = text.len();
+                text.push_str(&more);
+                ends.extend(more_ends.into_iter().map(|end| base + end));
+            }
             (Cells::Runs(a), Cells::Runs(b)) => {
                 for (value, n) in b {
                     match a.last_mut() {
@@ -305,7 +325,9 @@ impl Cells {
             Cells::Float(v) => v[row].map_or(Value::Null, Value::from),
             Cells::Bool(v) => v[row].map_or(Value::Null, Value::from),
             Cells::Text(v) => v[row].as_deref().map_or(Value::Null, Value::from),
-            Cells::Runs(_) => self.text(row).map_or(Value::Null, Value::from),
+            Cells::Runs(_) | Cells::Joined { .. } => {
+                self.text(row).map_or(Value::Null, Value::from)
+            }
             Cells::TimeUtc(v) => v[row].map_or(Value::Null, |ms| Value::from(utc_text(ms))),
         }
     }
@@ -314,6 +336,10 @@ impl Cells {
     pub fn text(&self, row: usize) -> Option<&str> {
         match self {
             Cells::Text(v) => v[row].as_deref(),
+            Cells::Joined { text, ends } => {
+                let start = row.checked_sub(1).map_or(0, |before| ends[before]);
+                Some(&text[start..ends[row]])
+            }
             Cells::Runs(runs) => {
                 let mut left = row;
                 for (value, n) in runs {
@@ -716,7 +742,7 @@ fn positions_day(
     (start, end): (i64, i64),
     with_tracks: bool,
 ) -> Result<Option<Chunk>> {
-    let (mut time, mut local) = (Vec::new(), Vec::new());
+    let (mut time, mut local, mut local_ends) = (Vec::new(), String::new(), Vec::new());
     let (mut lat, mut lon, mut speed, mut derived) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut heading, mut ignition, mut odometer) = (Vec::new(), Vec::new(), Vec::new());
@@ -724,7 +750,8 @@ fn positions_day(
     read::positions_between(conn, vehicle_id, start, end, &mut |f, ms| {
         let time_ms = f.ts * 1000 + ms;
         time.push(Some(time_ms));
-        local.push(Some(zone.rfc3339(f.ts)));
+        zone.push_rfc3339(f.ts, &mut local);
+        local_ends.push(local.len());
         lat.push(Some(f.lat));
         lon.push(Some(f.lon));
         speed.push(Some(f.speed_kmh));
@@ -745,7 +772,10 @@ fn positions_day(
         cells: vec![
             Cells::Runs(vec![(plate.clone(), n)]),
             Cells::Runs(vec![(date.to_string(), n)]),
-            Cells::Text(local),
+            Cells::Joined {
+                text: local,
+                ends: local_ends,
+            },
             Cells::TimeUtc(time),
             Cells::Float(lat),
             Cells::Float(lon),
@@ -822,6 +852,16 @@ fn push_row(table: &mut Table, row: &impl Serialize, zone: &FleetZone) -> Result
                 Value::String(s) => Some(s.clone()),
                 other => Some(other.to_string()),
             }),
+            // Rows begin with text columns (`Cells::empty`); joined text holds
+            // no empty cell.
+            Cells::Joined { text, ends } => {
+                let cell =
+                    typed(v, field, |v| v.as_str().map(str::to_string))?.ok_or_else(|| {
+                        Error::internal(format!("export: `{field}` is empty in a joined column"))
+                    })?;
+                text.push_str(&cell);
+                ends.push(text.len());
+            }
         }
     }
     // The local date of the row's first time, when the row has no date of its own.

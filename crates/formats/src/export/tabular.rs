@@ -44,6 +44,15 @@ fn frame(table: Table, times: Times) -> polars::error::PolarsResult<DataFrame> {
                         .flat_map(|(value, n)| std::iter::repeat_n(value.as_str(), *n)),
                 )
                 .into_column(),
+                Cells::Joined { text, ends } => StringChunked::from_iter_values(
+                    name,
+                    ends.iter().scan(0, |start, &end| {
+                        let cell = &text[*start..end];
+                        *start = end;
+                        Some(cell)
+                    }),
+                )
+                .into_column(),
                 Cells::TimeUtc(v) => match times {
                     Times::Text => Column::new(
                         name,

@@ -83,16 +83,20 @@ pub(super) fn write(
                             v[i].map(|x| sheet.write_number(r, c, x).map(|_| format!("{x}").len()))
                         }
                         Cells::Bool(v) => v[i].map(|x| sheet.write_boolean(r, c, x).map(|_| 5)),
-                        Cells::Text(_) | Cells::Runs(_) if is_date => cells.text(i).map(|x| {
-                            ExcelDateTime::parse_from_str(x)
-                                .and_then(|d| sheet.write_datetime_with_format(r, c, d, &day))
-                                .map(|_| 10)
-                        }),
-                        Cells::Text(_) | Cells::Runs(_) => cells.text(i).map(|x| {
-                            sheet
-                                .write_string(r, c, x)
-                                .map(|_| x.chars().count().min(60))
-                        }),
+                        Cells::Text(_) | Cells::Runs(_) | Cells::Joined { .. } if is_date => {
+                            cells.text(i).map(|x| {
+                                ExcelDateTime::parse_from_str(x)
+                                    .and_then(|d| sheet.write_datetime_with_format(r, c, d, &day))
+                                    .map(|_| 10)
+                            })
+                        }
+                        Cells::Text(_) | Cells::Runs(_) | Cells::Joined { .. } => {
+                            cells.text(i).map(|x| {
+                                sheet
+                                    .write_string(r, c, x)
+                                    .map(|_| x.chars().count().min(60))
+                            })
+                        }
                         Cells::TimeUtc(v) => v[i].map(|ms| {
                             let s = ms.div_euclid(1000);
                             ExcelDateTime::from_timestamp(s + db.zone.offset_s(s))
