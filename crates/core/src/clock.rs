@@ -110,14 +110,7 @@ impl Date {
 
 impl std::fmt::Display for Date {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}-{:02}-{:02}", self.year_text(), self.month, self.day)
-    }
-}
-
-impl Date {
-    /// The year as a date writes it: four digits at least.
-    fn year_text(self) -> String {
-        format!("{:04}", self.year)
+        write!(f, "{:04}-{:02}-{:02}", self.year, self.month, self.day)
     }
 }
 
@@ -339,7 +332,10 @@ impl FleetZone {
         match u32::try_from(date.year) {
             Ok(year) if year <= 9999 => push_digits(out, year, 4),
             // Five digits or a sign: as `Date` writes it.
-            _ => out.push_str(&date.year_text()),
+            _ => {
+                use std::fmt::Write;
+                let _ = write!(out, "{:04}", date.year);
+            }
         }
         for (before, value) in [
             ('-', i64::from(date.month)),
