@@ -1922,10 +1922,11 @@ fn bench_postgres_size(dir: &Path, server: &str, vehicles: u32, days: u32) {
 /// 25 M-row partition under the 50 clients of a run, whose second pass then gave
 /// 88.7 ms against 41.4 in the first), checkpoints (the steps' WAL started one
 /// that ran under the clients of a run; its fsyncs leave no dirty pages of the
-/// fleet for the kernel to write back under them either), then
-/// waits (at most five minutes) until no autovacuum worker is busy with the fleet. The 50 clients measure serving a
-/// settled fleet, not the background work the steps before left (the bulk load's
-/// fixes, the analyses' rewritten rows), which a deployment pays once after loading.
+/// fleet for the kernel to write back under them either), then waits (at most
+/// five minutes) until no autovacuum worker is busy with the fleet. The 50 clients
+/// measure serving a settled fleet, not the background work the steps before left
+/// (the bulk load's fixes, the analyses' rewritten rows), which a deployment pays
+/// once after loading.
 fn settle(url: &str) {
     let mut client = postgres::Client::connect(url, postgres::NoTls).expect("connect");
     let vacuuming = Instant::now();
@@ -1947,8 +1948,6 @@ fn settle(url: &str) {
                 .map_or(e.to_string(), |d| d.message().to_string())
         ),
     };
-    // The gigabytes the steps before wrote are still going to disk from the
-    // kernel's cache for a minute or more, on the cores the clients use.
     print!("    (vacuumed the positions in {vacuumed_s:.0} s; {checkpoint}; ");
     let started = Instant::now();
     let mut seen: Vec<String> = Vec::new();

@@ -227,7 +227,7 @@ fn tool_called(incoming: &Incoming) -> Option<&str> {
 /// Whether the tool draws a picture, which a real-time worker draws at the
 /// ordinary priority.
 fn draws(tool: &str) -> bool {
-    report::registry().iter().any(|s| s.draws && s.tool == tool)
+    report::find(tool).is_some_and(|s| s.draws)
 }
 
 #[cfg(test)]
