@@ -11,7 +11,7 @@ pub mod logging;
 pub mod mcp;
 
 pub use fleetctl_core::{
-    analyze, clock, error, export, geo, ingest, live, model, pipeline, report, scratch, store,
+    analyze, clock, error, export, geo, ingest, live, model, output, pipeline, report, scratch, store,
     synth, untrusted,
 };
 pub use fleetctl_formats as formats;

@@ -76,7 +76,7 @@ pub(super) fn write(path: &Path, exe: &Path, default_db: &Path) -> Result<()> {
         .map_err(zipped)?;
     zip.write_all(&binary).map_err(|e| Error::io(path, e))?;
     let bytes = zip.finish().map_err(zipped)?.into_inner();
-    super::output::write_replacing(path, &bytes).map_err(|e| Error::io(path, e))
+    crate::output::write_file(path, "--bundle", crate::output::May::ReplaceFile, &bytes)
 }
 
 #[cfg(test)]

@@ -49,6 +49,10 @@ pub(super) fn draw_to_file(path: PathBuf, d: query::DrawArgs) -> Result<()> {
         .as_deref()
         .map(report::route_map::TileSource::open)
         .transpose()?;
+    // What is at -o is checked before any work (and again as the picture goes in place).
+    if let Some(out) = d.output.as_deref().filter(|o| !crate::output::is_stdout(o)) {
+        crate::output::check(out, "-o", crate::output::May::ReplaceFile)?;
+    }
     let mut db = report::Db::open(&path)?;
     db.tiles = tiles;
     let answer = render::call(&db, spec, &d.args)?;
@@ -58,13 +62,15 @@ pub(super) fn draw_to_file(path: PathBuf, d: query::DrawArgs) -> Result<()> {
     let output = d
         .output
         .unwrap_or_else(|| PathBuf::from(default_file_name(spec.tool, &answer.value)));
-    write_replacing(&output, &png)
-        .map_err(|e| Error::io(&output, e).with_hint("choose a writable path with -o FILE"))?;
-    if d.json {
-        print_stdout(&format!("{}\n", answer.value))
-    } else {
-        print_stdout(&format!("{}\n", output.display()))
+    crate::output::write_file(&output, "-o", crate::output::May::ReplaceFile, &png)?;
+    match (crate::output::is_stdout(&output), d.json) {
+        // The picture is standard output: the summary goes to standard error.
+        (true, true) => eprintln!("{}", answer.value),
+        (true, false) => {}
+        (false, true) => print_stdout(&format!("{}\n", answer.value))?,
+        (false, false) => print_stdout(&format!("{}\n", output.display()))?,
     }
+    Ok(())
 }
 
 /// A file name made from data (a plate from someone else's database may hold `/` or

@@ -41,7 +41,8 @@ pub struct ExportArgs {
     partition_by: Option<String>,
 
     /// The file (or folder, with --partition-by) to write. Default: DATASET.EXT in
-    /// the current folder.
+    /// the current folder. - writes the file to standard output (not a partitioned
+    /// dataset); a folder, link, device or FIFO there is refused.
     #[arg(short = 'o', long = "output", value_name = "PATH")]
     output: Option<PathBuf>,
 
@@ -103,5 +104,11 @@ pub fn run(db_path: PathBuf, args: ExportArgs) -> Result<()> {
         Some(_) => e,
         None => e.with_hint("nothing was written under the target name"),
     })?;
-    super::print_stdout(&crate::render::export_summary(&summary, &scope))
+    let said = crate::render::export_summary(&summary, &scope);
+    if crate::output::is_stdout(&opts.output) {
+        // The file is standard output: what was written is said on standard error.
+        eprint!("{said}");
+        return Ok(());
+    }
+    super::print_stdout(&said)
 }

@@ -105,27 +105,38 @@ fn read_options(args: &ImportArgs) -> Result<ReadOptions> {
     })
 }
 
-/// `--rejects FILE`: one CSV line per rejected row (file, line, reason, detail).
+/// `--rejects FILE`: one CSV line per rejected row (file, line, reason, detail),
+/// written beside FILE and put in its place when the import ends.
 struct RejectsFile {
     path: PathBuf,
     out: std::io::BufWriter<std::fs::File>,
+    aside: crate::output::Aside,
 }
 
 impl RejectsFile {
     const HEADER: &'static str = "file,line,reason,detail";
 
     fn create(path: &std::path::Path) -> Result<RejectsFile> {
-        let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+        let aside =
+            crate::output::Aside::create(path, "--rejects", crate::output::May::ReplaceFile)?;
+        let file = aside.file.try_clone().map_err(|e| Error::io(path, e))?;
         let mut out = std::io::BufWriter::new(file);
         writeln!(out, "{}", Self::HEADER).map_err(|e| Error::io(path, e))?;
         Ok(RejectsFile {
             path: path.to_path_buf(),
             out,
+            aside,
         })
     }
 
     fn flush(&mut self) -> Result<()> {
         self.out.flush().map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// Puts the complete file in place.
+    fn finish(mut self) -> Result<()> {
+        self.flush()?;
+        self.aside.commit()
     }
 }
 
@@ -193,8 +204,8 @@ pub fn run(db: PathBuf, args: ImportArgs) -> Result<()> {
     };
     let summary = ingest::import(&import_opts, &mut read, rejects, &mut |_| {});
     bar.finish();
-    if let Some(file) = rejects_file.as_mut() {
-        file.flush()?;
+    if let Some(file) = rejects_file {
+        file.finish()?;
     }
     let summary = summary?;
     super::print_stdout(&crate::render::import_summary(&summary))?;

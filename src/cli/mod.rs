@@ -26,7 +26,7 @@ use analyze::{AnalyzeArgs, analyze};
 use clap::{Parser, Subcommand};
 use draw::draw;
 use generate::{GenerateArgs, generate};
-use output::{ProgressBar, print_stdout, write_replacing};
+use output::{ProgressBar, print_stdout};
 use serve::{ServeArgs, serve};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -245,7 +245,8 @@ enum Command {
 pub struct McpConfigArgs {
     /// Write an MCP Bundle (.mcpb) here instead: this binary and a manifest of every
     /// tool; Claude Desktop installs it when opened, asking for the database (this
-    /// one offered).
+    /// one offered). A file there is replaced; a folder, link, device or FIFO is
+    /// refused; - writes the bundle to standard output.
     #[arg(long, value_name = "FILE.mcpb")]
     bundle: Option<PathBuf>,
 }
@@ -384,6 +385,9 @@ fn mcp_config(db: &std::path::Path, args: McpConfigArgs) -> Result<()> {
                 "this fleetctl is a debug build (`make run`'s), and the bundle carries it: `make mcpb` or an installed fleetctl bundles the optimized one".to_string(),
             );
         }
+        if !crate::output::is_stdout(&path) {
+            crate::output::check(&path, "--bundle", crate::output::May::ReplaceFile)?;
+        }
         bundle::write(&path, &exe, &db)?;
         for w in &warnings {
             eprintln!("warning: {w}");
@@ -392,7 +396,10 @@ fn mcp_config(db: &std::path::Path, args: McpConfigArgs) -> Result<()> {
             "Claude Desktop: open {} (double-click, or Settings → Extensions → Install Extension) and confirm the database",
             path.display()
         );
-        return print_stdout(&format!("{}\n", path.display()));
+        return match crate::output::is_stdout(&path) {
+            true => Ok(()),
+            false => print_stdout(&format!("{}\n", path.display())),
+        };
     }
     let exe = match installed_instead_of(&exe) {
         Some(installed) => {

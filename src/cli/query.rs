@@ -264,7 +264,7 @@ impl clap::Args for MapArgs {
             .args(fleet_args.collect::<Vec<_>>());
         output_args(
             cmd,
-            "Where to write the PNG (default: PLATE_DATE.png, or fleet_DATE_HHMM.png with --fleet, in the current folder)",
+            "Where to write the PNG (default: PLATE_DATE.png, or fleet_DATE_HHMM.png with --fleet, in the current folder); a file there is replaced, a folder, link, device or FIFO refused; - writes it to standard output",
             true,
         )
     }
@@ -299,7 +299,7 @@ impl clap::Args for ChartArgs {
         output_args(
             cmd.allow_negative_numbers(true)
                 .args(spec_args(drawing_spec("speed_chart"))),
-            "Where to write the PNG (default: PLATE_DATE_speed.png in the current folder)",
+            "Where to write the PNG (default: PLATE_DATE_speed.png in the current folder); a file there is replaced, a folder, link, device or FIFO refused; - writes it to standard output",
             false,
         )
     }

@@ -428,13 +428,10 @@ fn a_failed_read_of_the_thresholds_never_resets_a_fleets_own_settings() {
 }
 
 #[test]
-fn a_picture_goes_into_a_fifo_or_dev_stdout_and_never_replaces_them() {
+fn a_picture_goes_to_standard_output_and_never_into_a_fifo() {
     let dir = TempDir::new("picture-targets");
     let map = |out: &str| small_map(fixture_db(), out);
-    // A FIFO: written into (its reader gets the PNG), still a FIFO afterwards.
-    let fifo = mkfifo(&dir.join("map.png"));
-    picture_through_fifo(&fifo, &map);
-    picture_to_dev_stdout(&map);
+    picture_to_stdout(&map);
     // What a killed run left beside its target is removed by the next one; a live
     // run's own is not touched (its process exists).
     let left = dir.join(".day.png.tmp-2147483646-1");
@@ -451,7 +448,7 @@ fn a_picture_goes_into_a_fifo_or_dev_stdout_and_never_replaces_them() {
 /// The same, as an ordinary user: run as one (`nobody`, through `setpriv`) when the
 /// tests run as root, as they do in CI.
 #[test]
-fn as_an_ordinary_user_a_picture_goes_into_a_fifo_or_dev_stdout() {
+fn as_an_ordinary_user_a_picture_goes_to_standard_output() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let dir = TempDir::new("picture-targets-user");
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
@@ -476,10 +473,123 @@ fn as_an_ordinary_user_a_picture_goes_into_a_fifo_or_dev_stdout() {
         }
         cmd
     };
-    let fifo = mkfifo(&dir.join("map.png"));
-    std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o666)).unwrap();
-    picture_through_fifo(&fifo, &map);
-    picture_to_dev_stdout(&map);
+    picture_to_stdout(&map);
+}
+
+/// What can be at a path a writer is given, each made fresh in its own folder.
+const FOREIGN: [&str; 5] = [
+    "an empty folder",
+    "a folder with files",
+    "a symlink to a folder",
+    "a symlink to a file",
+    "a FIFO",
+];
+
+/// Puts `kind` at `dir/target`, with someone else's files beside it.
+fn plant(dir: &Path, kind: &str) -> PathBuf {
+    let target = dir.join("target");
+    let theirs = dir.join("theirs");
+    std::fs::create_dir_all(theirs.join("2026")).unwrap();
+    std::fs::write(theirs.join("2026/beach.jpg"), b"not ours").unwrap();
+    std::fs::write(dir.join("notes.txt"), b"keep me").unwrap();
+    match kind {
+        "an empty folder" => std::fs::create_dir(&target).unwrap(),
+        "a folder with files" => {
+            std::fs::create_dir_all(target.join("inner")).unwrap();
+            std::fs::write(target.join("inner/letter.txt"), b"dear").unwrap();
+        }
+        "a symlink to a folder" => std::os::unix::fs::symlink(&theirs, &target).unwrap(),
+        "a symlink to a file" => {
+            std::os::unix::fs::symlink(dir.join("notes.txt"), &target).unwrap()
+        }
+        "a FIFO" => {
+            mkfifo(&target);
+        }
+        other => unreachable!("{other}"),
+    }
+    target
+}
+
+/// Everything under `dir` as it is: each entry's kind, a link's target, a file's bytes.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, String)> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut seen = Vec::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().flatten() {
+            let path = entry.path();
+            let kind = std::fs::symlink_metadata(&path).unwrap().file_type();
+            let what = if kind.is_symlink() {
+                format!("link to {}", std::fs::read_link(&path).unwrap().display())
+            } else if kind.is_dir() {
+                folders.push(path.clone());
+                "folder".into()
+            } else if kind.is_fifo() {
+                "fifo".into()
+            } else {
+                format!("{:?}", std::fs::read(&path).unwrap())
+            };
+            seen.push((path.strip_prefix(dir).unwrap().to_path_buf(), what));
+        }
+    }
+    seen.sort();
+    seen
+}
+
+#[test]
+fn regression_no_writer_deletes_or_writes_through_what_is_not_its_own() {
+    let db = fixture_db().to_str().unwrap();
+    let csv = TempDir::new("writers-csv");
+    let tracker = csv.join("tracker.csv");
+    crate::harness::write_tracker_csv(&tracker, "P-001AAA");
+    // Each writer, as the words that run it with its output at TARGET.
+    let import_db = csv.join("import.db");
+    let writers: Vec<(&str, Vec<&str>)> = vec![
+        ("map", vec!["--db", db, "map", "P-467KCQ", "--date", "2026-11-24", "--width", "200", "--height", "200", "-o", "TARGET"]),
+        ("chart", vec!["--db", db, "chart", "P-467KCQ", "--date", "2026-11-24", "-o", "TARGET"]),
+        ("map --fleet", vec!["--db", db, "map", "--fleet", "--width", "200", "--height", "200", "-o", "TARGET"]),
+        ("mcp-config --bundle", vec!["--db", db, "mcp-config", "--bundle", "TARGET"]),
+        ("export", vec!["--db", db, "export", "daily", "-o", "TARGET"]),
+        ("export --force", vec!["--db", db, "export", "daily", "--force", "-o", "TARGET"]),
+        ("export --partition-by", vec!["--db", db, "export", "daily", "--format", "parquet", "--partition-by", "date", "--force", "-o", "TARGET"]),
+        ("import --rejects", vec!["--db", import_db.to_str().unwrap(), "import", tracker.to_str().unwrap(), "--time-zone", "UTC", "--rejects", "TARGET"]),
+    ];
+    for (name, words) in &writers {
+        for kind in FOREIGN {
+            let dir = TempDir::new("writer-target");
+            let target = plant(dir.path(), kind);
+            let before = snapshot(dir.path());
+            let args: Vec<&str> = words
+                .iter()
+                .map(|w| if *w == "TARGET" { target.to_str().unwrap() } else { w })
+                .collect();
+            let r = run(fleetctl(&args));
+            assert_eq!(r.code, 2, "{name} onto {kind}: {}", r.stderr);
+            let said = ["is a folder", "is a symbolic link", "not a regular file"];
+            assert!(
+                said.iter().any(|s| r.stderr.contains(s)),
+                "{name} onto {kind} says what is there: {}",
+                r.stderr
+            );
+            assert_eq!(snapshot(dir.path()), before, "{name} changed {kind} or its neighbours");
+        }
+    }
+}
+
+#[test]
+fn a_dash_writes_the_picture_export_and_bundle_to_standard_output() {
+    let db = fixture_db().to_str().unwrap();
+    let dir = TempDir::new("dash");
+    let out = |words: &[&str]| {
+        let o = fleetctl(words).current_dir(dir.path()).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        o.stdout
+    };
+    assert!(out(&["--db", db, "chart", "P-467KCQ", "--date", "2026-11-24", "-o", "-"]).starts_with(b"\x89PNG"));
+    let csv = out(&["--db", db, "export", "daily", "--from", "2026-11-24", "--to", "2026-11-24", "-o", "-"]);
+    assert!(csv.starts_with(b"plate,") || csv.starts_with(b"date,"), "{}", String::from_utf8_lossy(&csv));
+    assert!(out(&["--db", db, "mcp-config", "--bundle", "-"]).starts_with(b"PK\x03\x04"));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no file named -");
 }
 
 #[test]
@@ -533,42 +643,17 @@ fn export_force_replaces_only_what_fleetctl_wrote() {
     assert!(dataset.join("_fleetctl_dataset").is_file());
 }
 
-/// Runs `map` with a FIFO as its `-o`: its reader gets the PNG, and it is still a
-/// FIFO afterwards.
-fn picture_through_fifo(fifo: &Path, map: &dyn Fn(&str) -> std::process::Command) {
-    use std::os::unix::fs::FileTypeExt;
-    let reader = {
-        let fifo = fifo.to_path_buf();
-        std::thread::spawn(move || std::fs::read(fifo).unwrap())
-    };
-    let r = run(map(fifo.to_str().unwrap()));
-    if r.code != 0 {
-        // Let the reader go before failing (it waits for a writer).
-        let _ = std::fs::OpenOptions::new().write(true).open(fifo);
-        panic!("map into a FIFO failed: {}", r.stderr);
+/// Runs `map` with `-o -` and `-o /dev/stdout` into a pipe.
+fn picture_to_stdout(map: &dyn Fn(&str) -> std::process::Command) {
+    for target in ["-", "/dev/stdout"] {
+        let out = map(target).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{target}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.stdout.starts_with(b"\x89PNG"), "{target}");
     }
-    // Checked before waiting on the reader: a FIFO renamed over would leave it
-    // waiting for ever.
-    assert!(
-        std::fs::symlink_metadata(fifo)
-            .unwrap()
-            .file_type()
-            .is_fifo(),
-        "the FIFO was replaced"
-    );
-    let bytes = reader.join().unwrap();
-    assert!(bytes.starts_with(b"\x89PNG"), "{} bytes", bytes.len());
-}
-
-/// Runs `map` with `-o /dev/stdout` into a pipe (a link to the pipe, not a file).
-fn picture_to_dev_stdout(map: &dyn Fn(&str) -> std::process::Command) {
-    let out = map("/dev/stdout").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.stdout.starts_with(b"\x89PNG"));
 }
 
 /// `fleetctl map` of one vehicle's day, small, to `out`.

@@ -568,6 +568,61 @@ fn every_acknowledged_fix_survives_kill_9() {
     assert_eq!(stored, acknowledged);
 }
 
+/// Another program reading the live file (the `sqlite3` shell, Python's `sqlite3`,
+/// as docs/live.md suggests) cannot split the database nor lose an acknowledged
+/// fix: the server holds its locks for its whole life, so a reader never takes
+/// itself for the last connection and never deletes the server's `-wal`.
+#[test]
+fn regression_other_readers_of_the_live_file_lose_no_acknowledged_fix() {
+    let dir = TempDir::new("ingest-readers");
+    let (db, mut s) = live_fleet(&dir, &[]);
+    let path = db.to_str().unwrap();
+    let wal = dir.join("live.db-wal");
+    let read_by_others = || {
+        let shell = std::process::Command::new("sqlite3")
+            .args([path, "select * from fixes limit 3"])
+            .output()
+            .expect("the sqlite3 shell (Debian's sqlite3) is installed");
+        assert!(shell.status.success(), "{}", String::from_utf8_lossy(&shell.stderr));
+        let python = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('select count(*) from fixes').fetchone(); c.close()",
+                path,
+            ])
+            .output()
+            .expect("python3 is installed");
+        assert!(python.status.success(), "{}", String::from_utf8_lossy(&python.stderr));
+        assert!(wal.exists(), "a reader deleted the server's -wal");
+    };
+    let mut acknowledged = 0;
+    for round in 0..4 {
+        read_by_others();
+        push_track(&s, 10, DATA_NOW - 7200 + round * 600, 10, 1e-4, 20.0);
+        acknowledged += 10;
+    }
+    // The CLI and the server see one database: a vehicle the CLI adds now is known
+    // to the server at once.
+    read_by_others();
+    add_vehicle(&db, "P-903LIV", "reader-test-device");
+    let auth = bearer(INGEST_TOKEN);
+    let path_q = format!("/ingest/osmand?id=reader-test-device&lat=14.6&lon=-90.5&timestamp={}", DATA_NOW - 60);
+    assert_eq!(send(&s, "POST", &path_q, &[("Authorization", &auth)], "").0, 200);
+    s.child.kill().unwrap();
+    s.child.wait().unwrap();
+    let count = |plate: &str| -> i64 {
+        open(&db)
+            .query_row(
+                "SELECT count(*) FROM fixes p JOIN vehicles v ON v.id = p.vehicle_id WHERE v.plate = ?1",
+                [plate],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    assert_eq!(count("P-900LIV"), acknowledged);
+    assert_eq!(count("P-903LIV"), 1);
+}
+
 /// A server stopped (SIGTERM) right after its last acknowledged push leaves the
 /// reports up to date: it analyses what it holds and stores the rows before it
 /// exits, so the database answers about every fix without a poll.

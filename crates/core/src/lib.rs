@@ -15,6 +15,7 @@ pub mod geo;
 pub mod ingest;
 pub mod live;
 pub mod model;
+pub mod output;
 pub mod parallel;
 pub mod pipeline;
 pub mod report;

@@ -13,7 +13,6 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use rusqlite::{Connection, OpenFlags};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// The mark in a fleetctl database's header: `FLTC`.
@@ -79,6 +78,12 @@ enum Header {
 }
 
 /// The first 100 bytes of an SQLite file, or what the file is instead.
+///
+/// Read through [`held_open`]: on Linux a process's SQLite locks are POSIX advisory
+/// locks, which belong to the process and the file, not to a descriptor, so closing
+/// *any* descriptor of the database drops every lock the process's connections hold.
+/// A server whose locks vanished looks closed to another program, which then
+/// checkpoints and deletes the `-wal` and `-shm` the server is still writing to.
 fn read_header(path: &Path) -> Result<Header> {
     match crate::untrusted::not_regular(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Header::Missing),
@@ -86,18 +91,71 @@ fn read_header(path: &Path) -> Result<Header> {
         Ok(Some(what)) => return Ok(Header::Other(what.into())),
         Ok(None) => {}
     }
-    let file = crate::untrusted::open_regular(path).map_err(|e| Error::io(path, e))?;
-    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
-    let mut head = Vec::with_capacity(100);
-    file.take(100)
-        .read_to_end(&mut head)
-        .map_err(|e| Error::io(path, e))?;
+    let (head, len) = held_open(path, 100).map_err(|e| Error::io(path, e))?;
     if head.len() == 100 && head.starts_with(b"SQLite format 3\0") {
         let mut h = [0u8; 100];
         h.copy_from_slice(&head);
         return Ok(Header::Sqlite(h));
     }
-    Ok(Header::Other(describe_bytes(&head, meta.len())))
+    Ok(Header::Other(describe_bytes(&head, len)))
+}
+
+/// The first `n` bytes of the regular file at `path` and its length, read through a
+/// descriptor that stays open for the rest of the process (one per file: a second
+/// look at the same file reuses it). Never closing it is the point: see
+/// [`read_header`]. A process looks at a handful of databases, so a handful of
+/// descriptors is the cost.
+fn held_open(path: &Path, n: usize) -> std::io::Result<(Vec<u8>, u64)> {
+    use std::sync::Mutex;
+    static HELD: Mutex<Vec<((u64, u64), std::fs::File)>> = Mutex::new(Vec::new());
+    let identity = |m: &std::fs::Metadata| -> (u64, u64) {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            (m.dev(), m.ino())
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = m;
+            (0, 0)
+        }
+    };
+    let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+    let wanted = identity(&std::fs::metadata(path)?);
+    let index = match held.iter().position(|(id, _)| cfg!(unix) && *id == wanted) {
+        Some(i) => i,
+        None => {
+            let file = crate::untrusted::open_regular(path)?;
+            // Identified by what was opened (the path may have changed meanwhile).
+            held.push((identity(&file.metadata()?), file));
+            held.len() - 1
+        }
+    };
+    let file = &held[index].1;
+    let len = file.metadata()?.len();
+    let mut head = vec![0u8; n.min(len as usize)];
+    read_at(file, &mut head)?;
+    if !cfg!(unix) {
+        // Without file identities there is nothing to find it by again.
+        held.pop();
+    }
+    Ok((head, len))
+}
+
+/// Fills `buf` from the start of `file` without moving a shared cursor.
+fn read_at(file: &std::fs::File, buf: &mut [u8]) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        file.read_exact_at(buf, 0)
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = file;
+        f.seek(SeekFrom::Start(0))?;
+        f.read_exact(buf)
+    }
 }
 
 /// What a file that is not SQLite seems to be, from its first bytes.

@@ -160,31 +160,25 @@ pub fn check(opts: &ExportOptions) -> Result<()> {
         ))
         .with_hint("export daily as csv, parquet or xlsx"));
     }
-    if opts.output.exists() && !opts.force {
-        return Err(
-            Error::invalid(format!("{} exists already", opts.output.display()))
-                .with_hint("add --force to replace it, or choose another path with -o"),
-        );
-    }
-    // --force replaces a file, or a dataset folder fleetctl wrote; nothing else.
-    if let Ok(m) = std::fs::metadata(&opts.output) {
-        let foreign = if m.is_dir() {
-            (!opts.output.join(DATASET_MARKER).is_file())
-                .then_some("a folder fleetctl did not write (it holds no _fleetctl_dataset)")
-        } else if !m.is_file() {
-            Some("not a regular file (a device, FIFO or socket)")
-        } else {
-            None
-        };
-        if let Some(what) = foreign {
-            return Err(Error::invalid(format!(
-                "{} is {what}: --force replaces only files and the datasets fleetctl wrote",
-                opts.output.display()
-            ))
-            .with_hint("choose another path with -o"));
+    if fleetctl_core::output::is_stdout(&opts.output) {
+        if opts.partition.is_some() {
+            return Err(Error::invalid("--partition-by writes a folder, not standard output")
+                .with_hint("give -o the name of a new folder"));
         }
+        return Ok(());
     }
-    Ok(())
+    fleetctl_core::output::check(&opts.output, "-o", may(opts))
+}
+
+/// What `-o` may replace: nothing without `--force`; with it, a file or a dataset
+/// folder fleetctl wrote.
+fn may(opts: &ExportOptions) -> fleetctl_core::output::May {
+    match opts.force {
+        false => fleetctl_core::output::May::Create,
+        true => fleetctl_core::output::May::ReplaceDataset {
+            marker: DATASET_MARKER,
+        },
+    }
 }
 
 /// The file that marks a dataset folder as fleetctl's own.
@@ -283,6 +277,9 @@ pub fn export(
     check(opts)?;
     let started = std::time::Instant::now();
     let target = &opts.output;
+    if fleetctl_core::output::is_stdout(target) {
+        return export_to_stdout(db, scope, opts, progress, started);
+    }
     let (dir, name) = split(target)?;
     fleetctl_core::scratch::recover_replaced(target);
     fleetctl_core::scratch::remove_abandoned(&dir, &format!(".{name}.partial-"));
@@ -296,12 +293,55 @@ pub fn export(
         }
     };
     let bytes = size_of(&tmp);
-    if let Err(e) = fleetctl_core::scratch::replace(&tmp, target) {
+    // Checked again: a folder or link may have appeared at the target meanwhile.
+    let placed = fleetctl_core::output::check(target, "-o", may(opts)).and_then(|()| {
+        fleetctl_core::scratch::replace(&tmp, target)
+            .map_err(|e| Error::io(target, e).with_hint("choose a writable path with -o"))
+    });
+    if let Err(e) = placed {
         remove_any(&tmp);
-        return Err(Error::io(target, e).with_hint("choose a writable path with -o"));
+        return Err(e);
     }
     Ok(ExportSummary {
         output: target.clone(),
+        rows,
+        files,
+        bytes,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// `-o -`: the file is written in the temporary folder (its formats seek back), then
+/// copied to standard output and removed.
+fn export_to_stdout(
+    db: &Db,
+    scope: &Scope,
+    opts: &ExportOptions,
+    progress: &mut dyn FnMut(f64),
+    started: std::time::Instant,
+) -> Result<ExportSummary> {
+    let tmp = std::env::temp_dir().join(format!(
+        ".fleetctl-export-{}.{}",
+        std::process::id(),
+        opts.format.extension()
+    ));
+    let copied = write_all(db, scope, opts, &tmp, progress).and_then(|(rows, files)| {
+        let stdout = Path::new("<stdout>");
+        let mut file = std::fs::File::open(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        let mut out = std::io::stdout().lock();
+        let bytes = match std::io::copy(&mut file, &mut out).and_then(|n| {
+            std::io::Write::flush(&mut out)?;
+            Ok(n)
+        }) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+            other => other.map_err(|e| Error::io(stdout, e))?,
+        };
+        Ok((rows, files, bytes))
+    });
+    remove_any(&tmp);
+    let (rows, files, bytes) = copied?;
+    Ok(ExportSummary {
+        output: opts.output.clone(),
         rows,
         files,
         bytes,
