@@ -623,6 +623,48 @@ fn regression_other_readers_of_the_live_file_lose_no_acknowledged_fix() {
     assert_eq!(count("P-903LIV"), 1);
 }
 
+/// A phone's buffered backlog in one request: the ingest endpoints take bodies up to
+/// their documented 1 MiB (the MCP endpoint's 256 KiB is its own), and refuse more
+/// with 413 naming the limit.
+#[test]
+fn regression_ingest_takes_a_backlog_up_to_one_mib() {
+    let dir = TempDir::new("ingest-body-limit");
+    let (_db, s) = live_fleet(&dir, &[]);
+    let auth = bearer(INGEST_TOKEN);
+    let headers = [("Authorization", auth.as_str()), ("Content-Type", "application/json")];
+    for (kib, first_ts, want) in [(255, DATA_NOW - 80_000, 200), (900, DATA_NOW - 40_000, 200), (1126, DATA_NOW - 20_000, 413)] {
+        let location = |k: usize| {
+            format!(
+                r#"{{"timestamp":{},"coords":{{"latitude":{:.6},"longitude":-90.5,"speed":5,"heading":90}},"odometer":{}}}"#,
+                (first_ts + k as i64) * 1000,
+                14.6 + k as f64 * 1e-6,
+                k * 5
+            )
+        };
+        let mut body = String::from(r#"{"device_id":"48241179","location":["#);
+        let mut k = 0;
+        while body.len() + 200 < kib * 1024 {
+            if k > 0 {
+                body.push(',');
+            }
+            body.push_str(&location(k));
+            k += 1;
+        }
+        body.push_str("]}");
+        while body.len() < kib * 1024 {
+            body.push(' ');
+        }
+        let (status, answer) = send(&s, "POST", "/ingest/osmand", &headers, &body);
+        assert_eq!(status, want, "{kib} KiB: {answer}");
+        if want == 200 {
+            let stored: serde_json::Value = serde_json::from_str(&answer).unwrap();
+            assert_eq!(stored["stored"], k, "{kib} KiB: {answer}");
+        } else {
+            assert!(answer.contains("1048576"), "{answer}");
+        }
+    }
+}
+
 /// A server stopped (SIGTERM) right after its last acknowledged push leaves the
 /// reports up to date: it analyses what it holds and stores the rows before it
 /// exits, so the database answers about every fix without a poll.

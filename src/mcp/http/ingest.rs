@@ -390,7 +390,7 @@ pub(super) async fn answer(
     let (body, budget) = if req.method() == hyper::Method::GET {
         (Bytes::new(), None)
     } else {
-        let (body, budget) = read_body(req, shared, deadline, &[]).await?;
+        let (body, budget) = read_body(req, MAX_INGEST_BODY_BYTES, shared, deadline, &[]).await?;
         (body, Some(budget))
     };
     conn.clock.take();

@@ -141,14 +141,14 @@ async fn answer(
     };
     let route = route_of(req.method(), req.uri().path(), &cors)?;
     if policy::body_too_large(header(&req, "content-length"), MAX_BODY_BYTES) {
-        return Err(Box::new(too_large(&cors)));
+        return Err(Box::new(too_large(MAX_BODY_BYTES, &cors)));
     }
     let protocol_headers: HashMap<String, String> =
         ["mcp-protocol-version", "mcp-method", "mcp-name"]
             .into_iter()
             .filter_map(|n| header(&req, n).map(|v| (n.to_string(), v.to_string())))
             .collect();
-    let (body, budget) = read_body(req, shared, deadline, &cors).await?;
+    let (body, budget) = read_body(req, MAX_BODY_BYTES, shared, deadline, &cors).await?;
     // Bytes that arrived while the body was read belong to this request, not the next.
     conn.clock.take();
     let job = match route {
@@ -302,10 +302,10 @@ fn route_of(
     Ok(route)
 }
 
-fn too_large(cors: &[(&str, String)]) -> Answer {
+fn too_large(limit_bytes: usize, cors: &[(&str, String)]) -> Answer {
     error_answer(
         ErrorCode::TooLarge,
-        format!("request body over {MAX_BODY_BYTES} bytes"),
+        format!("request body over {limit_bytes} bytes"),
         cors,
         true,
     )
@@ -313,15 +313,21 @@ fn too_large(cors: &[(&str, String)]) -> Answer {
 
 /// Reads the body by the deadline, within the shared budget: bodies held at once
 /// (being read, queued or run) share one budget, so memory stays bounded whatever the
-/// number of clients. The permit goes with the job to its worker.
+/// number of clients. The permit goes with the job to its worker. `limit_bytes` is
+/// the endpoint's own (an MCP message's, an ingest request's).
 pub(super) async fn read_body(
     req: Request<Incoming>,
+    limit_bytes: usize,
     shared: &Shared,
     deadline: Instant,
     cors: &[(&str, String)],
 ) -> std::result::Result<(Bytes, tokio::sync::OwnedSemaphorePermit), Refused> {
     let announced = header(&req, "content-length").and_then(|v| v.parse::<usize>().ok());
-    let kib = announced.unwrap_or(MAX_BODY_BYTES).div_ceil(1024).max(1) as u32;
+    let kib = announced
+        .unwrap_or(limit_bytes)
+        .min(limit_bytes)
+        .div_ceil(1024)
+        .max(1) as u32;
     let Ok(budget) = shared.body_budget_kib.clone().try_acquire_many_owned(kib) else {
         return Err(Box::new(error_answer(
             ErrorCode::Busy,
@@ -333,7 +339,7 @@ pub(super) async fn read_body(
     let remaining = deadline.saturating_duration_since(Instant::now());
     let read = tokio::time::timeout(
         remaining,
-        Limited::new(req.into_body(), MAX_BODY_BYTES).collect(),
+        Limited::new(req.into_body(), limit_bytes).collect(),
     );
     match read.await {
         Err(_) => Err(Box::new(error_answer(
@@ -346,7 +352,7 @@ pub(super) async fn read_body(
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some() =>
         {
-            Err(Box::new(too_large(cors)))
+            Err(Box::new(too_large(limit_bytes, cors)))
         }
         Ok(Err(_)) => Err(Box::new(error_answer(
             ErrorCode::InvalidArgument,
