@@ -11,8 +11,8 @@ pub mod logging;
 pub mod mcp;
 
 pub use fleetctl_core::{
-    analyze, clock, error, export, geo, ingest, live, model, output, pipeline, report, scratch, store,
-    synth, untrusted,
+    analyze, clock, error, export, geo, ingest, live, model, output, pipeline, report, scratch,
+    store, synth, untrusted,
 };
 pub use fleetctl_formats as formats;
 pub use fleetctl_render as render;

@@ -142,8 +142,10 @@ pub fn verbose(line: impl FnOnce() -> String) {
     }
 }
 
-/// `text` as one printable line of at most `max_chars` characters.
+/// `text` as one printable line of at most `max_chars` characters, with any secret
+/// this process knows masked (`fleetctl_core::secrets`).
 pub fn escape(text: &str, max_chars: usize) -> String {
+    let text = fleetctl_core::secrets::scrub(text.to_string());
     let mut out = String::with_capacity(text.len().min(max_chars) + 8);
     for (n, c) in text.chars().enumerate() {
         if n == max_chars {

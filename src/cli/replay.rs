@@ -57,7 +57,7 @@ pub(super) struct ReplayArgs {
 struct Tally {
     sent: usize,
     refused: usize,
-    first_refusal: Option<String>,
+    first_refusal: Option<(u16, String)>,
     latencies_us: Vec<u64>,
 }
 
@@ -137,7 +137,7 @@ pub(super) fn run(db: PathBuf, args: ReplayArgs) -> Result<()> {
                         if status != 200 {
                             tally.refused += 1;
                             if tally.first_refusal.is_none() {
-                                tally.first_refusal = Some(format!("{status}: {body}"));
+                                tally.first_refusal = Some((status, body));
                             }
                         }
                     }
@@ -177,10 +177,37 @@ pub(super) fn run(db: PathBuf, args: ReplayArgs) -> Result<()> {
         pct(0.99),
         all.refused
     );
-    if let Some(first) = &all.first_refusal {
+    // The server's answer is quoted, never printed raw: whatever it holds (terminal
+    // escapes, many lines) comes out as one escaped line.
+    let first = all
+        .first_refusal
+        .as_ref()
+        .map(|(status, body)| format!("{status}: {}", crate::logging::escape(body.trim(), 500)));
+    if let Some(first) = &first {
         said += &format!("First refusal: {first}\n");
     }
-    super::print_stdout(&said)
+    super::print_stdout(&said)?;
+    match (all.first_refusal, first) {
+        (Some((status, _)), Some(first)) => Err(refused(status, all.refused, all.sent, &first)),
+        _ => Ok(()),
+    }
+}
+
+/// The error of a replay some of whose fixes the server refused, its code as the
+/// first refusal's status says (so that a script tells a bad token from a full queue).
+fn refused(status: u16, refused: usize, sent: usize, first: &str) -> Error {
+    let code = match status {
+        400 | 413 => ErrorCode::InvalidArgument,
+        401 | 403 => ErrorCode::Unauthorized,
+        404 => ErrorCode::NotFound,
+        429 | 503 => ErrorCode::Busy,
+        _ => ErrorCode::Io,
+    };
+    Error::new(
+        code,
+        format!("the server refused {refused} of the {sent} fixes sent (the first: {first})"),
+    )
+    .with_hint("the refusal says why: an unknown device needs `fleetctl vehicles add PLATE --device-id ID` on the server's database, a 401 the ingest token")
 }
 
 /// A share of the vehicles' fixes, each with the id it pushes as, in time order.

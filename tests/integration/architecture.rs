@@ -162,8 +162,10 @@ fn the_front_ends_stay_apart() {
 /// same layer is off limits too, so `store` and `analyze` stay apart). The CLI may
 /// use `mcp` only to start the servers (checked above).
 const LAYERS: &[&[&str]] = &[
+    // The secrets every message is scrubbed of, below the errors that carry them.
+    &["secrets"],
     &["error", "logging", "untrusted", "scratch"],
-    &["clock", "parallel"],
+    &["clock", "parallel", "output"],
     &["model", "geo"],
     &["store", "analyze"],
     &["pipeline"],

@@ -545,14 +545,83 @@ fn regression_no_writer_deletes_or_writes_through_what_is_not_its_own() {
     // Each writer, as the words that run it with its output at TARGET.
     let import_db = csv.join("import.db");
     let writers: Vec<(&str, Vec<&str>)> = vec![
-        ("map", vec!["--db", db, "map", "P-467KCQ", "--date", "2026-11-24", "--width", "200", "--height", "200", "-o", "TARGET"]),
-        ("chart", vec!["--db", db, "chart", "P-467KCQ", "--date", "2026-11-24", "-o", "TARGET"]),
-        ("map --fleet", vec!["--db", db, "map", "--fleet", "--width", "200", "--height", "200", "-o", "TARGET"]),
-        ("mcp-config --bundle", vec!["--db", db, "mcp-config", "--bundle", "TARGET"]),
-        ("export", vec!["--db", db, "export", "daily", "-o", "TARGET"]),
-        ("export --force", vec!["--db", db, "export", "daily", "--force", "-o", "TARGET"]),
-        ("export --partition-by", vec!["--db", db, "export", "daily", "--format", "parquet", "--partition-by", "date", "--force", "-o", "TARGET"]),
-        ("import --rejects", vec!["--db", import_db.to_str().unwrap(), "import", tracker.to_str().unwrap(), "--time-zone", "UTC", "--rejects", "TARGET"]),
+        (
+            "map",
+            vec![
+                "--db",
+                db,
+                "map",
+                "P-467KCQ",
+                "--date",
+                "2026-11-24",
+                "--width",
+                "200",
+                "--height",
+                "200",
+                "-o",
+                "TARGET",
+            ],
+        ),
+        (
+            "chart",
+            vec![
+                "--db",
+                db,
+                "chart",
+                "P-467KCQ",
+                "--date",
+                "2026-11-24",
+                "-o",
+                "TARGET",
+            ],
+        ),
+        (
+            "map --fleet",
+            vec![
+                "--db", db, "map", "--fleet", "--width", "200", "--height", "200", "-o", "TARGET",
+            ],
+        ),
+        (
+            "mcp-config --bundle",
+            vec!["--db", db, "mcp-config", "--bundle", "TARGET"],
+        ),
+        (
+            "export",
+            vec!["--db", db, "export", "daily", "-o", "TARGET"],
+        ),
+        (
+            "export --force",
+            vec!["--db", db, "export", "daily", "--force", "-o", "TARGET"],
+        ),
+        (
+            "export --partition-by",
+            vec![
+                "--db",
+                db,
+                "export",
+                "daily",
+                "--format",
+                "parquet",
+                "--partition-by",
+                "date",
+                "--force",
+                "-o",
+                "TARGET",
+            ],
+        ),
+        (
+            "import --rejects",
+            vec![
+                "--db",
+                import_db.to_str().unwrap(),
+                "import",
+                tracker.to_str().unwrap(),
+                "--time-zone",
+                "UTC",
+                "--rejects",
+                "TARGET",
+            ],
+        ),
     ];
     for (name, words) in &writers {
         for kind in FOREIGN {
@@ -561,7 +630,13 @@ fn regression_no_writer_deletes_or_writes_through_what_is_not_its_own() {
             let before = snapshot(dir.path());
             let args: Vec<&str> = words
                 .iter()
-                .map(|w| if *w == "TARGET" { target.to_str().unwrap() } else { w })
+                .map(|w| {
+                    if *w == "TARGET" {
+                        target.to_str().unwrap()
+                    } else {
+                        w
+                    }
+                })
                 .collect();
             let r = run(fleetctl(&args));
             assert_eq!(r.code, 2, "{name} onto {kind}: {}", r.stderr);
@@ -571,7 +646,11 @@ fn regression_no_writer_deletes_or_writes_through_what_is_not_its_own() {
                 "{name} onto {kind} says what is there: {}",
                 r.stderr
             );
-            assert_eq!(snapshot(dir.path()), before, "{name} changed {kind} or its neighbours");
+            assert_eq!(
+                snapshot(dir.path()),
+                before,
+                "{name} changed {kind} or its neighbours"
+            );
         }
     }
 }
@@ -585,11 +664,42 @@ fn a_dash_writes_the_picture_export_and_bundle_to_standard_output() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         o.stdout
     };
-    assert!(out(&["--db", db, "chart", "P-467KCQ", "--date", "2026-11-24", "-o", "-"]).starts_with(b"\x89PNG"));
-    let csv = out(&["--db", db, "export", "daily", "--from", "2026-11-24", "--to", "2026-11-24", "-o", "-"]);
-    assert!(csv.starts_with(b"plate,") || csv.starts_with(b"date,"), "{}", String::from_utf8_lossy(&csv));
+    assert!(
+        out(&[
+            "--db",
+            db,
+            "chart",
+            "P-467KCQ",
+            "--date",
+            "2026-11-24",
+            "-o",
+            "-"
+        ])
+        .starts_with(b"\x89PNG")
+    );
+    let csv = out(&[
+        "--db",
+        db,
+        "export",
+        "daily",
+        "--from",
+        "2026-11-24",
+        "--to",
+        "2026-11-24",
+        "-o",
+        "-",
+    ]);
+    assert!(
+        csv.starts_with(b"plate,") || csv.starts_with(b"date,"),
+        "{}",
+        String::from_utf8_lossy(&csv)
+    );
     assert!(out(&["--db", db, "mcp-config", "--bundle", "-"]).starts_with(b"PK\x03\x04"));
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no file named -");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "no file named -"
+    );
 }
 
 #[test]

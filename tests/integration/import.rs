@@ -306,6 +306,55 @@ fn importing_the_same_file_twice_adds_nothing() {
     assert_eq!(std::fs::read(&db).unwrap().len(), before.len());
 }
 
+/// Values past their real range are refused with the field and its range named,
+/// never stored wrapped: a speed of 1e15, a negative odometer, epoch seconds of the
+/// year 9999 (once read as milliseconds: 1978), a fix in 1970.
+#[test]
+fn regression_import_refuses_values_past_their_range() {
+    let dir = TempDir::new("import-ranges");
+    let csv = "\
+plate,timestamp,lat,lon,speed_kmh,odometer_km
+A-1,1795600000,14.6000,-90.5000,10,100
+A-1,1795600015,14.6001,-90.5000,1e15,100
+A-1,1795600030,14.6002,-90.5000,10,-5
+A-1,253402300799,14.6003,-90.5000,10,100
+A-1,100,14.6004,-90.5000,10,100
+A-1,1795600060000,14.6005,-90.5000,10,100
+";
+    std::fs::write(dir.join("feed.csv"), csv).unwrap();
+    let db = dir.join("fleet.db");
+    let rejects = dir.join("rejects.csv");
+    let r = import(
+        &db,
+        &[
+            "--time-zone",
+            "UTC",
+            "--rejects",
+            rejects.to_str().unwrap(),
+            dir.join("feed.csv").to_str().unwrap(),
+        ],
+    )
+    .ok();
+    let said = std::fs::read_to_string(&rejects).unwrap();
+    for needle in [
+        ",3,speed_out_of_range,",
+        ",4,odometer_out_of_range,",
+        "253402300799 read as seconds is 9999-12-31",
+        ",6,time_out_of_range,",
+    ] {
+        assert!(said.contains(needle), "{needle}\n{said}\n{}", r.stdout);
+    }
+    // The first row and the one in milliseconds are kept, as they were sent.
+    let kept: Vec<(i64, f64)> = open(&db)
+        .prepare("SELECT ts, speed_kmh FROM fixes ORDER BY ts")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(kept, vec![(1_795_600_000, 10.0), (1_795_600_060, 10.0)]);
+}
+
 #[test]
 fn every_rejected_row_is_counted_by_reason_and_named_by_line() {
     let dir = TempDir::new("import-rejects");

@@ -260,6 +260,64 @@ fn the_ingest_endpoints_take_what_real_clients_send() {
     assert_eq!(p["ignition_on"], true);
 }
 
+/// Values past their real range are refused at the edge by every protocol, naming
+/// the field and the range, and nothing of the request is stored (before, a speed of
+/// 1e15 knots wrapped in the packed column and was stored as a parked vehicle).
+#[test]
+fn regression_every_protocol_refuses_values_past_their_range() {
+    let dir = TempDir::new("ingest-ranges");
+    let (db, s) = live_fleet(&dir, &[]);
+    let auth = bearer(INGEST_TOKEN);
+    let t = DATA_NOW - 600;
+    let osmand = |extra: &str| format!("/ingest/osmand?id=48241179&lat=14.6&lon=-90.5&{extra}");
+    let cases = [
+        (osmand(&format!("timestamp={t}&speed=1e15")), "speed_kmh"),
+        (osmand(&format!("timestamp={t}&speed=1e308")), "speed_kmh"),
+        (
+            osmand(&format!("timestamp={t}&bearing=409.4")),
+            "heading 409.4",
+        ),
+        (
+            osmand(&format!("timestamp={t}&odometer=-5")),
+            "odometer_km -0.005",
+        ),
+        (osmand("timestamp=253402300799"), "9999-12-31"),
+        (osmand("timestamp=100"), "1970-01-01"),
+    ];
+    for (path, said) in &cases {
+        let (status, body) = send(&s, "POST", path, &[("Authorization", &auth)], "");
+        assert_eq!(status, 400, "{path}: {body}");
+        assert!(body.contains(said), "{path} names {said}: {body}");
+    }
+    use base64::Engine;
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("jane:{INGEST_TOKEN}"))
+    );
+    let owntracks = format!(
+        r#"{{"_type":"location","tst":{t},"lat":14.60,"lon":-90.52,"vel":1e15,"topic":"owntracks/jane/phone"}}"#
+    );
+    let json = [
+        ("Authorization", basic.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    let (status, body) = send(&s, "POST", "/ingest/owntracks", &json, &owntracks);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("speed_kmh"), "{body}");
+    let forwarded = r#"{"position":{"fixTime":"2026-11-25T21:20:00.000+0000","valid":true,"latitude":14.62,"longitude":-90.53,"speed":20.0,"course":400.0,"attributes":{"odometer":1000}},"device":{"uniqueId":"860000000000001"}}"#;
+    let json = [
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    let (status, body) = send(&s, "POST", "/ingest/traccar", &json, forwarded);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("heading 400"), "{body}");
+    let stored: i64 = open(&db)
+        .query_row("SELECT count(*) FROM fixes p JOIN vehicles v ON v.id = p.vehicle_id WHERE v.plate LIKE 'P-90_LIV'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(stored, 0);
+}
+
 /// A server taking pushes answers `vehicle_position` over MCP and its OpenAPI twin
 /// as `query position` does, for a vehicle added while it runs and the fix just
 /// pushed, and holds a call's headers to its body while devices push.
@@ -583,7 +641,11 @@ fn regression_other_readers_of_the_live_file_lose_no_acknowledged_fix() {
             .args([path, "select * from fixes limit 3"])
             .output()
             .expect("the sqlite3 shell (Debian's sqlite3) is installed");
-        assert!(shell.status.success(), "{}", String::from_utf8_lossy(&shell.stderr));
+        assert!(
+            shell.status.success(),
+            "{}",
+            String::from_utf8_lossy(&shell.stderr)
+        );
         let python = std::process::Command::new("python3")
             .args([
                 "-c",
@@ -592,7 +654,11 @@ fn regression_other_readers_of_the_live_file_lose_no_acknowledged_fix() {
             ])
             .output()
             .expect("python3 is installed");
-        assert!(python.status.success(), "{}", String::from_utf8_lossy(&python.stderr));
+        assert!(
+            python.status.success(),
+            "{}",
+            String::from_utf8_lossy(&python.stderr)
+        );
         assert!(wal.exists(), "a reader deleted the server's -wal");
     };
     let mut acknowledged = 0;
@@ -606,8 +672,14 @@ fn regression_other_readers_of_the_live_file_lose_no_acknowledged_fix() {
     read_by_others();
     add_vehicle(&db, "P-903LIV", "reader-test-device");
     let auth = bearer(INGEST_TOKEN);
-    let path_q = format!("/ingest/osmand?id=reader-test-device&lat=14.6&lon=-90.5&timestamp={}", DATA_NOW - 60);
-    assert_eq!(send(&s, "POST", &path_q, &[("Authorization", &auth)], "").0, 200);
+    let path_q = format!(
+        "/ingest/osmand?id=reader-test-device&lat=14.6&lon=-90.5&timestamp={}",
+        DATA_NOW - 60
+    );
+    assert_eq!(
+        send(&s, "POST", &path_q, &[("Authorization", &auth)], "").0,
+        200
+    );
     s.child.kill().unwrap();
     s.child.wait().unwrap();
     let count = |plate: &str| -> i64 {
@@ -631,8 +703,15 @@ fn regression_ingest_takes_a_backlog_up_to_one_mib() {
     let dir = TempDir::new("ingest-body-limit");
     let (_db, s) = live_fleet(&dir, &[]);
     let auth = bearer(INGEST_TOKEN);
-    let headers = [("Authorization", auth.as_str()), ("Content-Type", "application/json")];
-    for (kib, first_ts, want) in [(255, DATA_NOW - 80_000, 200), (900, DATA_NOW - 40_000, 200), (1126, DATA_NOW - 20_000, 413)] {
+    let headers = [
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    for (kib, first_ts, want) in [
+        (255, DATA_NOW - 80_000, 200),
+        (900, DATA_NOW - 40_000, 200),
+        (1126, DATA_NOW - 20_000, 413),
+    ] {
         let location = |k: usize| {
             format!(
                 r#"{{"timestamp":{},"coords":{{"latitude":{:.6},"longitude":-90.5,"speed":5,"heading":90}},"odometer":{}}}"#,
@@ -654,12 +733,27 @@ fn regression_ingest_takes_a_backlog_up_to_one_mib() {
         while body.len() < kib * 1024 {
             body.push(' ');
         }
-        let (status, answer) = send(&s, "POST", "/ingest/osmand", &headers, &body);
-        assert_eq!(status, want, "{kib} KiB: {answer}");
         if want == 200 {
+            let (status, answer) = send(&s, "POST", "/ingest/osmand", &headers, &body);
+            assert_eq!(status, want, "{kib} KiB: {answer}");
             let stored: serde_json::Value = serde_json::from_str(&answer).unwrap();
             assert_eq!(stored["stored"], k, "{kib} KiB: {answer}");
         } else {
+            // Refused on its announced length, before the body is read: the head
+            // alone is sent (a client still writing the body could be cut off).
+            use std::io::{Read, Write};
+            let mut tcp =
+                std::net::TcpStream::connect(s.base.trim_start_matches("http://")).unwrap();
+            write!(
+                tcp,
+                "POST /ingest/osmand HTTP/1.1\r\nHost: {}\r\nAuthorization: {auth}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                s.base.trim_start_matches("http://"),
+                body.len()
+            )
+            .unwrap();
+            let mut answer = String::new();
+            tcp.read_to_string(&mut answer).unwrap();
+            assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
             assert!(answer.contains("1048576"), "{answer}");
         }
     }
@@ -1040,6 +1134,69 @@ fn replay_pushes_a_fleet_into_a_live_server() {
         stored,
         "a refused replay pushes nothing"
     );
+}
+
+/// A replay whose fixes the server refused exits non-zero with the counts, and the
+/// server's answer is quoted escaped, never printed raw (here a server that answers
+/// every push 404 with terminal escapes and several lines in its body).
+#[test]
+fn regression_a_refused_replay_fails_and_never_prints_the_servers_raw_bytes() {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        // One connection (--devices 1), each request answered, until it closes.
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut out = stream;
+        let body = "\x1b[2J\x1b]0;owned\x07unknown device\nsecond line";
+        for _ in 0..1000 {
+            let mut head = String::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    return;
+                }
+                if line == "\r\n" {
+                    break;
+                }
+                head.push_str(&line);
+            }
+            let answer = format!(
+                "HTTP/1.1 404 Not Found\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            if out.write_all(answer.as_bytes()).is_err() {
+                return;
+            }
+        }
+    });
+    let mut replay = fleetctl(&[
+        "--db",
+        fixture_db().to_str().unwrap(),
+        "replay",
+        "--to",
+        &base,
+        "--speed",
+        "0",
+        "--devices",
+        "1",
+        "--limit",
+        "20",
+    ]);
+    replay.env("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN);
+    let r = run(replay).fails(3);
+    server.join().unwrap();
+    let said = format!("{}{}", r.stdout, r.stderr);
+    assert!(!said.contains('\x1b') && !said.contains('\x07'), "{said:?}");
+    assert!(
+        r.stderr
+            .contains("the server refused 20 of the 20 fixes sent"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.contains("refused 20"), "{}", r.stdout);
+    assert!(said.contains("unknown device\\u{a}second line"), "{said}");
 }
 
 /// `prune` archives the old days as a Hive-partitioned Parquet dataset, removes

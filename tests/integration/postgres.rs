@@ -25,6 +25,13 @@ fn server() -> Option<String> {
     }
 }
 
+/// The password in a `postgres://USER:PASSWORD@…` URL.
+fn password_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let user_info = rest.rsplit_once('@').map_or("", |(u, _)| u);
+    user_info.split_once(':').map_or("", |(_, p)| p)
+}
+
 /// The demo fleet generated into the database at `url`.
 fn generate_demo(url: &str) {
     run(fleetctl(&[
@@ -132,7 +139,7 @@ fn init_makes_positions_partitioned_by_month_and_geofences_spatially_indexed() {
     .ok();
     assert!(made.stdout.contains("America/Guatemala"), "{}", made.stdout);
     assert!(
-        !made.stdout.contains("fleetctl_test:fleetctl_test@"),
+        !made.stdout.contains(&format!(":{}@", password_of(&url))),
         "the password is never shown"
     );
     let mut client = db.client();
@@ -208,7 +215,7 @@ fn init_makes_positions_partitioned_by_month_and_geofences_spatially_indexed() {
     ]))
     .ok();
     let on_sqlite = run(fleetctl(&["--db", file, "settings"])).ok().stdout;
-    let shown = url.replacen(":fleetctl_test@", ":***@", 1);
+    let shown = url.replacen(&format!(":{}@", password_of(&url)), ":***@", 1);
     assert_eq!(
         on_postgres.replace(&shown, "DB"),
         on_sqlite.replace(file, "DB")
@@ -285,7 +292,7 @@ fn a_refused_password_a_future_schema_and_a_command_not_on_postgres_are_said_cle
     let url = db.url();
     run(fleetctl(&["--db", &url, "init", "--time-zone", "UTC"])).ok();
 
-    let wrong = url.replacen(":fleetctl_test@", ":not-the-password@", 1);
+    let wrong = url.replacen(&format!(":{}@", password_of(&url)), ":not-the-password@", 1);
     let said = run(fleetctl(&["--db", &wrong, "migrate"])).fails(4);
     assert!(
         said.stderr.contains("password authentication failed")
@@ -1679,4 +1686,92 @@ fn add_1000_km_to_the_last_day(pg: &TestDb) {
         )
         .unwrap();
     assert_eq!(changed, 1);
+}
+
+/// A PostgreSQL password is printed nowhere, whatever form it came in (`user:pass@`,
+/// `?password=`, raw `/ @ ? #`, `key=value`, PGPASSWORD) and whichever way the
+/// command fails (a refused password, an unreachable server, a URL that does not
+/// parse, a database that is not a fleet) or succeeds.
+#[test]
+fn regression_a_password_is_never_printed_whatever_form_it_came_in() {
+    let Some(server) = server() else { return };
+    let db = TestDb::new(&server, "secrets", "template1");
+    let url = db.url();
+    let real = password_of(&url).to_string();
+    let rest = url.split_once('@').unwrap().1; // HOST:PORT/DB
+    let (host_port, name) = rest.split_once('/').unwrap();
+    let (host, port) = host_port.split_once(':').unwrap();
+    let wrong = "Wr0ng-Hush-4271";
+    let raw = "S3C/R@E?T#pw-9";
+    let forms: Vec<(String, Option<&str>, &str)> = vec![
+        (
+            format!("postgres://fleetctl_test:{wrong}@{rest}"),
+            None,
+            wrong,
+        ),
+        (
+            format!("postgres://fleetctl_test@{rest}?password={wrong}"),
+            None,
+            wrong,
+        ),
+        (format!("postgres://fleetctl_test:{raw}@{rest}"), None, raw),
+        (
+            format!("postgres://fleetctl_test@{rest}"),
+            Some(wrong),
+            wrong,
+        ),
+        (
+            format!("host={host} port={port} user=fleetctl_test password={wrong} dbname={name}"),
+            None,
+            wrong,
+        ),
+        (
+            format!("postgres://fleetctl_test:{wrong}@127.0.0.1:1/{name}"),
+            None,
+            wrong,
+        ),
+        // The right password: the commands then succeed or refuse an empty database.
+        (url.clone(), None, real.as_str()),
+        (
+            format!("host={host} port={port} user=fleetctl_test password={real} dbname={name}"),
+            None,
+            real.as_str(),
+        ),
+    ];
+    let commands: [&[&str]; 7] = [
+        &["settings"],
+        &["analyze"],
+        &["migrate"],
+        &["query", "stopped"],
+        &["query", "stopped", "--format", "json"],
+        &["vehicles", "list"],
+        &["serve", "--http", "127.0.0.1:0", "--ingest"],
+    ];
+    let dir = TempDir::new("secrets");
+    for (db_arg, env_password, secret) in &forms {
+        for words in commands {
+            let mut args = vec!["--db", db_arg.as_str()];
+            args.extend_from_slice(words);
+            let mut cmd = fleetctl(&args);
+            cmd.current_dir(dir.path())
+                .env("FLEETCTL_TOKEN", "token-0123456789abcdef")
+                .env("FLEETCTL_INGEST_TOKEN", "ingest-0123456789abcdef")
+                .env_remove("PGPASSWORD");
+            if let Some(p) = env_password {
+                cmd.env("PGPASSWORD", p);
+            }
+            let r = run(cmd);
+            let said = format!("{}{}", r.stdout, r.stderr);
+            assert!(
+                !said.contains(*secret),
+                "{words:?} on {db_arg} printed the password:\n{said}"
+            );
+            assert_ne!(
+                r.code, 0,
+                "{words:?} on {db_arg}: an empty database is no fleet\n{said}"
+            );
+        }
+    }
+    // Nothing was made on disk under any of those names.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

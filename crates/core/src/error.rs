@@ -185,7 +185,7 @@ impl Error {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Error {
             code,
-            message: message.into(),
+            message: crate::secrets::scrub(message.into()),
             hint: None,
             source: None,
         }
@@ -193,7 +193,7 @@ impl Error {
 
     /// Adds a hint.
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
-        self.hint = Some(hint.into());
+        self.hint = Some(crate::secrets::scrub(hint.into()));
         self
     }
 

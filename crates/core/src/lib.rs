@@ -20,6 +20,7 @@ pub mod parallel;
 pub mod pipeline;
 pub mod report;
 pub mod scratch;
+pub mod secrets;
 pub mod store;
 pub mod synth;
 pub mod untrusted;

@@ -66,12 +66,17 @@ pub fn check(path: &Path, flag: &str, may: May) -> Result<()> {
     if kind.is_symlink() {
         return refuse(
             "is a symbolic link",
-            format!("give the path the link points to, or another {flag} path ({flag} - writes to standard output)"),
+            format!(
+                "give the path the link points to, or another {flag} path ({flag} - writes to standard output)"
+            ),
         );
     }
     if kind.is_dir() {
         let example = path.join("NAME");
-        let hint = format!("give a file name inside it, such as {flag} {}", example.display());
+        let hint = format!(
+            "give a file name inside it, such as {flag} {}",
+            example.display()
+        );
         return match may {
             May::ReplaceDataset { marker } if path.join(marker).is_file() => Ok(()),
             May::ReplaceDataset { marker } => refuse(
@@ -88,8 +93,11 @@ pub fn check(path: &Path, flag: &str, may: May) -> Result<()> {
         );
     }
     match may {
-        May::Create => Err(Error::invalid(format!("{} exists already", path.display()))
-            .with_hint(format!("add --force to replace it, or choose another path with {flag}"))),
+        May::Create => Err(
+            Error::invalid(format!("{} exists already", path.display())).with_hint(format!(
+                "add --force to replace it, or choose another path with {flag}"
+            )),
+        ),
         May::ReplaceFile | May::ReplaceDataset { .. } => Ok(()),
     }
 }
@@ -100,10 +108,11 @@ fn check_folder(path: &Path, flag: &str) -> Result<()> {
     if folder.is_dir() {
         return Ok(());
     }
-    Err(
-        Error::invalid(format!("{flag} {}: no folder {}", path.display(), folder.display()))
-            .with_hint("create the folder first, or choose another path"),
+    Err(Error::new(
+        crate::error::ErrorCode::Io,
+        format!("{flag} {}: no folder {}", path.display(), folder.display()),
     )
+    .with_hint("create the folder first, or choose another path"))
 }
 
 /// The folder `path` is in (`.` for a bare name).
@@ -149,7 +158,9 @@ impl Aside {
             .write(true)
             .create_new(true)
             .open(&tmp)
-            .map_err(|e| Error::io(path, e).with_hint(format!("choose a writable path with {flag}")))?;
+            .map_err(|e| {
+                Error::io(path, e).with_hint(format!("choose a writable path with {flag}"))
+            })?;
         Ok(Aside {
             file,
             tmp,
@@ -164,7 +175,10 @@ impl Aside {
     /// nothing foreign (someone may have made a folder or link there meanwhile).
     pub fn commit(mut self) -> Result<()> {
         let io = |e| Error::io(&self.target, e);
-        self.file.flush().and_then(|()| self.file.sync_all()).map_err(io)?;
+        self.file
+            .flush()
+            .and_then(|()| self.file.sync_all())
+            .map_err(io)?;
         check(&self.target, &self.flag, self.may)?;
         std::fs::rename(&self.tmp, &self.target).map_err(io)?;
         crate::scratch::sync_parent(&self.target);
@@ -205,7 +219,8 @@ mod tests {
     use super::*;
 
     fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("fleetctl-output-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("fleetctl-output-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir

@@ -35,10 +35,15 @@ pub enum RejectReason {
     NegativeSpeed,
     /// A heading outside 0..=360.
     HeadingOutOfRange,
+    /// A speed over 1000 km/h (`store::positions::MAX_SPEED_KMH`).
+    SpeedOutOfRange,
+    /// An odometer below 0 or over 10,000,000 km.
+    OdometerOutOfRange,
     /// A time ahead of the file's own data clock (the server's receipt time), or
     /// more than a day ahead of the computer's clock when the file has none.
     FutureTime,
-    /// A time before 1970-01-01 or after 2109-05-15, which a fleet database does not keep.
+    /// A time before 2000-01-01 or after 2099-12-31, which no tracker's fix has
+    /// (`ingest::time::check_plausible`).
     TimeOutOfRange,
     /// Reaching it from the vehicle's previous fix would take over 250 km/h.
     ImpossibleJump,
@@ -53,7 +58,7 @@ pub enum RejectReason {
 
 impl RejectReason {
     /// Every reason, in the order summaries list them.
-    pub const ALL: [RejectReason; 19] = [
+    pub const ALL: [RejectReason; 21] = [
         RejectReason::MalformedRow,
         RejectReason::MissingPlate,
         RejectReason::BadPlate,
@@ -67,6 +72,8 @@ impl RejectReason {
         RejectReason::NonNumeric,
         RejectReason::NegativeSpeed,
         RejectReason::HeadingOutOfRange,
+        RejectReason::SpeedOutOfRange,
+        RejectReason::OdometerOutOfRange,
         RejectReason::FutureTime,
         RejectReason::TimeOutOfRange,
         RejectReason::ImpossibleJump,
@@ -91,6 +98,8 @@ impl RejectReason {
             RejectReason::NonNumeric => "non_numeric",
             RejectReason::NegativeSpeed => "negative_speed",
             RejectReason::HeadingOutOfRange => "heading_out_of_range",
+            RejectReason::SpeedOutOfRange => "speed_out_of_range",
+            RejectReason::OdometerOutOfRange => "odometer_out_of_range",
             RejectReason::FutureTime => "future_time",
             RejectReason::TimeOutOfRange => "time_out_of_range",
             RejectReason::ImpossibleJump => "impossible_jump",

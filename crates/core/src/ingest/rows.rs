@@ -209,8 +209,13 @@ impl Checker {
         if future {
             return Err((R::FutureTime, format!("time {time_text:?}")));
         }
-        if crate::store::positions::check_time(at.ts).is_err() {
-            return Err((R::TimeOutOfRange, format!("time {time_text:?}")));
+        if let Err(why) = time::check_plausible(at.ts) {
+            let cell = match row.typed.time_epoch {
+                Some(epoch) => epoch.to_string(),
+                None => time_text.to_string(),
+            };
+            let why = time::epoch_readings(&cell).unwrap_or(why);
+            return Err((R::TimeOutOfRange, format!("time {cell:?}: {why}")));
         }
         if let Some(valid) = non_empty(&row.valid)
             && parse_bool(valid) == Some(false)
@@ -245,17 +250,36 @@ impl Checker {
                 .transpose()?,
         };
         let odometer = cell_number("odometer", typed.odometer, &row.odometer)?;
+        let speed_kmh = speed.map(|s| units.speed.to_kmh(s));
+        if let Some(s) = speed_kmh.filter(|s| *s > crate::store::positions::MAX_SPEED_KMH) {
+            return Err((
+                R::SpeedOutOfRange,
+                format!("speed {} ({s} km/h, over 1000)", speed.unwrap_or_default()),
+            ));
+        }
+        let odometer_km = odometer.map(|o| units.odometer.to_km(o));
+        if let Some(km) =
+            odometer_km.filter(|km| !(0.0..=crate::store::positions::MAX_ODOMETER_KM).contains(km))
+        {
+            return Err((
+                R::OdometerOutOfRange,
+                format!(
+                    "odometer {} ({km} km, outside 0..=10,000,000)",
+                    odometer.unwrap_or_default()
+                ),
+            ));
+        }
         let staged = Staged {
             fix: Fix {
                 vehicle_id: 0,
                 ts: at.ts,
                 lat,
                 lon,
-                speed_kmh: speed.map_or(0.0, |s| units.speed.to_kmh(s)),
+                speed_kmh: speed_kmh.unwrap_or(0.0),
                 speed_derived: speed.is_none(),
                 heading_deg: heading.map(|h| h % 360.0),
                 ignition,
-                odometer_km: odometer.map(|o| units.odometer.to_km(o)),
+                odometer_km,
             },
             ts_ms: at.ms,
             file_index: file,

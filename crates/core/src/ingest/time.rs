@@ -38,27 +38,68 @@ pub enum TimeProblem {
     Skipped,
 }
 
-/// Epoch numbers are told apart by size: seconds up to 10^11 (year 5138),
-/// milliseconds up to 10^14, microseconds above.
+/// The first instant a tracker's fix may have: 2000-01-01T00:00Z (consumer GPS began
+/// in earnest that year, when selective availability was switched off).
+pub const PLAUSIBLE_FROM_TS: i64 = 946_684_800;
+/// The first instant past what a fix may have: 2100-01-01T00:00Z.
+pub const PLAUSIBLE_UNTIL_TS: i64 = 4_102_444_800;
+
+/// Refuses an instant no tracker's fix can have, saying which date it is and which
+/// are accepted (a fix in 1970 is a tracker without a clock; one in 9999 a unit read
+/// wrongly).
+pub fn check_plausible(ts: i64) -> std::result::Result<(), String> {
+    if (PLAUSIBLE_FROM_TS..PLAUSIBLE_UNTIL_TS).contains(&ts) {
+        return Ok(());
+    }
+    let date = Date::from_days_since_epoch(ts.div_euclid(86_400));
+    Err(format!(
+        "{date} is outside 2000-01-01 .. 2099-12-31, the dates a fix can have"
+    ))
+}
+
+/// For a time cell that is an epoch number, its readings as seconds and as
+/// milliseconds and the rule (said when neither is a date a fix can have).
+pub fn epoch_readings(text: &str) -> Option<String> {
+    let value: f64 = text.trim().parse().ok()?;
+    let date =
+        |ms: f64| Date::from_days_since_epoch((ms / 86_400_000.0).floor() as i64).to_string();
+    Some(format!(
+        "{} read as seconds is {}, as milliseconds {}; an epoch number is read as seconds, milliseconds or microseconds, whichever falls in 2000..2099",
+        text.trim(),
+        date(value * 1000.0),
+        date(value)
+    ))
+}
+
+/// Epoch numbers: read as seconds, milliseconds or microseconds, whichever gives a
+/// date a fix can have (2000–2099: the three ranges do not overlap, so a number has
+/// at most one reading). A number with none keeps its reading by size (seconds below
+/// 10^11, milliseconds below 10^14, microseconds below 10^17) and is then refused as
+/// out of range by the caller.
 fn epoch(text: &str) -> Option<Instant> {
     epoch_number(text.parse().ok()?)
 }
 
-/// An epoch number, in seconds, milliseconds or microseconds by its size (see
-/// [`epoch`]); None when negative, not finite or too large.
+/// An epoch number, in seconds, milliseconds or microseconds (see [`epoch`]); None
+/// when negative, not finite or too large.
 pub fn epoch_number(value: f64) -> Option<Instant> {
-    if !value.is_finite() || value < 0.0 {
+    if !(0.0..1e17).contains(&value) {
         return None;
     }
-    let ms = if value < 1e11 {
+    let plausible = |ms: f64| {
+        (PLAUSIBLE_FROM_TS as f64 * 1000.0..PLAUSIBLE_UNTIL_TS as f64 * 1000.0).contains(&ms)
+    };
+    let by_size = if value < 1e11 {
         value * 1000.0
     } else if value < 1e14 {
         value
-    } else if value < 1e17 {
-        value / 1000.0
     } else {
-        return None;
+        value / 1000.0
     };
+    let ms = [value * 1000.0, value, value / 1000.0]
+        .into_iter()
+        .find(|ms| plausible(*ms))
+        .unwrap_or(by_size);
     Some(Instant::from_millis(ms.round() as i64))
 }
 

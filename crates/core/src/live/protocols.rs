@@ -91,6 +91,10 @@ impl Reading<'_> {
                 self.zone.name
             )),
         })?;
+        if let Err(why) = crate::ingest::time::check_plausible(at.ts) {
+            let why = crate::ingest::time::epoch_readings(text).unwrap_or(why);
+            return Err(Error::invalid(format!("{field} {text:?}: {why}")));
+        }
         Ok((at.ts, at.ms))
     }
 
@@ -113,7 +117,8 @@ impl Reading<'_> {
                 fix.ts - self.now
             )));
         }
-        crate::store::positions::check_time(fix.ts)?;
+        crate::ingest::time::check_plausible(fix.ts)
+            .map_err(|why| Error::invalid(format!("the fix's time: {why}")))?;
         let (lat, lon) = (fix.lat, fix.lon);
         if !lat.is_finite() || !lon.is_finite() || lat.abs() > 90.0 || lon.abs() > 180.0 {
             return Err(Error::invalid(format!(
@@ -125,6 +130,13 @@ impl Reading<'_> {
                 "lat 0, lon 0: the device has no position yet",
             ));
         }
+        crate::store::positions::check_figures(
+            lat,
+            lon,
+            fix.speed_kmh,
+            fix.heading_deg,
+            fix.odometer_km,
+        )?;
         Ok(fix)
     }
 }

@@ -282,7 +282,8 @@ pub fn append_pushed(conn: &dyn Sql, vehicle_id: i64, fixes: &[Pushed]) -> Resul
             };
             fix.speed_kmh = before.map_or(0.0, |(b, _)| {
                 let m = haversine_m(LatLon::new(b.lat, b.lon), LatLon::new(fix.lat, fix.lon));
-                m / (fix.ts - b.ts).max(1) as f64 * 3.6
+                // A jump of many km in a second is a bad fix, not a speed to keep.
+                (m / (fix.ts - b.ts).max(1) as f64 * 3.6).min(positions::MAX_SPEED_KMH)
             });
             fix = positions::as_stored(&fix)?;
         }

@@ -100,6 +100,49 @@ pub(crate) fn first_key_sql(vehicle_id: &str) -> String {
     format!("(({vehicle_id}) << {TIME_BITS})")
 }
 
+/// The fastest speed a fix may report: no road vehicle goes faster, and a tracker
+/// that says so is wrong (often a unit: knots read as km/h only doubles a speed).
+/// The packed `motion` column itself holds up to about 2.8 × 10^12 km/h.
+pub const MAX_SPEED_KMH: f64 = 1_000.0;
+
+/// The largest odometer a fix may report: a truck's life is a few million km.
+pub const MAX_ODOMETER_KM: f64 = 10_000_000.0;
+
+/// Checks a fix's figures against their real ranges, naming the field and the range:
+/// lat −90..=90, lon −180..=180, speed 0..=[`MAX_SPEED_KMH`], heading 0..=360,
+/// odometer 0..=[`MAX_ODOMETER_KM`]. Every way in (import, the three device
+/// protocols) checks this before a fix is stored, and [`Stored::of`] once more, so
+/// that no value is ever kept wrapped or cut.
+pub fn check_figures(
+    lat: f64,
+    lon: f64,
+    speed_kmh: Option<f64>,
+    heading_deg: Option<f64>,
+    odometer_km: Option<f64>,
+) -> Result<()> {
+    let outside = |field: &str, value: f64, range: &str| {
+        Err(Error::invalid(format!(
+            "{field} {value} is outside {range}, the values a fix can have"
+        )))
+    };
+    if !(-90.0..=90.0).contains(&lat) {
+        return outside("lat", lat, "-90..=90");
+    }
+    if !(-180.0..=180.0).contains(&lon) {
+        return outside("lon", lon, "-180..=180");
+    }
+    if let Some(v) = speed_kmh.filter(|v| !(0.0..=MAX_SPEED_KMH).contains(v)) {
+        return outside("speed_kmh", v, "0..=1000 km/h");
+    }
+    if let Some(v) = heading_deg.filter(|v| !(0.0..=360.0).contains(v)) {
+        return outside("heading", v, "0..=360°");
+    }
+    if let Some(v) = odometer_km.filter(|v| !(0.0..=MAX_ODOMETER_KM).contains(v)) {
+        return outside("odometer_km", v, "0..=10,000,000 km");
+    }
+    Ok(())
+}
+
 /// A fix at the store's precision, as its columns hold it (`motion` unpacked).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Stored {
@@ -131,21 +174,20 @@ fn fixed(x: f64, scale: f64) -> i64 {
 impl Stored {
     /// A fix and its milliseconds past the second, as stored.
     pub fn of(fix: &Fix, ts_ms: i64) -> Result<Stored> {
+        check_figures(
+            fix.lat,
+            fix.lon,
+            Some(fix.speed_kmh),
+            fix.heading_deg,
+            fix.odometer_km,
+        )?;
         Ok(Stored {
             vehicle_time: key(fix.vehicle_id, fix.ts, ts_ms)?,
             lat_e7: e7(fix.lat),
             lon_e7: e7(fix.lon),
             speed_kmh_e2: fixed(fix.speed_kmh, 1e2),
             speed_derived: fix.speed_derived,
-            heading_deg_e1: match fix.heading_deg.map(|h| fixed(h, 1e1)) {
-                Some(h) if !(0..HEADING_UNKNOWN).contains(&h) => {
-                    return Err(Error::invalid(format!(
-                        "heading {}° is outside 0..=360°",
-                        h as f64 / 1e1
-                    )));
-                }
-                h => h,
-            },
+            heading_deg_e1: fix.heading_deg.map(|h| fixed(h, 1e1)),
             ignition: fix.ignition,
             odometer_m: fix.odometer_km.map(|km| fixed(km, 1e3)),
         })
@@ -364,10 +406,9 @@ mod tests {
         conn.execute_batch(super::super::SCHEMA_SQL).unwrap();
         let mut insert = conn.prepare(&format!("INSERT {}", insert_sql(1))).unwrap();
         let mut written = Vec::new();
-        for (i, (speed_kmh, heading_deg)) in
-            [(0.0, Some(0.0)), (0.01, Some(360.0)), (1234.56, None)]
-                .into_iter()
-                .enumerate()
+        for (i, (speed_kmh, heading_deg)) in [(0.0, Some(0.0)), (0.01, Some(360.0)), (999.99, None)]
+            .into_iter()
+            .enumerate()
         {
             for (j, ignition) in [None, Some(false), Some(true)].into_iter().enumerate() {
                 for speed_derived in [false, true] {
@@ -405,6 +446,109 @@ mod tests {
         wrong.heading_deg = Some(410.0);
         let said = Stored::of(&wrong, 0).unwrap_err().to_string();
         assert!(said.contains("heading 410"), "{said}");
+    }
+
+    /// Property: every fix within the real ranges, random and at each limit, comes
+    /// back from the columns as stored (key, coordinates, packed `motion`, odometer),
+    /// and every value past a limit is refused naming its field, never wrapped.
+    #[test]
+    fn the_packed_columns_round_trip_at_their_limits_and_refuse_past_them() {
+        use rand::rngs::Xoshiro256PlusPlus;
+        use rand::{RngExt, SeedableRng};
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(50);
+        let edges = |lo: f64, hi: f64, r: f64| -> f64 {
+            match (r * 10.0) as u32 {
+                0 => lo,
+                1 => hi,
+                _ => lo + (hi - lo) * r,
+            }
+        };
+        for _ in 0..20_000 {
+            let f = Fix {
+                vehicle_id: rng.random_range(0..=MAX_VEHICLE_ID),
+                ts: edges(FIRST_TS as f64, LAST_TS as f64, rng.random()).round() as i64,
+                lat: edges(-90.0, 90.0, rng.random()),
+                lon: edges(-180.0, 180.0, rng.random()),
+                speed_kmh: edges(0.0, MAX_SPEED_KMH, rng.random()),
+                speed_derived: rng.random(),
+                heading_deg: rng
+                    .random::<bool>()
+                    .then(|| edges(0.0, 360.0, rng.random())),
+                ignition: [None, Some(false), Some(true)][rng.random_range(0..3)],
+                odometer_km: rng
+                    .random::<bool>()
+                    .then(|| edges(0.0, MAX_ODOMETER_KM, rng.random())),
+            };
+            let ms = rng.random_range(0..1000);
+            let kept = as_stored(&f).unwrap();
+            let stored = Stored::of(&kept, ms).unwrap();
+            let back = Stored::from_columns(
+                stored.vehicle_time,
+                stored.lat_e7,
+                stored.lon_e7,
+                stored.motion(),
+                stored.odometer_m,
+            );
+            assert_eq!(back, stored, "{f:?}");
+            assert_eq!(back.fix(), (kept, ms), "{f:?}");
+            assert!((kept.speed_kmh - f.speed_kmh).abs() <= 0.005, "{f:?}");
+        }
+        let base = fix(1, 1000);
+        let wrong: [(&str, Fix); 7] = [
+            (
+                "speed_kmh 1000.01",
+                Fix {
+                    speed_kmh: 1000.01,
+                    ..base
+                },
+            ),
+            (
+                "speed_kmh 1852000000000000",
+                Fix {
+                    speed_kmh: 1e15 * 1.852,
+                    ..base
+                },
+            ),
+            (
+                "speed_kmh -0.5",
+                Fix {
+                    speed_kmh: -0.5,
+                    ..base
+                },
+            ),
+            (
+                "speed_kmh NaN",
+                Fix {
+                    speed_kmh: f64::NAN,
+                    ..base
+                },
+            ),
+            (
+                "heading 409.4",
+                Fix {
+                    heading_deg: Some(409.4),
+                    ..base
+                },
+            ),
+            (
+                "odometer_km -1",
+                Fix {
+                    odometer_km: Some(-1.0),
+                    ..base
+                },
+            ),
+            (
+                "lat inf",
+                Fix {
+                    lat: f64::INFINITY,
+                    ..base
+                },
+            ),
+        ];
+        for (field, f) in wrong {
+            let said = Stored::of(&f, 0).unwrap_err().to_string();
+            assert!(said.contains(field), "{field}: {said}");
+        }
     }
 
     #[test]

@@ -162,8 +162,10 @@ pub fn check(opts: &ExportOptions) -> Result<()> {
     }
     if fleetctl_core::output::is_stdout(&opts.output) {
         if opts.partition.is_some() {
-            return Err(Error::invalid("--partition-by writes a folder, not standard output")
-                .with_hint("give -o the name of a new folder"));
+            return Err(
+                Error::invalid("--partition-by writes a folder, not standard output")
+                    .with_hint("give -o the name of a new folder"),
+            );
         }
         return Ok(());
     }

@@ -20,10 +20,35 @@ pub fn shown(db: &Path) -> String {
     }
 }
 
-/// True when `--db` names a PostgreSQL database (`postgres://` or `postgresql://`).
+/// True when `--db` names a PostgreSQL database: a `postgres://` or `postgresql://`
+/// URL, or a libpq `key=value` connection string (`host=db user=ana dbname=fleet`),
+/// which must never be taken for a file name (a file named after the password).
+/// A SQLite file whose name starts that way is given as `./host=…`.
 pub fn is_url(db: &Path) -> bool {
     let text = db.to_string_lossy();
-    text.starts_with("postgres://") || text.starts_with("postgresql://")
+    text.starts_with("postgres://") || text.starts_with("postgresql://") || is_key_value(&text)
+}
+
+/// libpq's connection keywords a `key=value` string may start with.
+const KEYWORDS: [&str; 12] = [
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "sslmode",
+    "sslrootcert",
+    "connect_timeout",
+    "application_name",
+    "options",
+    "target_session_attrs",
+];
+
+fn is_key_value(text: &str) -> bool {
+    text.trim_start()
+        .split_once('=')
+        .is_some_and(|(key, _)| KEYWORDS.contains(&key.trim()))
 }
 
 /// How the connection is protected (libpq's `sslmode`).
@@ -54,7 +79,13 @@ impl Target {
     }
 
     fn parse_with(url: &str, env: impl Fn(&str) -> Option<String>) -> Result<Target> {
-        let shown = without_password(url);
+        // Whatever may be a password is known as a secret before anything could quote
+        // it (a parser's complaint about a URL with raw `/ @ ? #` in its password).
+        for secret in password_candidates(url) {
+            crate::secrets::register(&secret);
+        }
+        let shown = crate::secrets::scrub(without_password(url));
+        let key_value = is_key_value(url);
         let bad = |why: String| {
             Error::new(
                 ErrorCode::InvalidArgument,
@@ -63,21 +94,29 @@ impl Target {
             .with_hint("a PostgreSQL database is postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=require], or a path for a SQLite file")
         };
         // sslmode and sslrootcert are ours to carry out: the client knows no verify-*.
-        let (base, query) = url.split_once('?').unwrap_or((url, ""));
+        let (base, query) = match key_value {
+            true => ("", url),
+            false => url.split_once('?').unwrap_or((url, "")),
+        };
+        let separator = if key_value { ' ' } else { '&' };
         let mut ssl = None;
         let mut root_cert = None;
         let mut kept = Vec::new();
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let pairs: Vec<&str> = match key_value {
+            true => query.split_whitespace().collect(),
+            false => query.split('&').filter(|p| !p.is_empty()).collect(),
+        };
+        for pair in pairs {
             match pair.split_once('=') {
                 Some(("sslmode", mode)) => ssl = Some(ssl_mode(mode).ok_or_else(|| bad(format!("sslmode {mode:?} is none of disable, prefer, require, verify-ca, verify-full")))?),
                 Some(("sslrootcert", path)) => root_cert = Some(path.into()),
                 _ => kept.push(pair),
             }
         }
-        let base = if kept.is_empty() {
-            base.to_string()
-        } else {
-            format!("{base}?{}", kept.join("&"))
+        let base = match (key_value, kept.is_empty()) {
+            (true, _) => kept.join(" "),
+            (false, true) => base.to_string(),
+            (false, false) => format!("{base}?{}", kept.join(&separator.to_string())),
         };
         let mut config: postgres::Config = base.parse().map_err(|e| bad(format!("{e}")))?;
         if config.get_hosts().is_empty() {
@@ -97,7 +136,11 @@ impl Target {
             .ok_or_else(|| bad("no user: give USER@ in the URL or set PGUSER".into()))?;
         config.user(&user);
         if let Some(password) = env("PGPASSWORD").filter(|_| config.get_password().is_none()) {
+            crate::secrets::register(&password);
             config.password(password);
+        }
+        if let Some(password) = config.get_password() {
+            crate::secrets::register(&String::from_utf8_lossy(password));
         }
         if config.get_dbname().is_none() {
             config.dbname(&env("PGDATABASE").unwrap_or(user));
@@ -315,19 +358,64 @@ fn read_roots(path: &Path) -> Result<rustls::RootCertStore> {
     Ok(roots)
 }
 
-/// The URL with its password replaced by `***`.
+/// The URL (or `key=value` string) with its password replaced by `***`: the
+/// user-info's password and any `password` parameter.
 fn without_password(url: &str) -> String {
+    if is_key_value(url) {
+        return url
+            .split_whitespace()
+            .map(|pair| match pair.split_once('=') {
+                Some(("password", _)) => "password=***".to_string(),
+                _ => pair.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+    }
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
     let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
-    match authority.rsplit_once('@') {
+    let authority = match authority.rsplit_once('@') {
         Some((user_info, host)) => match user_info.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_string(),
+            Some((user, _)) => format!("{user}:***@{host}"),
+            None => authority.to_string(),
         },
-        None => url.to_string(),
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        None => tail.to_string(),
+        Some((path, query)) => {
+            let query: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some(("password", _)) => "password=***".to_string(),
+                    _ => pair.to_string(),
+                })
+                .collect();
+            format!("{path}?{}", query.join("&"))
+        }
+    };
+    format!("{scheme}://{authority}{tail}")
+}
+
+/// What in a connection string may be a password, read loosely (before it is
+/// parsed, so also from a string that does not parse): the user-info's password up
+/// to the last `@` (raw `/ ? # @` included), and any `password=` value.
+fn password_candidates(url: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    if let Some((_, rest)) = url.split_once("://")
+        && let Some(at) = rest.rfind('@')
+        && let Some((_, password)) = rest[..at].split_once(':')
+    {
+        found.push(password.to_string());
     }
+    for piece in url.split(['&', '?', ' ']) {
+        if let Some(value) = piece.trim().strip_prefix("password=") {
+            found.push(value.trim_matches('\'').to_string());
+        }
+    }
+    found.retain(|p| !p.is_empty());
+    found
 }
 
 /// Certificate checks for sslmode require (none) and verify-ca (the chain only).
@@ -499,5 +587,32 @@ mod tests {
         assert!(said.message.contains("sslrootcert"), "{}", said.message);
         let said = Target::parse_with("postgres://u:pw@h:notaport/db", env_of(&[])).unwrap_err();
         assert!(!said.message.contains(":pw"), "{}", said.message);
+        // Raw characters in the password, and a password as a parameter.
+        let said = Target::parse_with("postgres://u:S3C/R@E?T#pw@h/db", env_of(&[])).unwrap_err();
+        assert!(
+            !said.message.contains("S3C") && !said.message.contains("T#pw"),
+            "{}",
+            said.message
+        );
+        let t = Target::parse_with("postgres://u@h/db?password=Hush-1234", env_of(&[])).unwrap();
+        assert_eq!(t.display(), "postgres://u@h/db?password=***");
+    }
+
+    #[test]
+    fn a_key_value_string_is_read_as_postgresql_never_as_a_file_name() {
+        assert!(is_url(Path::new(
+            "host=db.example user=ana password=Quiet-5678 dbname=ops"
+        )));
+        assert!(!is_url(Path::new("./host=x.db")) && !is_url(Path::new("fleet.db")));
+        let t = Target::parse_with(
+            "host=db.example user=ana password=Quiet-5678 dbname=ops sslmode=require",
+            env_of(&[]),
+        )
+        .unwrap();
+        assert_eq!((t.database(), t.ssl), ("ops", SslMode::Require));
+        assert_eq!(
+            t.display(),
+            "host=db.example user=ana password=*** dbname=ops sslmode=require"
+        );
     }
 }
