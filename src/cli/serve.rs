@@ -75,9 +75,16 @@ pub(super) struct ServeArgs {
     ingest_token_file: Option<PathBuf>,
 
     /// Give an unknown device a vehicle of its own (plate = its id) instead of
-    /// refusing its positions with 404.
+    /// refusing its positions with 404, up to --max-new-vehicles-per-day.
     #[arg(long, requires = "ingest")]
     auto_register: bool,
+
+    /// With --auto-register: at most this many vehicles added a day (UTC) by this
+    /// server; past it a new device gets 429 until the next day, and the log says
+    /// so once a minute with a count (1–1000000). Known devices are never limited.
+    #[arg(long, default_value_t = 1000, value_name = "N", requires = "auto_register",
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_new_vehicles_per_day: u32,
 
     /// The unit of the OsmAnd protocol's `speed`: knots (Traccar Client, and
     /// Traccar's own reading), or mps for the OsmAnd app and GPSLogger (%SPD). A
@@ -152,7 +159,7 @@ pub(super) fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
             })?;
         Some(crate::mcp::http::IngestOptions {
             token: ingest_token,
-            auto_register: args.auto_register,
+            auto_register: args.auto_register.then_some(args.max_new_vehicles_per_day),
             osmand_speed,
             alert_webhook: args
                 .alert_webhook

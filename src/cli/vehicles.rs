@@ -38,6 +38,21 @@ pub enum VehiclesCommand {
         #[arg(long, value_name = "ID|none")]
         device_id: Option<String>,
     },
+    /// Remove a vehicle (one added by mistake, or by --auto-register from a device
+    /// that is not yours). A vehicle with positions is removed only with
+    /// --delete-positions N, N its number of positions (the refusal says it):
+    /// they and every row derived from them go with it, for good (`fleetctl
+    /// export positions --plate PLATE` keeps a copy first).
+    ///
+    /// Examples: fleetctl vehicles remove 48241179
+    ///           fleetctl vehicles remove 48241179 --delete-positions 3
+    Remove {
+        /// The plate, exactly as the fleet has it.
+        plate: String,
+        /// Delete its positions too; N must be their number.
+        #[arg(long, value_name = "N")]
+        delete_positions: Option<i64>,
+    },
 }
 
 /// A device id as given: trimmed, not empty, at most 64 characters without control
@@ -79,6 +94,10 @@ pub fn run(db: PathBuf, cmd: VehiclesCommand) -> Result<()> {
             let with = device_id.map_or(String::new(), |d| format!(" (device {d})"));
             super::print_stdout(&format!("Added {plate}{with}\n"))
         }
+        VehiclesCommand::Remove {
+            plate,
+            delete_positions,
+        } => remove(&db, &plate, delete_positions),
         VehiclesCommand::Set {
             plate,
             speed_limit,
@@ -105,6 +124,51 @@ pub fn run(db: PathBuf, cmd: VehiclesCommand) -> Result<()> {
             }
         }
     }
+}
+
+/// `vehicles remove`: refused while the vehicle has positions, unless their number
+/// is given (so that a typo never deletes a week of someone's fixes).
+fn remove(db: &std::path::Path, plate: &str, delete_positions: Option<i64>) -> Result<()> {
+    let vehicle = report::Db::open(db)?
+        .vehicles
+        .iter()
+        .find(|(v, _)| v.plate == plate)
+        .map(|(v, _)| v.clone())
+        .ok_or_else(|| {
+            Error::new(
+                crate::error::ErrorCode::NotFound,
+                format!("no vehicle with the plate {plate:?}"),
+            )
+            .with_hint("give the plate exactly as `fleetctl vehicles list` shows it")
+        })?;
+    let quoted = crate::live::shell_quoted(&vehicle.plate);
+    let removed = store::with_write(db, |conn| {
+        let count = store::live::position_count(conn, vehicle.id)?;
+        match delete_positions {
+            _ if count == 0 => {}
+            Some(n) if n == count => {}
+            Some(n) => {
+                return Err(Error::invalid(format!(
+                    "--delete-positions {n}: {} has {count} positions",
+                    vehicle.plate
+                ))
+                .with_hint(format!("nothing was removed; to delete them: `fleetctl vehicles remove {quoted} --delete-positions {count}`")));
+            }
+            None => {
+                return Err(Error::invalid(format!(
+                    "{} has {count} positions: removing it deletes them and every row derived from them",
+                    vehicle.plate
+                ))
+                .with_hint(format!("nothing was removed; keep a copy with `fleetctl export positions --plate {quoted}`, then `fleetctl vehicles remove {quoted} --delete-positions {count}`")));
+            }
+        }
+        store::live::remove_vehicle(conn, vehicle.id)?;
+        Ok(count)
+    })?;
+    super::print_stdout(&format!(
+        "Removed {} and its {removed} positions\n",
+        vehicle.plate
+    ))
 }
 
 fn set_speed_limit(

@@ -759,6 +759,56 @@ fn regression_ingest_takes_a_backlog_up_to_one_mib() {
     }
 }
 
+/// `--auto-register` adds at most `--max-new-vehicles-per-day` vehicles (then 429,
+/// logged with a count, never once per push), known devices are never limited, a
+/// 404's hint quotes the device id it echoes, and `vehicles remove` takes a vehicle
+/// out again (its positions only when their number is given).
+#[test]
+fn regression_registration_is_bounded_and_a_vehicle_can_be_removed() {
+    let dir = TempDir::new("ingest-register-cap");
+    let (db, mut s) = live_fleet(&dir, &["--auto-register", "--max-new-vehicles-per-day", "3"]);
+    let auth = bearer(INGEST_TOKEN);
+    let push = |device: &str, k: i64| {
+        let path = format!(
+            "/ingest/osmand?id={device}&lat=14.6&lon=-90.5&speed=0&timestamp={}",
+            DATA_NOW - 900 + k
+        );
+        send(&s, "POST", &path, &[("Authorization", &auth)], "")
+    };
+    let statuses: Vec<u16> = (0..6).map(|k| push(&format!("new-device-{k}"), k).0).collect();
+    assert_eq!(statuses, [200, 200, 200, 429, 429, 429]);
+    let (status, body) = push("new-device-9", 9);
+    assert_eq!(status, 429);
+    assert!(body.contains("--max-new-vehicles-per-day 3"), "{body}");
+    // Known devices, old and newly added, still push.
+    assert_eq!(push("new-device-1", 20).0, 200);
+    assert_eq!(push("48241179", 21).0, 200);
+    let status = crate::harness::sigterm_and_wait(&mut s.child);
+    assert!(status.success(), "{status:?}");
+    let log: Vec<String> = s.log.iter().collect();
+    let capped: Vec<&String> = log.iter().filter(|l| l.contains("(429)")).collect();
+    assert_eq!(capped.len(), 1, "one line, not one per push: {log:#?}");
+    assert!(capped[0].contains("1 pushes from new devices"), "{log:#?}");
+    // Removed again: refused while it has positions, unless their number is given.
+    let r = crate::harness::run_on(&db, &["vehicles", "remove", "new-device-1"]).fails(2);
+    assert!(r.stderr.contains("has 2 positions") && r.stderr.contains("--delete-positions 2"), "{}", r.stderr);
+    crate::harness::run_on(&db, &["vehicles", "remove", "new-device-1", "--delete-positions", "1"]).fails(2);
+    crate::harness::run_on(&db, &["vehicles", "remove", "new-device-1", "--delete-positions", "2"]).ok();
+    let left: i64 = open(&db)
+        .query_row("SELECT count(*) FROM vehicles WHERE plate = 'new-device-1'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(left, 0);
+    // Without --auto-register, an unknown device's 404 quotes its id for the shell.
+    let (_db2, s2) = live_fleet(&TempDir::new("ingest-quoted-hint"), &[]);
+    let path = format!(
+        "/ingest/osmand?id=a%20b%3Brm%20-rf&lat=14.6&lon=-90.5&timestamp={}",
+        DATA_NOW - 60
+    );
+    let (status, body) = send(&s2, "POST", &path, &[("Authorization", &auth)], "");
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("--device-id 'a b;rm -rf'"), "{body}");
+}
+
 /// A server stopped (SIGTERM) right after its last acknowledged push leaves the
 /// reports up to date: it analyses what it holds and stores the rows before it
 /// exits, so the database answers about every fix without a poll.

@@ -30,8 +30,9 @@ use std::time::{Duration, Instant};
 pub struct IngestOptions {
     /// The token devices present.
     pub token: String,
-    /// Unknown devices get a vehicle (plate = device id) instead of a 404.
-    pub auto_register: bool,
+    /// Unknown devices get a vehicle (plate = device id) instead of a 404, at most
+    /// this many a day.
+    pub auto_register: Option<u32>,
     /// The unit of the OsmAnd protocol's `speed`.
     pub osmand_speed: crate::ingest::units::SpeedUnit,
     /// Where new events are POSTed, besides the log.
@@ -126,6 +127,7 @@ pub(super) fn start(db: &Path, opts: IngestOptions) -> Result<Feed> {
 /// fixes to the analyser; until every sender is gone.
 fn write_loop(mut writer: live::Writer, queue: Receiver<Work>, analyser: mpsc::Sender<Committed>) {
     let mut refusals_said = HashSet::new();
+    let (mut unnamed, mut over_cap) = (Throttled::default(), Throttled::default());
     let mut stats = Minute::default();
     let (mut stopping, mut flush_asked) = (None, false);
     while let Ok(first) = queue.recv() {
@@ -166,17 +168,32 @@ fn write_loop(mut writer: live::Writer, queue: Receiver<Work>, analyser: mpsc::S
             flush_asked = true;
         }
         for (reply, outcome) in replies.into_iter().zip(committed.outcomes) {
-            if let Err(e) = &outcome
-                && e.code == ErrorCode::NotFound
-                && refusals_said.insert(e.message.clone())
-            {
+            match &outcome {
+                Err(e) if e.code == ErrorCode::NotFound && refusals_said.contains(&e.message) => {}
                 // Once per device: the device's owner sees the 404 in its app; the
-                // operator sees this, with the command that adds it.
-                logging::info(&format!(
-                    "ingest: {} — {}",
-                    e.message,
-                    e.hint.as_deref().unwrap_or("")
-                ));
+                // operator sees this, with the command that adds it. Past
+                // MAX_DEVICES_NAMED devices, a count a minute (memory and log bounded
+                // whatever ids a token holder makes up).
+                Err(e) if e.code == ErrorCode::NotFound => {
+                    if refusals_said.len() < MAX_DEVICES_NAMED {
+                        refusals_said.insert(e.message.clone());
+                        logging::info(&format!(
+                            "ingest: {} — {}",
+                            e.message,
+                            e.hint.as_deref().unwrap_or("")
+                        ));
+                    } else if let Some(n) = unnamed.add() {
+                        logging::info(&format!(
+                            "ingest: {n} pushes refused (404) from devices not named here: {MAX_DEVICES_NAMED} unknown devices were named already; `fleetctl vehicles list` shows the known ones"
+                        ));
+                    }
+                }
+                Err(e) if e.code == ErrorCode::RateLimited => {
+                    if let Some(n) = over_cap.add() {
+                        logging::info(&format!("ingest: {n} pushes from new devices refused (429): {}", e.message));
+                    }
+                }
+                _ => {}
             }
             let _ = reply.send(outcome);
         }
@@ -281,6 +298,32 @@ fn analyse_loop(
         if flush && writer.send(Work::Flushed).is_err() {
             return;
         }
+    }
+}
+
+/// Unknown devices named in the log, one line each; past them, a count a minute.
+const MAX_DEVICES_NAMED: usize = 1000;
+
+/// A refusal logged at its first occurrence, then at most once a minute with how
+/// many there were since.
+#[derive(Default)]
+struct Throttled {
+    said_at: Option<Instant>,
+    count: usize,
+}
+
+impl Throttled {
+    /// Counts one; the count to log now, if a line is due.
+    fn add(&mut self) -> Option<usize> {
+        self.count += 1;
+        let due = self
+            .said_at
+            .is_none_or(|at| at.elapsed() >= Minute::EVERY);
+        if !due {
+            return None;
+        }
+        self.said_at = Some(Instant::now());
+        Some(std::mem::take(&mut self.count))
     }
 }
 

@@ -85,8 +85,9 @@ pub struct Accepted {
 /// How the feed reads and whom it takes.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// A device with no vehicle gets one (plate = its id) instead of a refusal.
-    pub auto_register: bool,
+    /// A device with no vehicle gets one (plate = its id) instead of a refusal, at
+    /// most this many a UTC day (past it: `rate_limited`, HTTP 429).
+    pub auto_register: Option<u32>,
     /// The unit of the OsmAnd protocol's `speed` field.
     pub osmand_speed: SpeedUnit,
 }
@@ -95,6 +96,8 @@ pub struct Options {
 pub struct Ingestor {
     zone: FleetZone,
     options: Options,
+    /// The UTC day and how many vehicles `--auto-register` added on it.
+    registered: std::sync::Mutex<(i64, u32)>,
 }
 
 /// What a group's commit came to: each request's outcome, in order, and the fixes
@@ -117,6 +120,7 @@ impl Ingestor {
         Ok(Ingestor {
             zone: store::read_zone(conn)?,
             options,
+            registered: std::sync::Mutex::new((0, 0)),
         })
     }
 
@@ -174,11 +178,11 @@ impl Ingestor {
                 // One fix is one insert, whole or not at all by itself: no savepoint
                 // to pay for. (With --auto-register its device's new vehicle may come
                 // first; that registration stands on its own.)
-                Ok(batch) if batch.fixes.len() <= 1 => self.store_batch(&**tx, batch),
+                Ok(batch) if batch.fixes.len() <= 1 => self.store_batch(&**tx, batch, now),
                 Ok(batch) => match tx.savepoint() {
                     Err(e) => Err(savepoint_err(e)),
                     // Dropped without commit, a savepoint rolls its request back.
-                    Ok(sp) => self.store_batch(&*sp, batch).and_then(|stored| {
+                    Ok(sp) => self.store_batch(&*sp, batch, now).and_then(|stored| {
                         sp.commit().map_err(savepoint_err)?;
                         Ok(stored)
                     }),
@@ -221,6 +225,7 @@ impl Ingestor {
         &self,
         conn: &dyn store::sql::Sql,
         batch: Batch,
+        now: i64,
     ) -> Result<(Accepted, Vec<Fix>)> {
         let mut by_vehicle: BTreeMap<i64, Vec<protocols::Pushed>> = BTreeMap::new();
         let mut known: HashMap<String, i64> = HashMap::new();
@@ -231,19 +236,22 @@ impl Ingestor {
             }
             let vehicle = match store::live::vehicle_of_device(conn, &fix.device_id)? {
                 Some(v) => v,
-                None if self.options.auto_register => {
-                    store::live::register_device(conn, &fix.device_id)?
-                }
-                None => {
-                    return Err(Error::new(
-                        ErrorCode::NotFound,
-                        format!("device {:?} belongs to no vehicle", fix.device_id),
-                    )
-                    .with_hint(format!(
-                        "add it: `fleetctl vehicles add PLATE --device-id {}` (or start the server with --auto-register)",
-                        fix.device_id
-                    )));
-                }
+                None => match self.options.auto_register {
+                    Some(per_day) => {
+                        self.admit_new_vehicle(per_day, now)?;
+                        store::live::register_device(conn, &fix.device_id)?
+                    }
+                    None => {
+                        return Err(Error::new(
+                            ErrorCode::NotFound,
+                            format!("device {:?} belongs to no vehicle", fix.device_id),
+                        )
+                        .with_hint(format!(
+                            "add it: `fleetctl vehicles add PLATE --device-id {}` (or start the server with --auto-register)",
+                            shell_quoted(&fix.device_id)
+                        )));
+                    }
+                },
             };
             known.insert(fix.device_id.clone(), vehicle);
             by_vehicle.entry(vehicle).or_default().push(fix);
@@ -262,6 +270,44 @@ impl Ingestor {
         }
         Ok((accepted, new))
     }
+}
+
+impl Ingestor {
+    /// Counts one more vehicle `--auto-register` adds today (UTC), or refuses it
+    /// past `per_day`: a holder of the ingest token cannot grow the fleet without
+    /// bound (a vehicle a device id, each kept for ever).
+    fn admit_new_vehicle(&self, per_day: u32, now: i64) -> Result<()> {
+        let mut registered = self.registered.lock().unwrap_or_else(|p| p.into_inner());
+        let today = now.div_euclid(86_400);
+        if registered.0 != today {
+            *registered = (today, 0);
+        }
+        if registered.1 >= per_day {
+            return Err(Error::new(
+                ErrorCode::RateLimited,
+                format!(
+                    "a new device, and {per_day} vehicles were added today already (--max-new-vehicles-per-day {per_day})"
+                ),
+            )
+            .with_hint("retry tomorrow (UTC), or ask the fleet's operator to add it: `fleetctl vehicles add PLATE --device-id ID`"));
+        }
+        registered.1 += 1;
+        Ok(())
+    }
+}
+
+/// `text` as one shell word: as it is when it holds only characters no shell reads
+/// (letters, digits, `-_.,:/@+=`), else in single quotes. A hint built from what a
+/// device sent is pasted into a shell by an operator.
+pub fn shell_quoted(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.,:/@+=".contains(c));
+    if plain {
+        return text.to_string();
+    }
+    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 /// Commits pushed requests in groups, each group one transaction: a 200 means
@@ -855,7 +901,7 @@ mod tests {
         let (mut writer, mut analyser) = open(
             &path,
             Options {
-                auto_register: false,
+                auto_register: None,
                 osmand_speed: SpeedUnit::Kmh,
             },
         )

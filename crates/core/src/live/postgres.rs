@@ -66,7 +66,7 @@ impl PgWriter {
                     Err(e) => Err(e),
                     Ok(batch) => {
                         pg::execute(conn, "SAVEPOINT request")?;
-                        match ingestor.store_batch(conn, batch) {
+                        match ingestor.store_batch(conn, batch, now) {
                             Ok(stored) => {
                                 pg::execute(conn, "RELEASE SAVEPOINT request")?;
                                 Ok(stored)

@@ -201,6 +201,53 @@ fn lock_new_vehicles(conn: &dyn Sql) -> Result<()> {
     Ok(())
 }
 
+/// How many positions a vehicle has.
+pub fn position_count(conn: &dyn Sql, vehicle_id: i64) -> Result<i64> {
+    let (sql, args) = match conn.dialect() {
+        Dialect::Sqlite => {
+            let (from, to) = positions::vehicle_range(vehicle_id);
+            (
+                "SELECT count(*) FROM positions WHERE vehicle_time >= ?1 AND vehicle_time < ?2",
+                vec![Arg::Int(Some(from)), Arg::Int(Some(to))],
+            )
+        }
+        Dialect::Postgres => (
+            "SELECT count(*) FROM positions WHERE vehicle_id = ?1",
+            vec![Arg::Int(Some(vehicle_id))],
+        ),
+    };
+    Ok(conn.first(sql, &args, |r| r.int(0))?.unwrap_or(0))
+}
+
+/// Removes a vehicle and everything kept of it (positions, the rows detection
+/// derived from them, the generator's ground truth), in the caller's transaction.
+pub fn remove_vehicle(conn: &dyn Sql, vehicle_id: i64) -> Result<()> {
+    let id = [Arg::Int(Some(vehicle_id))];
+    for table in [
+        "visits",
+        "events",
+        "stops",
+        "trips",
+        "daily",
+        "latest_fix",
+        "injected_events",
+    ] {
+        conn.execute(&format!("DELETE FROM {table} WHERE vehicle_id = ?1"), &id)?;
+    }
+    match conn.dialect() {
+        Dialect::Sqlite => {
+            let (from, to) = positions::vehicle_range(vehicle_id);
+            conn.execute(
+                "DELETE FROM positions WHERE vehicle_time >= ?1 AND vehicle_time < ?2",
+                &[Arg::Int(Some(from)), Arg::Int(Some(to))],
+            )?
+        }
+        Dialect::Postgres => conn.execute("DELETE FROM positions WHERE vehicle_id = ?1", &id)?,
+    };
+    conn.execute("DELETE FROM vehicles WHERE id = ?1", &id)
+        .map(drop)
+}
+
 /// Sets (or, with `None`, clears) the device id a vehicle's tracker pushes with.
 pub fn set_device_id(conn: &dyn Sql, vehicle_id: i64, device_id: Option<&str>) -> Result<()> {
     if let Some(id) = device_id {
