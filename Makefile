@@ -11,7 +11,7 @@ DEV_BIN := $(TARGET)/debug/fleetctl
 DEV_CARGO := CARGO_INCREMENTAL=0 $(CARGO)
 AHORA  ?= 2026-11-25T15:30
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS := jsonrpc_line tool_arguments wkt polyline tile csv traccar_csv traccar_json gpx geojson geonames parquet
+FUZZ_TARGETS := jsonrpc_line tool_arguments wkt polyline tile csv traccar_csv traccar_json gpx geojson geonames parquet osmand traccar_forward owntracks
 
 LIVE   := $(TARGET)/live
 LIVE_ADDR ?= 127.0.0.1:5055

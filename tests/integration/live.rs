@@ -766,7 +766,10 @@ fn regression_ingest_takes_a_backlog_up_to_one_mib() {
 #[test]
 fn regression_registration_is_bounded_and_a_vehicle_can_be_removed() {
     let dir = TempDir::new("ingest-register-cap");
-    let (db, mut s) = live_fleet(&dir, &["--auto-register", "--max-new-vehicles-per-day", "3"]);
+    let (db, mut s) = live_fleet(
+        &dir,
+        &["--auto-register", "--max-new-vehicles-per-day", "3"],
+    );
     let auth = bearer(INGEST_TOKEN);
     let push = |device: &str, k: i64| {
         let path = format!(
@@ -775,7 +778,9 @@ fn regression_registration_is_bounded_and_a_vehicle_can_be_removed() {
         );
         send(&s, "POST", &path, &[("Authorization", &auth)], "")
     };
-    let statuses: Vec<u16> = (0..6).map(|k| push(&format!("new-device-{k}"), k).0).collect();
+    let statuses: Vec<u16> = (0..6)
+        .map(|k| push(&format!("new-device-{k}"), k).0)
+        .collect();
     assert_eq!(statuses, [200, 200, 200, 429, 429, 429]);
     let (status, body) = push("new-device-9", 9);
     assert_eq!(status, 429);
@@ -791,11 +796,39 @@ fn regression_registration_is_bounded_and_a_vehicle_can_be_removed() {
     assert!(capped[0].contains("1 pushes from new devices"), "{log:#?}");
     // Removed again: refused while it has positions, unless their number is given.
     let r = crate::harness::run_on(&db, &["vehicles", "remove", "new-device-1"]).fails(2);
-    assert!(r.stderr.contains("has 2 positions") && r.stderr.contains("--delete-positions 2"), "{}", r.stderr);
-    crate::harness::run_on(&db, &["vehicles", "remove", "new-device-1", "--delete-positions", "1"]).fails(2);
-    crate::harness::run_on(&db, &["vehicles", "remove", "new-device-1", "--delete-positions", "2"]).ok();
+    assert!(
+        r.stderr.contains("has 2 positions") && r.stderr.contains("--delete-positions 2"),
+        "{}",
+        r.stderr
+    );
+    crate::harness::run_on(
+        &db,
+        &[
+            "vehicles",
+            "remove",
+            "new-device-1",
+            "--delete-positions",
+            "1",
+        ],
+    )
+    .fails(2);
+    crate::harness::run_on(
+        &db,
+        &[
+            "vehicles",
+            "remove",
+            "new-device-1",
+            "--delete-positions",
+            "2",
+        ],
+    )
+    .ok();
     let left: i64 = open(&db)
-        .query_row("SELECT count(*) FROM vehicles WHERE plate = 'new-device-1'", [], |r| r.get(0))
+        .query_row(
+            "SELECT count(*) FROM vehicles WHERE plate = 'new-device-1'",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(left, 0);
     // Without --auto-register, an unknown device's 404 quotes its id for the shell.
@@ -807,6 +840,94 @@ fn regression_registration_is_bounded_and_a_vehicle_can_be_removed() {
     let (status, body) = send(&s2, "POST", &path, &[("Authorization", &auth)], "");
     assert_eq!(status, 404, "{body}");
     assert!(body.contains("--device-id 'a b;rm -rf'"), "{body}");
+}
+
+/// A thread of the feed that panics ends the server with exit 70 and says why; it
+/// never lingers refusing every push as "queue full" while `/healthz` says ok. A
+/// push that got no 200 was not stored; one that got 200 was.
+#[test]
+fn regression_a_feed_thread_that_panics_stops_the_server_loudly() {
+    for thread in ["writer", "analyser"] {
+        let dir = TempDir::new("ingest-panic");
+        let db = dir.join("live.db");
+        std::fs::copy(fixture_db(), &db).unwrap();
+        add_vehicle(&db, "P-900LIV", "48241179");
+        let (child, stderr, base, _) = crate::http::spawn_server_on(
+            &db,
+            &["--ingest"],
+            &[
+                ("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN),
+                ("FLEETCTL_TEST_PANIC_IN", thread),
+            ],
+        );
+        let mut s = Server {
+            child,
+            base,
+            log: crate::http::log_lines(stderr),
+        };
+        let path = format!(
+            "/ingest/osmand?id=48241179&lat=14.6&lon=-90.5&timestamp={}",
+            DATA_NOW - 60
+        );
+        let (status, body) = send(
+            &s,
+            "POST",
+            &path,
+            &[("Authorization", &bearer(INGEST_TOKEN))],
+            "",
+        );
+        let status_code = s.child.wait().unwrap().code();
+        assert_eq!(status_code, Some(70), "{thread}: the server exits 70");
+        let log: Vec<String> = s.log.iter().collect();
+        assert!(
+            log.iter()
+                .any(|l| l.contains(&format!("the ingest {thread} thread failed"))),
+            "{thread}: {log:#?}"
+        );
+        let stored: i64 = open(&db)
+            .query_row("SELECT count(*) FROM fixes p JOIN vehicles v ON v.id = p.vehicle_id WHERE v.plate = 'P-900LIV'", [], |r| r.get(0))
+            .unwrap();
+        match thread {
+            "writer" => assert!(
+                status != 200 && stored == 0,
+                "{status} {body}, {stored} stored"
+            ),
+            _ => assert!(
+                status == 200 && stored == 1,
+                "{status} {body}, {stored} stored"
+            ),
+        }
+    }
+}
+
+/// While pushes cannot be stored (another program holds the write lock past the
+/// writer's wait), they are refused and `/healthz` says 503 with the problem; once
+/// the lock is gone, both recover by themselves.
+#[test]
+fn regression_healthz_says_when_pushes_cannot_be_stored() {
+    let dir = TempDir::new("ingest-health");
+    let (db, s) = live_fleet(&dir, &[]);
+    let auth = bearer(INGEST_TOKEN);
+    let push = |k: i64| {
+        let path = format!(
+            "/ingest/osmand?id=48241179&lat=14.6&lon=-90.5&timestamp={}",
+            DATA_NOW - 600 + k
+        );
+        send(&s, "POST", &path, &[("Authorization", &auth)], "")
+    };
+    assert_eq!(push(0).0, 200);
+    assert_eq!(send(&s, "GET", "/healthz", &[], "").0, 200);
+    let holder = rusqlite::Connection::open(&db).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let (status, body) = push(1);
+    assert_eq!(status, 500, "{body}");
+    let (status, health) = send(&s, "GET", "/healthz", &[], "");
+    assert_eq!(status, 503, "{health}");
+    assert!(health.contains("pushes cannot be stored"), "{health}");
+    holder.execute_batch("ROLLBACK").unwrap();
+    drop(holder);
+    assert_eq!(push(2).0, 200);
+    assert_eq!(send(&s, "GET", "/healthz", &[], "").0, 200);
 }
 
 /// A server stopped (SIGTERM) right after its last acknowledged push leaves the

@@ -21,8 +21,9 @@ use hyper::Request;
 use hyper::body::{Bytes, Incoming};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How the live feed is set up.
@@ -76,6 +77,78 @@ enum Committed {
 pub(super) struct Feed {
     token: Vec<u8>,
     pushes: SyncSender<Work>,
+    /// What `/healthz` says of it.
+    pub(super) health: Arc<Health>,
+}
+
+/// Whether the feed can store what devices push: `/healthz` answers 503 with the
+/// problem while the last group could not be committed or a thread of the feed has
+/// died; a dead thread also stops the server (exit 70), for its supervisor to start
+/// it again, rather than leave it answering every push with an error.
+#[derive(Default)]
+pub(super) struct Health {
+    failing: Mutex<Option<String>>,
+    dead: AtomicBool,
+    died: tokio::sync::Notify,
+}
+
+impl Health {
+    /// The problem, if pushes cannot be stored now.
+    pub(super) fn problem(&self) -> Option<String> {
+        self.failing
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn set(&self, problem: Option<String>) {
+        *self.failing.lock().unwrap_or_else(|p| p.into_inner()) = problem;
+    }
+
+    /// A thread of the feed is gone: say so, and have the server stop.
+    fn thread_died(&self, why: String) {
+        logging::info(&format!(
+            "ingest: {why}; the server stops (exit 70) so that it can be started again"
+        ));
+        self.set(Some(why));
+        self.dead.store(true, Ordering::SeqCst);
+        self.died.notify_one();
+    }
+
+    /// Whether a thread of the feed has died.
+    pub(super) fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::SeqCst)
+    }
+
+    /// Returns once a thread of the feed has died.
+    pub(super) async fn died(&self) {
+        if !self.is_dead() {
+            self.died.notified().await;
+        }
+    }
+}
+
+/// Runs one of the feed's threads: a panic is caught, logged, and ends the server
+/// (never a silent wedge in which every push is refused and `/healthz` says ok).
+fn supervised(name: &'static str, health: Arc<Health>, run: impl FnOnce()) {
+    if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        let said = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".into());
+        health.thread_died(format!("the {name} thread failed: {said}"));
+    }
+}
+
+/// Debug builds only: the tests make one of the feed's threads panic on its first
+/// round (`FLEETCTL_TEST_PANIC_IN=writer` or `analyser`).
+fn injected_panic(thread: &str) {
+    #[cfg(debug_assertions)]
+    if std::env::var("FLEETCTL_TEST_PANIC_IN").is_ok_and(|t| t == thread) {
+        panic!("injected for a test");
+    }
+    let _ = thread;
 }
 
 impl Feed {
@@ -83,6 +156,12 @@ impl Feed {
     /// and its rows stored (at most `within`), so that a stopped server leaves
     /// every report up to date.
     pub(super) fn finish(&self, within: Duration) {
+        if self.health.is_dead() {
+            logging::info(
+                "ingest: stopped with fixes perhaps not analysed; the next `fleetctl analyze` (or their next fixes) brings those vehicles up to date",
+            );
+            return;
+        }
         let (done, finished) = mpsc::channel();
         if self.pushes.send(Work::Stop(done)).is_ok() && finished.recv_timeout(within).is_err() {
             logging::info(
@@ -107,25 +186,38 @@ pub(super) fn start(db: &Path, opts: IngestOptions) -> Result<Feed> {
     let (pushes, queue) = mpsc::sync_channel(QUEUE);
     let (committed, to_analyse) = mpsc::channel();
     let rows = pushes.clone();
+    let health = Arc::new(Health::default());
+    let writer_health = health.clone();
     super::spawn_named("ingest-writer", move || {
-        write_loop(writer, queue, committed)
+        supervised("ingest writer", writer_health.clone(), || {
+            write_loop(writer, queue, committed, &writer_health)
+        })
     })?;
+    let analyser_health = health.clone();
     super::spawn_named("ingest-analyser", move || {
         // The analyser has up to a second (the freshness target) where a request
         // waits for milliseconds: when the cores are busy, it is the one that waits.
         super::priority::lower_this_thread(super::priority::ANALYSER_NICE);
-        analyse_loop(analyser, to_analyse, rows, alerts)
+        supervised("ingest analyser", analyser_health, || {
+            analyse_loop(analyser, to_analyse, rows, alerts)
+        })
     })?;
     Ok(Feed {
         token: opts.token.into_bytes(),
         pushes,
+        health,
     })
 }
 
 /// Commits what has queued as one group — requests, and the analyser's rows —
 /// answers the group's requests (a 200 means the fixes are on disk) and hands the
 /// fixes to the analyser; until every sender is gone.
-fn write_loop(mut writer: live::Writer, queue: Receiver<Work>, analyser: mpsc::Sender<Committed>) {
+fn write_loop(
+    mut writer: live::Writer,
+    queue: Receiver<Work>,
+    analyser: mpsc::Sender<Committed>,
+    health: &Health,
+) {
     let mut refusals_said = HashSet::new();
     let (mut unnamed, mut over_cap) = (Throttled::default(), Throttled::default());
     let mut stats = Minute::default();
@@ -148,7 +240,16 @@ fn write_loop(mut writer: live::Writer, queue: Receiver<Work>, analyser: mpsc::S
         }
         let (requests, replies): (Vec<_>, Vec<_>) =
             pushes.into_iter().map(|p| (p.request, p.reply)).unzip();
+        injected_panic("writer");
         let committed = writer.commit(&requests, rows, clock::wall_clock_now());
+        if !requests.is_empty() {
+            health.set(
+                committed
+                    .commit_failed
+                    .as_ref()
+                    .map(|why| format!("pushes cannot be stored: {why}")),
+            );
+        }
         if let Some(why) = &committed.rows_failed {
             logging::info(&format!(
                 "ingest: the analysis's rows could not be stored (the vehicles are analysed whole on their next fixes): {why}"
@@ -190,7 +291,10 @@ fn write_loop(mut writer: live::Writer, queue: Receiver<Work>, analyser: mpsc::S
                 }
                 Err(e) if e.code == ErrorCode::RateLimited => {
                     if let Some(n) = over_cap.add() {
-                        logging::info(&format!("ingest: {n} pushes from new devices refused (429): {}", e.message));
+                        logging::info(&format!(
+                            "ingest: {n} pushes from new devices refused (429): {}",
+                            e.message
+                        ));
                     }
                 }
                 _ => {}
@@ -267,6 +371,9 @@ fn analyse_loop(
             }
         }
         let due = backlog.take_due(Instant::now(), flush);
+        if !due.is_empty() {
+            injected_panic("analyser");
+        }
         let fixes = due.values().map(Vec::len).sum();
         if !due.is_empty() {
             match analyser.analyse(&due) {
@@ -316,9 +423,7 @@ impl Throttled {
     /// Counts one; the count to log now, if a line is due.
     fn add(&mut self) -> Option<usize> {
         self.count += 1;
-        let due = self
-            .said_at
-            .is_none_or(|at| at.elapsed() >= Minute::EVERY);
+        let due = self.said_at.is_none_or(|at| at.elapsed() >= Minute::EVERY);
         if !due {
             return None;
         }
@@ -449,7 +554,15 @@ pub(super) async fn answer(
     };
     match feed.pushes.try_send(Work::Push(push)) {
         Ok(()) => {}
-        Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+        Err(TrySendError::Disconnected(_)) => {
+            return Err(Box::new(error_answer(
+                ErrorCode::Busy,
+                "the feed's writer has stopped; the server is stopping to start again",
+                &[("Retry-After", "5".into())],
+                false,
+            )));
+        }
+        Err(TrySendError::Full(_)) => {
             return Err(Box::new(error_answer(
                 ErrorCode::Busy,
                 "the feed's queue is full; retry shortly",

@@ -322,9 +322,17 @@ async fn accept_loop(
     let mut tasks = tokio::task::JoinSet::new();
     let stop = stop_signal();
     tokio::pin!(stop);
+    let feed_died = async {
+        match &shared.ingest {
+            Some(feed) => feed.health.died().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(feed_died);
     loop {
         let (stream, peer) = tokio::select! {
             _ = &mut stop => break,
+            _ = &mut feed_died => break,
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
                 Err(e) => {
@@ -409,5 +417,12 @@ async fn accept_loop(
         feed.finish(Duration::from_secs(30));
     }
     logging::info("http: stopped");
-    Ok(())
+    match shared.ingest.as_ref().filter(|f| f.health.is_dead()) {
+        Some(feed) => Err(Error::internal(format!(
+            "the live feed stopped: {}",
+            feed.health.problem().unwrap_or_default()
+        ))
+        .with_hint("start the server again; every fix acknowledged with 200 was stored")),
+        None => Ok(()),
+    }
 }

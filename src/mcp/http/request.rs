@@ -124,11 +124,13 @@ async fn answer(
         conn.authenticated.store(true, Ordering::Relaxed);
     }
     let anonymous = !conn.authenticated.load(Ordering::Relaxed);
+    let problem = shared.ingest.as_ref().and_then(|f| f.health.problem());
     if let Some(answer) = open_answer(
         req.method(),
         req.uri().path(),
         &cors,
         &shared.openapi,
+        problem,
         anonymous,
     ) {
         return Ok(answer);
@@ -211,15 +213,24 @@ fn open_answer(
     path: &str,
     cors: &policy::Cors,
     openapi: &Bytes,
+    problem: Option<String>,
     anonymous: bool,
 ) -> Option<Answer> {
     match (method.as_str(), path) {
-        ("GET", "/healthz") => Some(respond(
-            200,
-            small(br#"{"status":"ok"}"#.to_vec()),
-            &[],
-            anonymous,
-        )),
+        ("GET", "/healthz") => Some(match problem {
+            None => respond(200, small(br#"{"status":"ok"}"#.to_vec()), &[], anonymous),
+            // Pushes cannot be stored now: a load balancer or supervisor must know.
+            Some(problem) => respond(
+                503,
+                small(
+                    serde_json::json!({"status": "failing", "problem": problem})
+                        .to_string()
+                        .into_bytes(),
+                ),
+                &[("Retry-After", "5".into())],
+                anonymous,
+            ),
+        }),
         ("GET", "/openapi.json") => Some(respond(
             200,
             Some(AnswerBody::unbudgeted(openapi.clone())),
@@ -482,16 +493,33 @@ mod tests {
         let openapi = Bytes::from_static(b"{}");
         let get = hyper::Method::GET;
         let closes = |a: Answer| a.headers().get("connection").is_some();
-        let health = open_answer(&get, "/healthz", &policy::Cors::NoOrigin, &openapi, true);
+        let health = open_answer(
+            &get,
+            "/healthz",
+            &policy::Cors::NoOrigin,
+            &openapi,
+            None,
+            true,
+        );
         assert!(closes(health.unwrap()));
-        let health = open_answer(&get, "/healthz", &policy::Cors::NoOrigin, &openapi, false);
+        let health = open_answer(
+            &get,
+            "/healthz",
+            &policy::Cors::NoOrigin,
+            &openapi,
+            None,
+            false,
+        );
         assert!(!closes(health.unwrap()));
-        assert!(open_answer(&get, "/mcp", &policy::Cors::NoOrigin, &openapi, false).is_none());
+        assert!(
+            open_answer(&get, "/mcp", &policy::Cors::NoOrigin, &openapi, None, false).is_none()
+        );
         let preflight = open_answer(
             &hyper::Method::OPTIONS,
             "/mcp",
             &policy::Cors::NoOrigin,
             &openapi,
+            None,
             false,
         );
         assert_eq!(preflight.unwrap().status().as_u16(), 405);

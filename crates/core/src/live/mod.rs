@@ -112,6 +112,8 @@ pub struct Committed {
     pub restart: Option<u64>,
     /// Why the analyser's rows could not be stored (the fixes were).
     pub rows_failed: Option<String>,
+    /// Why nothing of the group could be committed (every request failed).
+    pub commit_failed: Option<String>,
 }
 
 impl Ingestor {
@@ -200,6 +202,7 @@ impl Ingestor {
             added,
             restart: None,
             rows_failed: None,
+            commit_failed: None,
         }
     }
 
@@ -217,6 +220,7 @@ impl Ingestor {
             added: BTreeMap::new(),
             restart: None,
             rows_failed: None,
+            commit_failed: Some(why.to_string()),
         }
     }
 

@@ -92,6 +92,7 @@ impl PgWriter {
                 added,
                 restart: None,
                 rows_failed: None,
+                commit_failed: None,
             })
         })
     }

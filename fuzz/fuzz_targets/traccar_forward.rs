@@ -1,0 +1,12 @@
+//! Fuzzes a Traccar server's JSON position forwarding as `serve --ingest` reads it at
+//! /ingest/traccar. No panic; every accepted fix within its real ranges
+//! (shared/device.rs).
+
+#![no_main]
+
+#[path = "shared/device.rs"]
+mod device;
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| device::decode_as(data, fleetctl::live::protocols::traccar_forward));
