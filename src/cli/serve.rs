@@ -98,11 +98,16 @@ pub(super) struct ServeArgs {
     osmand_speed_unit: String,
 
     /// POST each event detected live (speeding, long stop, signal loss, geofence
-    /// entry and exit, ignition) as JSON to this http:// URL, e.g.
-    /// http://127.0.0.1:9000/fleet-alerts. Queued and retried for about a minute
-    /// with growing pauses; never holds up ingest. Alerts are logged either way.
+    /// entry and exit, ignition) as JSON to this http:// or https:// URL, e.g.
+    /// https://alerts.example/fleet. Queued and retried for about a minute with
+    /// growing pauses; never holds up ingest. Alerts are logged either way.
     #[arg(long, value_name = "URL", requires = "ingest")]
     alert_webhook: Option<String>,
+
+    /// With an https:// --alert-webhook: trust the CA certificates in this PEM
+    /// file (a private receiver's) instead of the public roots built in.
+    #[arg(long, value_name = "FILE.pem", requires = "alert_webhook")]
+    alert_webhook_ca: Option<PathBuf>,
 
     /// Run the tool calls' threads under a real-time policy (Linux SCHED_RR, the
     /// lowest priority), so that a call takes a core ahead of the devices' pushes
@@ -164,7 +169,13 @@ pub(super) fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
             alert_webhook: args
                 .alert_webhook
                 .as_deref()
-                .map(crate::mcp::http::Webhook::parse)
+                .map(|url| {
+                    let hook = crate::mcp::http::Webhook::parse(url)?;
+                    match &args.alert_webhook_ca {
+                        Some(ca) => hook.with_ca_file(ca),
+                        None => Ok(hook),
+                    }
+                })
                 .transpose()?,
         })
     } else {

@@ -1524,6 +1524,205 @@ fn webhook_receiver(first_status: u16) -> (String, std::sync::mpsc::Receiver<(St
     (url, rx)
 }
 
+/// An alert is announced once its rows are stored, and an analysis round that fails
+/// after finding it leaves it to the next round, which announces it: once (before,
+/// it was counted announced and never sent).
+#[test]
+fn regression_an_alert_of_a_failed_analysis_round_is_announced_once_later() {
+    let dir = TempDir::new("ingest-alert-retry");
+    let db = dir.join("live.db");
+    std::fs::copy(fixture_db(), &db).unwrap();
+    add_vehicle(&db, "P-900LIV", "48241179");
+    let (mut child, stderr, base, _) = crate::http::spawn_server_on(
+        &db,
+        &["--ingest"],
+        &[
+            ("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN),
+            ("FLEETCTL_TEST_FAIL_ANALYSIS_WITH_EVENTS", "1"),
+        ],
+    );
+    let log = crate::http::log_lines(stderr);
+    let s = Server {
+        child: std::process::Command::new("true").spawn().unwrap(),
+        base,
+        log,
+    };
+    let mut lat = 14.60;
+    for (k, knots) in [14.4, 72.0, 72.0, 72.0, 72.0].into_iter().enumerate() {
+        lat += knots * 1.852 / 3.6 * 15.0 / 111_195.0;
+        let path = format!(
+            "/ingest/osmand?id=48241179&timestamp={}&lat={lat:.6}&lon=-90.5&speed={knots}&token={INGEST_TOKEN}",
+            DATA_NOW + 60 + 15 * k as i64
+        );
+        assert_eq!(send(&s, "GET", &path, &[], "").0, 200);
+    }
+    let wait = std::time::Duration::from_secs(120);
+    let mut said = Vec::new();
+    let announced = loop {
+        match s.log.recv_timeout(wait) {
+            Ok(line) if line.contains("alert: P-900LIV speeding") => break true,
+            Ok(line) => said.push(line),
+            Err(_) => break false,
+        }
+    };
+    assert!(announced, "the alert is announced after all: {said:#?}");
+    assert!(
+        said.iter().any(|l| l.contains("injected for a test")),
+        "the round failed first: {said:#?}"
+    );
+    let status = crate::harness::sigterm_and_wait(&mut child);
+    assert!(status.success(), "{status:?}");
+    let after: Vec<String> = s.log.iter().collect();
+    assert!(
+        !after.iter().any(|l| l.contains("alert: P-900LIV speeding")),
+        "announced once: {after:#?}"
+    );
+    let stored: i64 = open(&db)
+        .query_row("SELECT count(*) FROM events WHERE kind = (SELECT code FROM event_kinds WHERE name = 'speeding') AND vehicle_id = (SELECT id FROM vehicles WHERE plate = 'P-900LIV')", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(stored, 1);
+}
+
+/// An HTTPS receiver gets the alert: the webhook speaks TLS (rustls), checking the
+/// receiver's certificate against `--alert-webhook-ca` (here a CA made for the test
+/// by openssl, the receiver Python's own HTTPS server on loopback).
+#[test]
+fn an_https_webhook_receiver_gets_the_alert() {
+    let dir = TempDir::new("ingest-https-hook");
+    let openssl = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .expect("openssl (Debian's openssl) is installed");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    openssl(
+        &[
+            &["req", "-x509"][..],
+            &ec,
+            &[
+                "-subj",
+                "/CN=fleetctl test CA",
+                "-days",
+                "2",
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.pem",
+            ],
+        ]
+        .concat(),
+    );
+    openssl(
+        &[
+            &["req"][..],
+            &ec,
+            &[
+                "-subj",
+                "/CN=127.0.0.1",
+                "-keyout",
+                "leaf.key",
+                "-out",
+                "leaf.csr",
+            ],
+        ]
+        .concat(),
+    );
+    std::fs::write(
+        dir.join("leaf.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "leaf.ext",
+        "-out",
+        "leaf.pem",
+    ]);
+    // Answers at most three POSTs (204), printing each body on a line; gone after
+    // two minutes without one.
+    let receiver = r#"
+import http.server, ssl, sys
+class Hook(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        print(body.decode(), flush=True)
+        self.send_response(204)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Hook)
+tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+tls.load_cert_chain("leaf.pem", "leaf.key")
+server.socket = tls.wrap_socket(server.socket, server_side=True)
+server.timeout = 120
+print(server.server_address[1], flush=True)
+for _ in range(3):
+    server.handle_request()
+"#;
+    let mut python = std::process::Command::new("python3")
+        .args(["-c", receiver])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 is installed");
+    use std::io::BufRead;
+    let mut lines = std::io::BufReader::new(python.stdout.take().unwrap()).lines();
+    let port = lines.next().unwrap().unwrap();
+    let url = format!("https://127.0.0.1:{port}/fleet-alerts");
+    let ca = dir.join("ca.pem");
+    let (_db, s) = live_fleet(
+        &dir,
+        &[
+            "--alert-webhook",
+            &url,
+            "--alert-webhook-ca",
+            ca.to_str().unwrap(),
+        ],
+    );
+    let mut lat = 14.60;
+    for (k, knots) in [14.4, 72.0, 72.0, 72.0, 72.0].into_iter().enumerate() {
+        lat += knots * 1.852 / 3.6 * 15.0 / 111_195.0;
+        let path = format!(
+            "/ingest/osmand?id=48241179&timestamp={}&lat={lat:.6}&lon=-90.5&speed={knots}&token={INGEST_TOKEN}",
+            DATA_NOW + 60 + 15 * k as i64
+        );
+        assert_eq!(send(&s, "GET", &path, &[], "").0, 200);
+    }
+    let body = lines.next().expect("the receiver got no alert").unwrap();
+    let alert: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (alert["alert"].as_str(), alert["plate"].as_str()),
+        (Some("speeding"), Some("P-900LIV")),
+        "{alert}"
+    );
+    let _ = python.kill();
+    let _ = python.wait();
+}
+
 /// A vehicle pushed over the limit is alerted as it happens: logged, and POSTed to
 /// the webhook as JSON — again after the receiver's 503, the same alert.
 #[test]

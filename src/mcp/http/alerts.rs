@@ -10,8 +10,6 @@ use crate::error::{Error, Result};
 use crate::live::NewEvent;
 use crate::report::{Db, events::events_row};
 use crate::{clock, logging};
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::time::Duration;
@@ -33,31 +31,39 @@ const RETRY_PAUSES: [Duration; 6] = [
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Where alerts are POSTed: a plain `http://` URL (fleetctl carries no TLS client;
-/// an HTTPS receiver is reached through a relay on this machine or its network).
-#[derive(Debug, Clone, PartialEq)]
+/// Where alerts are POSTed: an `http://` or `https://` URL (TLS by rustls, the
+/// server checked against Mozilla's roots compiled in, or the certificates of
+/// `--alert-webhook-ca`), posted by ureq.
+#[derive(Debug, Clone)]
 pub struct Webhook {
-    /// `host:port`, for the connection and the `Host` header.
+    /// The whole URL.
+    url: String,
+    /// `host:port`, for messages.
     authority: String,
-    /// The path and query, from `/`.
-    target: String,
+    /// The roots the receiver's certificate must lead to, PEM (none: Mozilla's).
+    ca_pem: Option<Vec<u8>>,
+}
+
+impl PartialEq for Webhook {
+    fn eq(&self, other: &Self) -> bool {
+        self.url == other.url && self.ca_pem == other.ca_pem
+    }
 }
 
 impl Webhook {
-    /// Reads `http://HOST[:PORT][/PATH][?QUERY]`.
+    /// Reads `http[s]://HOST[:PORT][/PATH][?QUERY]`.
     pub fn parse(url: &str) -> Result<Webhook> {
         let bad = |why: &str| {
             Error::invalid(format!("--alert-webhook {url:?} {why}")).with_hint(
-                "give an http:// URL, e.g. http://127.0.0.1:9000/fleet-alerts (for an https:// receiver, a relay that forwards to it)",
+                "give an http:// or https:// URL, e.g. https://alerts.example/fleet or http://127.0.0.1:9000/fleet-alerts",
             )
         };
-        let rest = url.strip_prefix("http://").ok_or_else(|| {
-            if url.starts_with("https://") {
-                bad("is HTTPS, and fleetctl posts plain HTTP only (it carries no TLS client)")
-            } else {
-                bad("is not an http:// URL")
-            }
-        })?;
+        let (rest, default_port) = match (url.strip_prefix("https://"), url.strip_prefix("http://"))
+        {
+            (Some(rest), _) => (rest, 443),
+            (_, Some(rest)) => (rest, 80),
+            _ => return Err(bad("is not an http:// or https:// URL")),
+        };
         let (authority, target) = match rest.find(['/', '?']) {
             Some(i) if rest[i..].starts_with('?') => (&rest[..i], format!("/{}", &rest[i..])),
             Some(i) => (&rest[..i], rest[i..].to_string()),
@@ -80,66 +86,78 @@ impl Webhook {
         let authority = match port {
             Some(port) if port.parse::<u16>().is_ok_and(|p| p > 0) => authority.to_string(),
             Some(_) => return Err(bad("has a port that is not 1-65535")),
-            None => format!("{authority}:80"),
+            None => format!("{authority}:{default_port}"),
         };
-        Ok(Webhook { authority, target })
+        let scheme = if default_port == 443 { "https" } else { "http" };
+        Ok(Webhook {
+            url: format!("{scheme}://{authority}{target}"),
+            authority,
+            ca_pem: None,
+        })
+    }
+
+    /// Trusts the certificates in the PEM file at `path` (a private receiver's CA)
+    /// instead of Mozilla's roots.
+    pub fn with_ca_file(mut self, path: &Path) -> Result<Webhook> {
+        let pem = crate::untrusted::read_capped(path, 1024 * 1024).map_err(|e| {
+            Error::io(path, e).with_hint("give a PEM file of the receiver's CA certificates")
+        })?;
+        let certs = ca_certs(&pem);
+        if certs.is_empty() {
+            return Err(Error::invalid(format!(
+                "--alert-webhook-ca {}: no PEM certificate in it",
+                path.display()
+            ))
+            .with_hint("give a PEM file (-----BEGIN CERTIFICATE-----) of the receiver's CA"));
+        }
+        self.ca_pem = Some(pem);
+        Ok(self)
+    }
+
+    /// The client that posts: rustls with the *ring* provider, the receiver
+    /// checked, no redirects followed, every answer's status read (not an error).
+    fn agent(&self) -> ureq::Agent {
+        let roots = match &self.ca_pem {
+            Some(pem) => ureq::tls::RootCerts::new_with_certs(&ca_certs(pem)),
+            None => ureq::tls::RootCerts::WebPki,
+        };
+        ureq::Agent::config_builder()
+            .tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build())
+            .timeout_connect(Some(CONNECT_TIMEOUT))
+            .timeout_global(Some(ANSWER_TIMEOUT))
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .user_agent(concat!("fleetctl/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .into()
     }
 
     /// POSTs one JSON body; `Ok` when the receiver answered 2xx.
-    fn post(&self, body: &[u8]) -> std::result::Result<(), String> {
-        let addrs = self
-            .authority
-            .to_socket_addrs()
+    fn post(&self, agent: &ureq::Agent, body: &[u8]) -> std::result::Result<(), String> {
+        let answer = agent
+            .post(&self.url)
+            .header("Content-Type", "application/json")
+            .send(body)
             .map_err(|e| format!("{}: {e}", self.authority))?;
-        let mut last = format!("{}: no address", self.authority);
-        for addr in addrs {
-            match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
-                Ok(stream) => return self.exchange(stream, body),
-                Err(e) => last = format!("{addr}: {e}"),
-            }
-        }
-        Err(last)
-    }
-
-    fn exchange(&self, mut stream: TcpStream, body: &[u8]) -> std::result::Result<(), String> {
-        let io = |e: std::io::Error| e.to_string();
-        stream.set_write_timeout(Some(ANSWER_TIMEOUT)).map_err(io)?;
-        stream.set_read_timeout(Some(ANSWER_TIMEOUT)).map_err(io)?;
-        let head = format!(
-            "POST {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: fleetctl/{}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            self.target,
-            self.authority,
-            env!("CARGO_PKG_VERSION"),
-            body.len()
-        );
-        stream.write_all(head.as_bytes()).map_err(io)?;
-        stream.write_all(body).map_err(io)?;
-        // The status line is all that matters: "HTTP/1.1 204 No Content".
-        let mut status = Vec::with_capacity(64);
-        let mut byte = [0u8; 1];
-        while status.len() < 256 && !status.ends_with(b"\r\n") {
-            match stream.read(&mut byte).map_err(io)? {
-                0 => break,
-                _ => status.push(byte[0]),
-            }
-        }
-        let line = String::from_utf8_lossy(&status);
-        let code = line
-            .strip_prefix("HTTP/1.")
-            .and_then(|r| r.get(2..5))
-            .and_then(|c| c.parse::<u16>().ok());
-        match code {
-            Some(200..=299) => Ok(()),
-            Some(code) => Err(format!("the receiver answered {code}")),
-            None => Err(format!(
-                "the receiver's answer is not HTTP: {:?}",
-                line.trim_end()
-            )),
+        match answer.status().as_u16() {
+            200..=299 => Ok(()),
+            code => Err(format!("the receiver answered {code}")),
         }
     }
 }
 
+/// The certificates of a PEM text.
+fn ca_certs(pem: &[u8]) -> Vec<ureq::tls::Certificate<'static>> {
+    ureq::tls::parse_pem(pem)
+        .filter_map(|item| match item {
+            Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The feed's side of the alerts: hands new events on without waiting.
+#[derive(Clone)]
 pub(super) struct Alerts {
     events: SyncSender<Vec<NewEvent>>,
 }
@@ -242,10 +260,11 @@ fn announce(mut db: Db, queue: Receiver<Vec<NewEvent>>, posts: Option<SyncSender
 
 /// POSTs each alert in turn, trying a failed one again after each pause.
 fn deliver(hook: Webhook, queue: Receiver<String>) {
+    let agent = hook.agent();
     while let Ok(body) = queue.recv() {
         let mut pauses = RETRY_PAUSES.iter();
         loop {
-            match hook.post(body.as_bytes()) {
+            match hook.post(&agent, body.as_bytes()) {
                 Ok(()) => break,
                 Err(why) => match pauses.next() {
                     Some(pause) => {
@@ -273,24 +292,20 @@ mod tests {
 
     #[test]
     fn webhook_urls_are_read_or_refused_with_the_reason() {
-        let hook = Webhook::parse("http://127.0.0.1:9000/fleet/alerts?key=1").unwrap();
-        assert_eq!(hook.authority, "127.0.0.1:9000");
-        assert_eq!(hook.target, "/fleet/alerts?key=1");
-        let hook = Webhook::parse("http://alerts.example").unwrap();
-        assert_eq!(
-            (hook.authority.as_str(), hook.target.as_str()),
-            ("alerts.example:80", "/")
-        );
-        let hook = Webhook::parse("http://[::1]:8080?x").unwrap();
-        assert_eq!(
-            (hook.authority.as_str(), hook.target.as_str()),
-            ("[::1]:8080", "/?x")
-        );
-        let hook = Webhook::parse("http://[::1]/a").unwrap();
-        assert_eq!(hook.authority, "[::1]:80");
+        for (given, url) in [
+            (
+                "http://127.0.0.1:9000/fleet/alerts?key=1",
+                "http://127.0.0.1:9000/fleet/alerts?key=1",
+            ),
+            ("http://alerts.example", "http://alerts.example:80/"),
+            ("http://[::1]:8080?x", "http://[::1]:8080/?x"),
+            ("http://[::1]/a", "http://[::1]:80/a"),
+            ("https://alerts.example/x", "https://alerts.example:443/x"),
+        ] {
+            assert_eq!(Webhook::parse(given).unwrap().url, url, "{given}");
+        }
         for (url, why) in [
-            ("https://alerts.example/x", "HTTPS"),
-            ("ftp://x", "not an http:// URL"),
+            ("ftp://x", "not an http:// or https:// URL"),
             ("http:///x", "no host"),
             ("http://user:pw@host/x", "credentials"),
             ("http://host:0/x", "port"),

@@ -188,9 +188,10 @@ pub(super) fn start(db: &Path, opts: IngestOptions) -> Result<Feed> {
     let rows = pushes.clone();
     let health = Arc::new(Health::default());
     let writer_health = health.clone();
+    let writer_alerts = alerts.clone();
     super::spawn_named("ingest-writer", move || {
         supervised("ingest writer", writer_health.clone(), || {
-            write_loop(writer, queue, committed, &writer_health)
+            write_loop(writer, queue, committed, &writer_health, &writer_alerts)
         })
     })?;
     let analyser_health = health.clone();
@@ -217,6 +218,7 @@ fn write_loop(
     queue: Receiver<Work>,
     analyser: mpsc::Sender<Committed>,
     health: &Health,
+    alerts: &super::alerts::Alerts,
 ) {
     let mut refusals_said = HashSet::new();
     let (mut unnamed, mut over_cap) = (Throttled::default(), Throttled::default());
@@ -241,7 +243,9 @@ fn write_loop(
         let (requests, replies): (Vec<_>, Vec<_>) =
             pushes.into_iter().map(|p| (p.request, p.reply)).unzip();
         injected_panic("writer");
-        let committed = writer.commit(&requests, rows, clock::wall_clock_now());
+        let mut committed = writer.commit(&requests, rows, clock::wall_clock_now());
+        // Announced now that their rows are stored, never before.
+        alerts.found(std::mem::take(&mut committed.announce));
         if !requests.is_empty() {
             health.set(
                 committed
@@ -377,11 +381,17 @@ fn analyse_loop(
         let fixes = due.values().map(Vec::len).sum();
         if !due.is_empty() {
             match analyser.analyse(&due) {
-                Ok((rows, analysed)) => {
+                Ok((mut rows, analysed)) => {
+                    match &analyser {
+                        // The writer stores these rows: it announces their events
+                        // once they are committed.
+                        live::Analyser::File(_) => rows.announce_when_stored(analysed.new_events),
+                        // Stored already, each vehicle in its own transaction.
+                        live::Analyser::Postgres(_) => alerts.found(analysed.new_events),
+                    }
                     if writer.send(Work::Rows(rows)).is_err() {
                         return;
                     }
-                    alerts.found(analysed.new_events);
                 }
                 Err(e) => {
                     // Tried again whole, a round later.

@@ -114,6 +114,9 @@ pub struct Committed {
     pub rows_failed: Option<String>,
     /// Why nothing of the group could be committed (every request failed).
     pub commit_failed: Option<String>,
+    /// The new events of the analyser's rows committed with this group: to be
+    /// announced now, and only now that they are stored.
+    pub announce: Vec<NewEvent>,
 }
 
 impl Ingestor {
@@ -203,6 +206,7 @@ impl Ingestor {
             restart: None,
             rows_failed: None,
             commit_failed: None,
+            announce: Vec::new(),
         }
     }
 
@@ -221,6 +225,7 @@ impl Ingestor {
             restart: None,
             rows_failed: None,
             commit_failed: Some(why.to_string()),
+            announce: Vec::new(),
         }
     }
 
@@ -426,6 +431,16 @@ const ANNOUNCED_KEPT_S: i64 = 2 * 86_400;
 pub struct Rows {
     epoch: u64,
     vehicles: Vec<VehicleRows>,
+    /// The new events these rows hold, announced once the writer has stored them.
+    events: Vec<NewEvent>,
+}
+
+impl Rows {
+    /// Has the writer announce `events` once these rows are committed (a SQLite
+    /// file, where the writer stores the analyser's rows).
+    pub fn announce_when_stored(&mut self, events: Vec<NewEvent>) {
+        self.events = events;
+    }
 }
 
 /// One vehicle's new rows: final ones, and its open stretch (replacing the last).
@@ -533,7 +548,13 @@ impl FileWriter {
         }
         let mut failed = None;
         let epoch = self.stored.epoch;
-        let current: Vec<Rows> = rows.into_iter().filter(|r| r.epoch == epoch).collect();
+        let mut current: Vec<Rows> = rows.into_iter().filter(|r| r.epoch == epoch).collect();
+        // Rows of an older epoch are dropped with their events: the analysis that
+        // follows the restart finds those again (`FileAnalyser::restart`).
+        let events: Vec<NewEvent> = current
+            .iter_mut()
+            .flat_map(|r| std::mem::take(&mut r.events))
+            .collect();
         if !current.is_empty() {
             let stored = tx.savepoint().map_err(savepoint_err).and_then(|sp| {
                 store_rows(&sp, &mut self.stored.provisional, current)
@@ -551,6 +572,9 @@ impl FileWriter {
         if failed.is_some() {
             // What the analyser counts on being stored may not be: start again.
             restart = Some(self.stored.restart());
+        }
+        if failed.is_none() {
+            committed.announce = events;
         }
         committed.restart = restart;
         committed.rows_failed = failed;
@@ -605,6 +629,9 @@ impl FileAnalyser {
     /// wrote, or rows could not be stored); the open detections are forgotten.
     pub fn restart(&mut self, epoch: u64) -> Result<()> {
         self.tails.clear();
+        // Rows in flight are dropped by the writer, their events unannounced: what
+        // was announced is what is stored, read again as each vehicle is rebuilt.
+        self.announced.clear();
         self.epoch = epoch;
         self.ctx = crate::pipeline::stored_context(&self.conn)?;
         Ok(())
@@ -620,9 +647,28 @@ impl FileAnalyser {
     /// detections may be ahead of what will be stored: [`Analyser::forget`] them.
     pub fn analyse(&mut self, added: &BTreeMap<i64, Vec<Fix>>) -> Result<(Rows, Analysed)> {
         let mut done = Analysed::default();
+        let outcome = self.analyse_into(added, &mut done);
+        if outcome.is_err() {
+            // Nothing of this round is stored nor announced: neither is it counted
+            // as announced, so the round that follows announces it.
+            for e in &done.new_events {
+                if let Some(keys) = self.announced.get_mut(&e.event.vehicle_id) {
+                    keys.remove(&e.event.key());
+                }
+            }
+        }
+        outcome.map(|rows| (rows, done))
+    }
+
+    fn analyse_into(
+        &mut self,
+        added: &BTreeMap<i64, Vec<Fix>>,
+        done: &mut Analysed,
+    ) -> Result<Rows> {
         let mut rows = Rows {
             epoch: self.epoch,
             vehicles: Vec::new(),
+            events: Vec::new(),
         };
         for (&vehicle, fixes) in added {
             let resumable = self.tails.get_mut(&vehicle).and_then(|tail| {
@@ -670,8 +716,27 @@ impl FileAnalyser {
             rows.vehicles.push(whole);
             done.rebuilt += 1;
         }
-        Ok((rows, done))
+        injected_analysis_failure(done)?;
+        Ok(rows)
     }
+}
+
+/// Debug builds only: the tests fail the first analysis round that finds new events
+/// (`FLEETCTL_TEST_FAIL_ANALYSIS_WITH_EVENTS`), after they were counted announced.
+fn injected_analysis_failure(done: &Analysed) -> Result<()> {
+    #[cfg(debug_assertions)]
+    {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static FAILED: AtomicBool = AtomicBool::new(false);
+        if !done.new_events.is_empty()
+            && std::env::var_os("FLEETCTL_TEST_FAIL_ANALYSIS_WITH_EVENTS").is_some()
+            && !FAILED.swap(true, Ordering::SeqCst)
+        {
+            return Err(Error::internal("an analysis failure injected for a test"));
+        }
+    }
+    let _ = done;
+    Ok(())
 }
 
 /// Fixes committed and not analysed yet, by vehicle, and when each vehicle was

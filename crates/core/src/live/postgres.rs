@@ -32,6 +32,7 @@ pub(super) fn open(target: &pg::Target, options: Options) -> Result<(PgWriter, P
             ctx,
             revision,
             held: Held::default(),
+            unsent: Vec::new(),
         },
     ))
 }
@@ -93,6 +94,7 @@ impl PgWriter {
                 restart: None,
                 rows_failed: None,
                 commit_failed: None,
+                announce: Vec::new(),
             })
         })
     }
@@ -107,6 +109,9 @@ pub struct PgAnalyser {
     /// another means meta, vehicles, geofences or places changed.
     revision: i64,
     held: Held,
+    /// New events of vehicles whose rows were committed in a round that then
+    /// failed on another vehicle: announced with the next round's.
+    unsent: Vec<crate::live::NewEvent>,
 }
 
 /// What an analyser holds of the vehicles it analysed.
@@ -156,17 +161,30 @@ impl PgAnalyser {
             // was worked out with the old settings.
             self.restart()?;
         }
-        let mut done = Analysed::default();
+        let mut done = Analysed {
+            new_events: std::mem::take(&mut self.unsent),
+            ..Analysed::default()
+        };
         let (conn, ctx, held) = (&self.conn, &self.ctx, &mut self.held);
         for (&vehicle, fixes) in added {
+            let before = done.new_events.len();
             let outcome = pg::in_transaction(conn, || {
                 conn.with_client(|c| pg::lock_vehicle(c, conn.target(), vehicle))?;
                 held.analyse_vehicle(conn, ctx, vehicle, fixes, &mut done)
             });
             if let Err(e) = outcome {
-                // What was held may be ahead of what is stored.
+                // What was held may be ahead of what is stored; this vehicle's
+                // events were not stored (nor counted announced: it is analysed
+                // whole again, from what is stored), the ones before it were.
                 held.tails.remove(&vehicle);
                 held.written.remove(&vehicle);
+                if let Some(keys) = held.announced.get_mut(&vehicle) {
+                    for ev in &done.new_events[before..] {
+                        keys.remove(&ev.event.key());
+                    }
+                }
+                done.new_events.truncate(before);
+                self.unsent = done.new_events;
                 return Err(e);
             }
         }
@@ -174,6 +192,7 @@ impl PgAnalyser {
             Rows {
                 epoch: 0,
                 vehicles: Vec::new(),
+                events: Vec::new(),
             },
             done,
         ))
