@@ -1654,7 +1654,7 @@ fn bench_incremental(dir: &Path, quick: bool) {
         let (mut writer, mut analyser) = live::open(
             &db,
             live::Options {
-                auto_register: false,
+                auto_register: None,
                 osmand_speed: fleetctl::ingest::units::SpeedUnit::Kmh,
             },
         )

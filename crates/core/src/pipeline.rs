@@ -292,6 +292,7 @@ pub fn reanalyze_postgres(
 ) -> Result<AnalyzeSummary> {
     let started = std::time::Instant::now();
     let conn = store::pg::open_reader(target)?;
+    store::pg::refuse_standby(&conn, "analyze")?;
     let mut thresholds = stored_thresholds(&conn)?;
     adjust(&mut thresholds);
     thresholds.validate()?;

@@ -30,6 +30,7 @@ pub fn begin(
     new_zone: Option<&crate::clock::FleetZone>,
 ) -> Result<(PgConn, bool)> {
     let mut client = target.connect()?;
+    super::refuse_standby_client(&mut client, target, "import")?;
     let created = match super::probe(&mut client, target)? {
         super::Found::Empty => true,
         _ => {

@@ -259,6 +259,37 @@ pub fn open_for_reports(target: &Target) -> Result<super::sql::PgConn> {
     Ok(conn)
 }
 
+/// Refuses to `what` (take pushes, import, analyse) on a hot standby: a replica
+/// takes no writes, and a writer started there would fail every request instead of
+/// refusing at once. Reads are welcome on a standby.
+pub fn refuse_standby(conn: &super::sql::PgConn, what: &str) -> Result<()> {
+    let target = conn.target().clone();
+    conn.with_client(|c| refuse_standby_client(c, &target, what))
+}
+
+/// [`refuse_standby`] on a client of its own.
+pub fn refuse_standby_client(
+    client: &mut postgres::Client,
+    target: &Target,
+    what: &str,
+) -> Result<()> {
+    let standby = client
+        .query_one("SELECT pg_is_in_recovery()", &[])
+        .and_then(|row| row.try_get::<_, bool>(0))
+        .map_err(|e| target.failed("read", e))?;
+    if !standby {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorCode::DbUnavailable,
+        format!(
+            "{} is a standby (a read-only replica): {what} needs the primary",
+            target.display()
+        ),
+    )
+    .with_hint("point --db at the primary for writes; queries and `serve` without --ingest may use the standby"))
+}
+
 /// Runs `sql`, statements that return no rows (a savepoint, a setting, a commit),
 /// on `conn`.
 pub fn execute(conn: &super::sql::PgConn, sql: &str) -> Result<()> {
