@@ -114,9 +114,12 @@ interop-mcpb: mcpb
 # end; .ci/run sets FLEETCTL_REQUIRE_PG, which makes a skip a failure.
 test:
 	@if [ -z "$${FLEETCTL_TEST_PG:-}" ] && url=$$(.ci/postgres); then export FLEETCTL_TEST_PG="$$url"; fi; \
+	if [ -n "$${FLEETCTL_TEST_PG:-}" ] && [ -z "$${FLEETCTL_TEST_PG_STANDBY:-}" ] && standby=$$(.ci/postgres-standby); then export FLEETCTL_TEST_PG_STANDBY="$$standby"; fi; \
 	$(DEV_CARGO) test; status=$$?; \
 	if [ -z "$${FLEETCTL_TEST_PG:-}" ]; then \
 		echo "*** make test: the PostgreSQL suite was SKIPPED: no server could be started (.ci/postgres said why above) ***" >&2; \
+	elif [ -z "$${FLEETCTL_TEST_PG_STANDBY:-}" ]; then \
+		echo "*** make test: the standby tests were SKIPPED: no hot standby could be started (.ci/postgres-standby said why above) ***" >&2; \
 	fi; exit $$status
 
 # The PostgreSQL figures need a server, started as for make test (skipped without).

@@ -1775,3 +1775,101 @@ fn regression_a_password_is_never_printed_whatever_form_it_came_in() {
     // Nothing was made on disk under any of those names.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// The hot standby's base URL (`.ci/postgres-standby`), or None to skip.
+fn standby() -> Option<String> {
+    match std::env::var("FLEETCTL_TEST_PG_STANDBY") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var_os("FLEETCTL_REQUIRE_PG").is_some() => {
+            panic!(
+                "FLEETCTL_REQUIRE_PG is set but FLEETCTL_TEST_PG_STANDBY is not: .ci/postgres-standby prints it"
+            )
+        }
+        _ => {
+            eprintln!("SKIPPED: the standby tests (FLEETCTL_TEST_PG_STANDBY is not set)");
+            None
+        }
+    }
+}
+
+/// On a hot standby, the writers refuse at once with a clear message (before, they
+/// started and then failed every request); reads answer as on the primary.
+#[test]
+fn a_standby_refuses_writers_at_start_and_answers_reads() {
+    let Some(server) = server() else { return };
+    let Some(standby) = standby() else { return };
+    let db = TestDb::new(&server, "standby", "template1");
+    let primary = db.url();
+    run(fleetctl(&[
+        "--db",
+        &primary,
+        "generate",
+        "--vehicles",
+        "2",
+        "--days",
+        "1",
+        "--ahora",
+        FIXTURE_AHORA,
+    ]))
+    .ok();
+    // Wait for the standby to have replayed the primary's WAL up to now (a bound
+    // turns a stuck replica into a failure).
+    let lsn: String = db
+        .client()
+        .query_one("SELECT pg_current_wal_lsn()::text", &[])
+        .unwrap()
+        .get(0);
+    let replica = format!("{}/{}", standby.rsplit_once('/').unwrap().0, db.name);
+    let mut watch = Client::connect(&standby, NoTls).expect("the standby answers");
+    let caught_up = (0..6000).any(|_| {
+        let done: bool = watch
+            .query_one(
+                "SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn",
+                &[&lsn],
+            )
+            .unwrap()
+            .get(0);
+        if !done {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        done
+    });
+    assert!(caught_up, "the standby never replayed {lsn}");
+    let on_primary = run(fleetctl(&[
+        "--db", &primary, "query", "stopped", "--format", "json",
+    ]))
+    .ok()
+    .stdout;
+    let on_replica = run(fleetctl(&[
+        "--db", &replica, "query", "stopped", "--format", "json",
+    ]))
+    .ok()
+    .stdout;
+    assert_eq!(on_primary, on_replica);
+    let dir = TempDir::new("standby");
+    let csv = dir.join("feed.csv");
+    crate::harness::write_tracker_csv(&csv, "P-001AAA");
+    for (words, doing) in [
+        (vec!["analyze"], "analyze needs the primary"),
+        (
+            vec!["import", csv.to_str().unwrap()],
+            "import needs the primary",
+        ),
+        (
+            vec!["serve", "--http", "127.0.0.1:0", "--ingest"],
+            "taking pushes (--ingest) needs the primary",
+        ),
+    ] {
+        let mut args = vec!["--db", replica.as_str()];
+        args.extend_from_slice(&words);
+        let mut cmd = fleetctl(&args);
+        cmd.env("FLEETCTL_TOKEN", "token-0123456789abcdef")
+            .env("FLEETCTL_INGEST_TOKEN", "ingest-0123456789abcdef");
+        let r = run(cmd).fails(4);
+        assert!(
+            r.stderr.contains("is a standby") && r.stderr.contains(doing),
+            "{words:?}: {}",
+            r.stderr
+        );
+    }
+}

@@ -20,8 +20,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 pub(super) fn open(target: &pg::Target, options: Options) -> Result<(PgWriter, PgAnalyser)> {
     let conn = pg::open_reader(target)?;
     pg::refuse_standby(&conn, "taking pushes (--ingest)")?;
-    // An acknowledged fix is on the server's disk, whatever the server's default.
-    pg::execute(&conn, "SET synchronous_commit = on")?;
+    pg::durable_commits(&conn)?;
     let ingestor = Ingestor::new(&conn, options)?;
     let reader = pg::open_reader(target)?;
     let ctx = crate::pipeline::stored_context(&reader)?;

@@ -259,6 +259,22 @@ pub fn open_for_reports(target: &Target) -> Result<super::sql::PgConn> {
     Ok(conn)
 }
 
+/// Makes a commit on `conn` durable before it returns: on the server's disk, and on
+/// a synchronous standby's where the server has one (`synchronous_commit = on`),
+/// whatever the server's default; a stricter setting (`remote_apply`) is kept.
+pub fn durable_commits(conn: &super::sql::PgConn) -> Result<()> {
+    let target = conn.target().clone();
+    let setting: String = conn.with_client(|c| {
+        c.query_one("SHOW synchronous_commit", &[])
+            .and_then(|row| row.try_get(0))
+            .map_err(|e| target.failed("read", e))
+    })?;
+    if matches!(setting.as_str(), "off" | "local" | "remote_write") {
+        execute(conn, "SET synchronous_commit = on")?;
+    }
+    Ok(())
+}
+
 /// Refuses to `what` (take pushes, import, analyse) on a hot standby: a replica
 /// takes no writes, and a writer started there would fail every request instead of
 /// refusing at once. Reads are welcome on a standby.
