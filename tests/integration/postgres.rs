@@ -1873,3 +1873,78 @@ fn a_standby_refuses_writers_at_start_and_answers_reads() {
         );
     }
 }
+
+/// An ingest server whose connections the database drops (a restart, a failover,
+/// a proxy) reconnects by itself: meanwhile pushes get 503 with Retry-After, never
+/// 500 nor a silent loss, and the fixes acknowledged before and after the drop are
+/// all analysed.
+#[test]
+fn an_ingest_server_reconnects_after_its_connections_are_dropped() {
+    let Some(server) = server() else { return };
+    let pg = TestDb::new(&server, "reconnect", "template1");
+    let url = pg.url();
+    run(fleetctl(&["--db", &url, "generate", "--vehicles", "2", "--days", "1", "--ahora", FIXTURE_AHORA])).ok();
+    run(fleetctl(&["--db", &url, "vehicles", "add", "P-900LIV", "--device-id", "48241179"])).ok();
+    let token = "ingest-token-0123456789abcdef";
+    let (mut child, stderr, base, _) = crate::http::spawn_server_on(
+        Path::new(&url),
+        &["--ingest"],
+        &[("FLEETCTL_INGEST_TOKEN", token)],
+    );
+    let _log = crate::http::log_lines(stderr);
+    let auth = format!("Bearer {token}");
+    // 2026-11-25T21:00Z on: a fix a minute.
+    let push = |k: i64| {
+        let path = format!(
+            "/ingest/osmand?id=48241179&lat={}&lon=-90.5&speed=20&timestamp={}",
+            14.6 + k as f64 * 1e-3,
+            1_795_640_400 + 60 * k
+        );
+        crate::live::send_to(&base, "POST", &path, &[("Authorization", &auth)], "")
+    };
+    assert_eq!(push(0).0, 200);
+    let dropped: i64 = pg
+        .client()
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE datname = current_database() AND application_name = 'fleetctl' AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(dropped >= 2, "the server's connections: {dropped}");
+    // Each push after the drop is refused as busy or stored; within a few the
+    // writer is back.
+    let mut k = 1;
+    loop {
+        let (status, body) = push(k);
+        match status {
+            200 => break,
+            503 => assert!(body.contains("retry"), "{body}"),
+            _ => panic!("push {k}: {status} {body}"),
+        }
+        k += 1;
+        assert!(k < 50, "the writer never reconnected");
+    }
+    assert_eq!(push(k + 1).0, 200);
+    // Every stored fix is analysed: the newest one is the vehicle's latest.
+    let newest = 1_795_640_400 + 60 * (k + 1);
+    let analysed = (0..6000).any(|_| {
+        let ts: Option<i64> = pg
+            .client()
+            .query_one(
+                "SELECT max(f.ts) FROM fleetctl.latest_fix f JOIN fleetctl.vehicles v ON v.id = f.vehicle_id WHERE v.plate = 'P-900LIV'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if ts != Some(newest) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        ts == Some(newest)
+    });
+    assert!(analysed, "the analysis never caught up after the reconnect");
+    let status = crate::harness::sigterm_and_wait(&mut child);
+    assert!(status.success(), "{status:?}");
+}
+

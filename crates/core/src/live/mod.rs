@@ -210,6 +210,18 @@ impl Ingestor {
         }
     }
 
+    /// Every request of a group refused with `e` (nothing of it was written).
+    fn all_failed_as(&self, n: usize, e: Error) -> Committed {
+        Committed {
+            outcomes: (0..n).map(|_| Err(e.clone())).collect(),
+            added: BTreeMap::new(),
+            restart: None,
+            rows_failed: None,
+            commit_failed: Some(e.message.clone()),
+            announce: Vec::new(),
+        }
+    }
+
     fn all_failed(&self, n: usize, why: &str) -> Committed {
         Committed {
             outcomes: (0..n)

@@ -18,9 +18,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 /// Opens a fleet on PostgreSQL for the feed: the writer's connection and the
 /// analyser's.
 pub(super) fn open(target: &pg::Target, options: Options) -> Result<(PgWriter, PgAnalyser)> {
-    let conn = pg::open_reader(target)?;
-    pg::refuse_standby(&conn, "taking pushes (--ingest)")?;
-    pg::durable_commits(&conn)?;
+    let conn = writer_connection(target)?;
     let ingestor = Ingestor::new(&conn, options)?;
     let reader = pg::open_reader(target)?;
     let ctx = crate::pipeline::stored_context(&reader)?;
@@ -37,6 +35,31 @@ pub(super) fn open(target: &pg::Target, options: Options) -> Result<(PgWriter, P
     ))
 }
 
+/// The ingest writer's connection: on the primary, its commits durable.
+fn writer_connection(target: &pg::Target) -> Result<PgConn> {
+    let conn = pg::open_reader(target)?;
+    pg::refuse_standby(&conn, "taking pushes (--ingest)")?;
+    pg::durable_commits(&conn)?;
+    Ok(conn)
+}
+
+/// A connection the server closed is opened again before the next use; until it
+/// opens, the work is refused as busy (503, retried by devices), never as stored.
+fn reconnected(conn: &mut PgConn, open: impl FnOnce(&pg::Target) -> Result<PgConn>) -> Result<bool> {
+    if !conn.is_closed() {
+        return Ok(false);
+    }
+    let target = conn.target().clone();
+    *conn = open(&target).map_err(|e| {
+        Error::new(
+            crate::error::ErrorCode::Busy,
+            format!("the connection to {} was lost and is not back yet: {}", target.display(), e.message),
+        )
+        .with_hint("nothing of this request was stored; retry shortly (the server reconnects by itself)")
+    })?;
+    Ok(true)
+}
+
 /// Commits groups of pushed requests on one connection.
 pub struct PgWriter {
     conn: PgConn,
@@ -47,8 +70,22 @@ impl PgWriter {
     /// Reads and stores a group of requests in one transaction: each request whole
     /// or not at all (a savepoint each), all committed together.
     pub(super) fn commit(&mut self, group: &[Request], now: i64) -> Committed {
+        if let Err(e) = reconnected(&mut self.conn, writer_connection) {
+            return self.ingestor.all_failed_as(group.len(), e);
+        }
         match self.commit_group(group, now) {
             Ok(committed) => committed,
+            Err(e) if self.conn.is_closed() => {
+                // Lost under this group: refused as busy, the next group reconnects.
+                self.ingestor.all_failed_as(
+                    group.len(),
+                    Error::new(
+                        crate::error::ErrorCode::Busy,
+                        format!("the database connection was lost: {}", e.message),
+                    )
+                    .with_hint("nothing of this request was stored; retry shortly (the server reconnects by itself)"),
+                )
+            }
             Err(e) => {
                 pg::forget_months(&self.conn);
                 self.ingestor.all_failed(group.len(), &e.message)
@@ -156,6 +193,10 @@ impl PgAnalyser {
     /// Analyses each vehicle of `added` and writes its rows (nothing is left for
     /// the writer).
     pub(super) fn analyse(&mut self, added: &BTreeMap<i64, Vec<Fix>>) -> Result<(Rows, Analysed)> {
+        if reconnected(&mut self.conn, pg::open_reader)? {
+            // What it held may have been written by others meanwhile.
+            self.restart()?;
+        }
         if self.conn.freshness()?.revision != self.revision {
             // An edit re-analyses every vehicle itself; what this analyser held
             // was worked out with the old settings.

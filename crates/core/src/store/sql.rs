@@ -294,6 +294,12 @@ impl PgConn {
         self.client.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Whether the server closed this connection (a restart, a failover, a proxy
+    /// dropping it): every statement on it fails from then on.
+    pub fn is_closed(&self) -> bool {
+        self.client().is_closed()
+    }
+
     /// The months (`YYYYMM`) whose partition this connection knows to exist: a
     /// writer of single fixes asks the server once a month, not once a fix.
     pub(crate) fn known_months(&self) -> MutexGuard<'_, std::collections::HashSet<i64>> {
