@@ -181,6 +181,14 @@ pub(super) fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
     } else {
         None
     };
+    // On PostgreSQL, every connection of the server gives up on a lock after 5 s (a
+    // push then gets 503, retried; a tool call a timeout) and on a statement at the
+    // request's own timeout, instead of waiting behind another session.
+    let request_timeout = std::time::Duration::from_secs(args.request_timeout_s);
+    crate::store::pg::set_deadlines(crate::store::pg::Deadlines {
+        lock: std::time::Duration::from_secs(5).min(request_timeout),
+        statement: request_timeout,
+    });
     let opts = crate::mcp::http::HttpOptions {
         addr,
         token,
@@ -191,7 +199,7 @@ pub(super) fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
         queue: usize::from(args.queue),
         max_connections: usize::from(args.max_connections),
         tiles: args.tiles,
-        request_timeout: std::time::Duration::from_secs(args.request_timeout_s),
+        request_timeout,
         realtime_tools: args.realtime_tools,
     };
     crate::mcp::http::serve(&db, opts)

@@ -1883,8 +1883,28 @@ fn an_ingest_server_reconnects_after_its_connections_are_dropped() {
     let Some(server) = server() else { return };
     let pg = TestDb::new(&server, "reconnect", "template1");
     let url = pg.url();
-    run(fleetctl(&["--db", &url, "generate", "--vehicles", "2", "--days", "1", "--ahora", FIXTURE_AHORA])).ok();
-    run(fleetctl(&["--db", &url, "vehicles", "add", "P-900LIV", "--device-id", "48241179"])).ok();
+    run(fleetctl(&[
+        "--db",
+        &url,
+        "generate",
+        "--vehicles",
+        "2",
+        "--days",
+        "1",
+        "--ahora",
+        FIXTURE_AHORA,
+    ]))
+    .ok();
+    run(fleetctl(&[
+        "--db",
+        &url,
+        "vehicles",
+        "add",
+        "P-900LIV",
+        "--device-id",
+        "48241179",
+    ]))
+    .ok();
     let token = "ingest-token-0123456789abcdef";
     let (mut child, stderr, base, _) = crate::http::spawn_server_on(
         Path::new(&url),
@@ -1948,3 +1968,81 @@ fn an_ingest_server_reconnects_after_its_connections_are_dropped() {
     assert!(status.success(), "{status:?}");
 }
 
+/// On PostgreSQL a server's statements give up on a lock after 5 s: with
+/// `positions` locked by another session, a push gets 503 (retried by its device)
+/// and a tool call a clear error, instead of waiting as long as the lock is held;
+/// both answer again once it is released.
+#[test]
+fn a_locked_table_makes_the_server_answer_busy_not_hang() {
+    let Some(server) = server() else { return };
+    let pg = TestDb::new(&server, "deadlines", "template1");
+    let url = pg.url();
+    run(fleetctl(&[
+        "--db",
+        &url,
+        "generate",
+        "--vehicles",
+        "2",
+        "--days",
+        "1",
+        "--ahora",
+        FIXTURE_AHORA,
+    ]))
+    .ok();
+    run(fleetctl(&[
+        "--db",
+        &url,
+        "vehicles",
+        "add",
+        "P-900LIV",
+        "--device-id",
+        "48241179",
+    ]))
+    .ok();
+    let token = "ingest-token-0123456789abcdef";
+    let (mut child, stderr, base, _) = crate::http::spawn_server_on(
+        Path::new(&url),
+        &["--ingest"],
+        &[("FLEETCTL_INGEST_TOKEN", token)],
+    );
+    let _log = crate::http::log_lines(stderr);
+    let auth = format!("Bearer {token}");
+    let push = |k: i64| {
+        let path = format!(
+            "/ingest/osmand?id=48241179&lat=14.6&lon=-90.5&timestamp={}",
+            1_795_640_400 + 60 * k
+        );
+        crate::live::send_to(&base, "POST", &path, &[("Authorization", &auth)], "")
+    };
+    let bearer = format!("Bearer {}", crate::http::TOKEN);
+    // A tool that reads the day's positions (the speed chart).
+    let tool = || {
+        crate::live::send_to(
+            &base,
+            "POST",
+            "/api/v1/tools/speed_chart",
+            &[
+                ("Authorization", &bearer),
+                ("Content-Type", "application/json"),
+            ],
+            r#"{"plate":"P-900LIV","date":"2026-11-25"}"#,
+        )
+    };
+    assert_eq!(push(0).0, 200);
+    let mut holder = pg.client();
+    holder
+        .batch_execute("BEGIN; LOCK TABLE fleetctl.positions IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let (status, body) = push(1);
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("lock"), "{body}");
+    let (status, body) = tool();
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("lock timeout"), "{body}");
+    holder.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(push(2).0, 200);
+    let (status, body) = tool();
+    assert_eq!(status, 200, "{body}");
+    let status = crate::harness::sigterm_and_wait(&mut child);
+    assert!(status.success(), "{status:?}");
+}

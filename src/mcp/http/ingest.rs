@@ -607,9 +607,7 @@ pub(super) async fn answer(
             )
         }
         // Busy (the database out of reach for now): the device retries after a pause.
-        Err(e) if e.code == ErrorCode::Busy => {
-            refuse(&e, &[("Retry-After", "2".into())], stopping)
-        }
+        Err(e) if e.code == ErrorCode::Busy => refuse(&e, &[("Retry-After", "2".into())], stopping),
         Err(e) => refuse(&e, &[], stopping),
     })
 }

@@ -45,7 +45,10 @@ fn writer_connection(target: &pg::Target) -> Result<PgConn> {
 
 /// A connection the server closed is opened again before the next use; until it
 /// opens, the work is refused as busy (503, retried by devices), never as stored.
-fn reconnected(conn: &mut PgConn, open: impl FnOnce(&pg::Target) -> Result<PgConn>) -> Result<bool> {
+fn reconnected(
+    conn: &mut PgConn,
+    open: impl FnOnce(&pg::Target) -> Result<PgConn>,
+) -> Result<bool> {
     if !conn.is_closed() {
         return Ok(false);
     }
@@ -53,9 +56,15 @@ fn reconnected(conn: &mut PgConn, open: impl FnOnce(&pg::Target) -> Result<PgCon
     *conn = open(&target).map_err(|e| {
         Error::new(
             crate::error::ErrorCode::Busy,
-            format!("the connection to {} was lost and is not back yet: {}", target.display(), e.message),
+            format!(
+                "the connection to {} was lost and is not back yet: {}",
+                target.display(),
+                e.message
+            ),
         )
-        .with_hint("nothing of this request was stored; retry shortly (the server reconnects by itself)")
+        .with_hint(
+            "nothing of this request was stored; retry shortly (the server reconnects by itself)",
+        )
     })?;
     Ok(true)
 }

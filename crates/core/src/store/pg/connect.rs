@@ -266,6 +266,16 @@ impl Target {
                     ErrorCode::DbUnavailable,
                     "this role lacks the privilege: ask the database's owner to GRANT it, or connect as the role that created the fleet",
                 ),
+                // lock_timeout: another session holds what this one needs.
+                "55P03" => (
+                    ErrorCode::Busy,
+                    "another session holds a lock this one waited for past the server's lock timeout (docs/postgres.md, \"Deadlines\"); try again, or see pg_locks for who holds it",
+                ),
+                // statement_timeout (or a cancel).
+                "57014" => (
+                    ErrorCode::Timeout,
+                    "the statement ran past the server's statement timeout (docs/postgres.md, \"Deadlines\")",
+                ),
                 _ => (ErrorCode::Io, "the server's message above says why"),
             };
             return Error::new(

@@ -232,8 +232,16 @@ pub fn open(target: &Target) -> Result<postgres::Client> {
 /// schema first on the search path.
 pub fn open_reader(target: &Target) -> Result<super::sql::PgConn> {
     let mut client = open(target)?;
+    let deadlines = match *DEADLINES.lock().unwrap_or_else(|p| p.into_inner()) {
+        Some(d) => format!(
+            "; SET lock_timeout = {}; SET statement_timeout = {}",
+            d.lock.as_millis().max(1),
+            d.statement.as_millis().max(1)
+        ),
+        None => String::new(),
+    };
     client
-        .batch_execute("SET search_path TO fleetctl, public")
+        .batch_execute(&format!("SET search_path TO fleetctl, public{deadlines}"))
         .map_err(|e| target.failed("read", e))?;
     Ok(super::sql::PgConn::new(client, target.clone()))
 }
@@ -273,6 +281,26 @@ pub fn durable_commits(conn: &super::sql::PgConn) -> Result<()> {
         execute(conn, "SET synchronous_commit = on")?;
     }
     Ok(())
+}
+
+/// How long a statement may wait for a lock, and run, on the connections this
+/// process opens from now on.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadlines {
+    /// `lock_timeout`.
+    pub lock: std::time::Duration,
+    /// `statement_timeout`.
+    pub statement: std::time::Duration,
+}
+
+static DEADLINES: std::sync::Mutex<Option<Deadlines>> = std::sync::Mutex::new(None);
+
+/// Sets the deadlines of every connection opened from now on (`serve` sets them,
+/// so that a tool call or a push answers a timeout instead of waiting behind a
+/// lock or a runaway statement; `import`, `analyze` and the other commands keep the
+/// server's defaults).
+pub fn set_deadlines(deadlines: Deadlines) {
+    *DEADLINES.lock().unwrap_or_else(|p| p.into_inner()) = Some(deadlines);
 }
 
 /// Refuses to `what` (take pushes, import, analyse) on a hot standby: a replica
