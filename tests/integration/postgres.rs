@@ -357,6 +357,7 @@ fn the_demos_positions_copied_in_bulk_read_back_as_sqlite_keeps_them_and_a_faile
     let written = fleetctl_core::store::pg::copy_fixes(
         &mut tx,
         &target,
+        fleetctl_core::store::pg::Partitions::Outside,
         fixes.iter().map(|(f, ms)| (f, *ms)),
     )
     .unwrap();
@@ -414,6 +415,7 @@ fn the_demos_positions_copied_in_bulk_read_back_as_sqlite_keeps_them_and_a_faile
     let again = fleetctl_core::store::pg::copy_fixes(
         &mut tx,
         &target,
+        fleetctl_core::store::pg::Partitions::Outside,
         fixes.iter().map(|(f, ms)| (f, *ms)),
     );
     assert!(again.is_err());
@@ -2044,5 +2046,120 @@ fn a_locked_table_makes_the_server_answer_busy_not_hang() {
     let (status, body) = tool();
     assert_eq!(status, 200, "{body}");
     let status = crate::harness::sigterm_and_wait(&mut child);
+    assert!(status.success(), "{status:?}");
+}
+
+/// An import into a month that has no partition yet makes it in a short
+/// transaction of its own: while the import's own transaction is still open, no one
+/// holds an exclusive lock on `positions`, pushes into that month are stored and the
+/// reports answer (before, the partition was made inside the import's transaction,
+/// and every reader and writer of positions waited for the import to commit).
+#[test]
+fn an_import_into_a_new_month_never_holds_positions_locked() {
+    let Some(server) = server() else { return };
+    let pg = TestDb::new(&server, "partition_ahead", "template1");
+    let url = pg.url();
+    run(fleetctl(&[
+        "--db",
+        &url,
+        "generate",
+        "--vehicles",
+        "2",
+        "--days",
+        "1",
+        "--ahora",
+        FIXTURE_AHORA,
+    ]))
+    .ok();
+    run(fleetctl(&[
+        "--db",
+        &url,
+        "vehicles",
+        "add",
+        "P-900LIV",
+        "--device-id",
+        "48241179",
+    ]))
+    .ok();
+    let dir = TempDir::new("partition-ahead");
+    // A tracker's October 2026, a month no partition holds yet (the fleet's is
+    // November).
+    let csv = dir.join("october.csv");
+    let rows: String = (0..200)
+        .map(|k| {
+            format!(
+                "P-777IMP,{},{:.5},-90.55,30.0\n",
+                1_790_812_800 + k * 15,
+                14.60 + k as f64 * 0.0008
+            )
+        })
+        .collect();
+    std::fs::write(&csv, format!("plate,timestamp,lat,lon,speed_kmh\n{rows}")).unwrap();
+    let token = "ingest-token-0123456789abcdef";
+    let (mut server_child, stderr, base, _) = crate::http::spawn_server_on(
+        Path::new(&url),
+        &["--ingest"],
+        &[("FLEETCTL_INGEST_TOKEN", token)],
+    );
+    let _log = crate::http::log_lines(stderr);
+    let pause = dir.join("import-paused");
+    let mut import = fleetctl(&["--db", &url, "import", csv.to_str().unwrap()]);
+    import
+        .env("FLEETCTL_TEST_IMPORT_PAUSE", &pause)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let import = import.spawn().unwrap();
+    // The import has appended its first rows and holds its transaction open.
+    let paused = (0..6000).any(|_| {
+        let there = pause.exists();
+        if !there {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        there
+    });
+    assert!(paused, "the import never reached its pause");
+    let exclusive: i64 = pg
+        .client()
+        .query_one(
+            "SELECT count(*) FROM pg_locks WHERE granted AND mode = 'AccessExclusiveLock' \
+             AND relation = 'fleetctl.positions'::regclass",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(exclusive, 0, "positions is locked while the import runs");
+    let auth = format!("Bearer {token}");
+    let path = "/ingest/osmand?id=48241179&lat=14.6&lon=-90.5&timestamp=1790812900";
+    let (status, body) = crate::live::send_to(&base, "POST", path, &[("Authorization", &auth)], "");
+    assert_eq!(status, 200, "a push into the import's month: {body}");
+    let bearer = format!("Bearer {}", crate::http::TOKEN);
+    let (status, body) = crate::live::send_to(
+        &base,
+        "POST",
+        "/api/v1/tools/vehicle_position",
+        &[
+            ("Authorization", &bearer),
+            ("Content-Type", "application/json"),
+        ],
+        r#"{"plate":"P-900LIV"}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    std::fs::remove_file(&pause).unwrap();
+    let out = import.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let months: i64 = pg
+        .client()
+        .query_one(
+            "SELECT count(*) FROM fleetctl.positions WHERE ts_ms >= 1790812800000 AND ts_ms < 1793491200000",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(months, 201);
+    let status = crate::harness::sigterm_and_wait(&mut server_child);
     assert!(status.success(), "{status:?}");
 }

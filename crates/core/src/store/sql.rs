@@ -263,6 +263,9 @@ pub struct PgConn {
     has_revision: OnceLock<bool>,
     /// A read transaction [`PgConn::begin_read_with_freshness`] began is open.
     held_read: AtomicBool,
+    /// The fleet's schema is being created in this connection's transaction (an
+    /// import into an empty database): nobody else sees its tables yet.
+    fleet_new: AtomicBool,
 }
 
 impl PgConn {
@@ -275,7 +278,19 @@ impl PgConn {
             months: Mutex::default(),
             has_revision: OnceLock::new(),
             held_read: AtomicBool::new(false),
+            fleet_new: AtomicBool::new(false),
         }
+    }
+
+    /// Says that this connection's transaction creates the fleet's schema.
+    pub(crate) fn mark_fleet_new(&self) {
+        self.fleet_new
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether this connection's transaction creates the fleet's schema.
+    pub(crate) fn fleet_is_new(&self) -> bool {
+        self.fleet_new.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Runs `f` on the connection itself (the store's PostgreSQL writers: COPY,

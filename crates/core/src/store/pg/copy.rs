@@ -12,13 +12,27 @@ use std::collections::HashSet;
 /// Fixes one `COPY` statement carries.
 pub(super) const CHUNK: usize = 65_536;
 
+/// Where the partitions of new months are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Partitions {
+    /// In the caller's transaction: its schema is new in it (`generate`, the first
+    /// import into an empty database), so nobody else can see `positions` yet.
+    InTransaction,
+    /// Each in a short transaction of its own, on a connection of its own: the
+    /// fleet is in use, and the exclusive lock on `positions` must not be held
+    /// until the caller commits.
+    Outside,
+}
+
 /// Appends `fixes` (each with its milliseconds past the second) to positions inside
-/// the caller's transaction, making the partitions of their months as needed.
-/// Returns how many were written. A fix already stored fails the whole unit (the
-/// caller's transaction rolls back): bulk paths write new data.
+/// the caller's transaction, making the partitions of their months as needed
+/// (`partitions` says where). Returns how many were written. A fix already stored
+/// fails the whole unit (the caller's transaction rolls back): bulk paths write new
+/// data.
 pub fn copy_fixes<'f>(
     tx: &mut impl postgres::GenericClient,
     target: &Target,
+    partitions: Partitions,
     fixes: impl IntoIterator<Item = (&'f Fix, i64)>,
 ) -> Result<u64> {
     let mut months: HashSet<(i32, u32)> = HashSet::new();
@@ -34,7 +48,12 @@ pub fn copy_fixes<'f>(
             let ms = stored.instant_ms();
             let month = super::month_of(ms)?;
             if months.insert(month) {
-                super::ensure_partitions(tx, target, ms, ms)?;
+                match partitions {
+                    Partitions::InTransaction => {
+                        super::ensure_partitions(tx, target, ms, ms)?;
+                    }
+                    Partitions::Outside => super::make_partitions_outside(target, ms, ms)?,
+                }
             }
         }
         written += copy_chunk(tx, target, &chunk)?;

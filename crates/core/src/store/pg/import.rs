@@ -13,11 +13,22 @@ use std::sync::{Arc, mpsc};
 /// id; an import that holds it chooses the ids of the vehicles it adds itself.
 pub(crate) const NEW_VEHICLE_LOCK: i64 = 0x666c_7476; // "fltv"
 
-/// Appends a vehicle's settled rows (binary COPY, partitions made as needed).
+/// Appends a vehicle's settled rows (binary COPY, partitions made as needed: in the
+/// import's transaction for a fleet it creates, else each in its own).
 pub fn insert_all(conn: &PgConn, rows: &[Staged]) -> Result<()> {
     let target = conn.target().clone();
+    let partitions = match conn.fleet_is_new() {
+        true => super::Partitions::InTransaction,
+        false => super::Partitions::Outside,
+    };
     conn.with_client(|client| {
-        super::copy_fixes(client, &target, rows.iter().map(|s| (&s.fix, s.ts_ms))).map(drop)
+        super::copy_fixes(
+            client,
+            &target,
+            partitions,
+            rows.iter().map(|s| (&s.fix, s.ts_ms)),
+        )
+        .map(drop)
     })
 }
 
@@ -72,7 +83,11 @@ pub fn begin(
     client
         .batch_execute("SET LOCAL search_path TO fleetctl, public")
         .map_err(|e| target.failed("write", e))?;
-    Ok((PgConn::new(client, target.clone()), created))
+    let conn = PgConn::new(client, target.clone());
+    if created {
+        conn.mark_fleet_new();
+    }
+    Ok((conn, created))
 }
 
 /// What the import's connection does for it, in the order handed over.
@@ -264,10 +279,29 @@ impl Drop for CopyBehind {
     }
 }
 
+/// Debug builds only: with `FLEETCTL_TEST_IMPORT_PAUSE=FILE`, the import stops after
+/// its first appended rows, its transaction open, and says so by making FILE; it
+/// goes on once the test has removed FILE (what others may do meanwhile is the
+/// test's question).
+fn paused_for_a_test() {
+    #[cfg(debug_assertions)]
+    if let Some(file) = std::env::var_os("FLEETCTL_TEST_IMPORT_PAUSE") {
+        static PAUSED: std::sync::Once = std::sync::Once::new();
+        PAUSED.call_once(|| {
+            let file = std::path::PathBuf::from(file);
+            if std::fs::write(&file, b"paused").is_ok() {
+                while file.exists() {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+            }
+        });
+    }
+}
+
 /// Does one piece of an import's work on its connection.
 fn run(conn: &PgConn, work: Work) -> Result<()> {
     match work {
-        Work::Copy(rows) => insert_all(conn, &rows),
+        Work::Copy(rows) => insert_all(conn, &rows).map(|()| paused_for_a_test()),
         Work::Analysis(a) => super::write_new_vehicle_analysis(conn, &a),
         Work::AddVehicle { id, plate } => {
             let target = conn.target().clone();

@@ -76,7 +76,12 @@ pub fn load_fleet(
     let mut failed = None;
     let mut flush = |tx: &mut postgres::Transaction<'_>,
                      chunk: &mut Vec<(crate::model::Fix, i64)>| {
-        let written = super::copy_fixes(tx, target, chunk.iter().map(|(f, ms)| (f, *ms)));
+        let written = super::copy_fixes(
+            tx,
+            target,
+            super::Partitions::InTransaction,
+            chunk.iter().map(|(f, ms)| (f, *ms)),
+        );
         chunk.clear();
         written.map(|n| {
             loaded.positions += n;

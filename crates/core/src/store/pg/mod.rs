@@ -16,7 +16,7 @@ mod load;
 use crate::clock::{Date, FleetZone};
 use crate::error::{Error, ErrorCode, Result};
 pub use connect::{Target, is_url, shown};
-pub use copy::{copy_fixes, copy_positions_out};
+pub use copy::{Partitions, copy_fixes, copy_positions_out};
 pub use derived::{
     NextIds, WrittenKeys, analyse_vehicle, analyse_vehicle_in, analysis_stamp, append_analysis,
     delete_vehicle_rows, delete_written, in_shard, lock_vehicle, tidy_derived, write_meta,
@@ -530,10 +530,38 @@ pub fn ensure_partition_of(conn: &super::sql::PgConn, ms: i64) -> Result<()> {
     if conn.known_months().contains(&key) {
         return Ok(());
     }
-    let target = conn.target().clone();
-    conn.with_client(|client| ensure_partitions(client, &target, ms, ms))?;
+    // This month's and the next one's, ahead of need: the first fix of a new month
+    // then finds its partition made.
+    let next = month_start_ms(next_month((year, month)))?;
+    make_partitions_outside(conn.target(), ms, next)?;
     conn.known_months().insert(key);
     Ok(())
+}
+
+/// How long making a partition may wait for the lock on `positions` before it gives
+/// up and tries again, and how many tries it makes: `CREATE TABLE … PARTITION OF`
+/// takes an exclusive lock on the parent, and while it waits every reader and writer
+/// of positions queues behind it, so it waits a little at a time.
+const PARTITION_LOCK_WAIT_MS: u64 = 500;
+const PARTITION_TRIES: u32 = 40;
+
+/// Makes the partitions of the months from `from_ms` to `to_ms` on a connection of
+/// its own, each in a short transaction of its own: never inside a caller's, where
+/// the exclusive lock on `positions` would be held until that caller commits (an
+/// import of millions of rows held every push and report for its whole run).
+pub fn make_partitions_outside(target: &Target, from_ms: i64, to_ms: i64) -> Result<()> {
+    let mut client = open(target)?;
+    client
+        .batch_execute(&format!("SET lock_timeout = {PARTITION_LOCK_WAIT_MS}"))
+        .map_err(|e| target.failed("write", e))?;
+    let mut tries = 0;
+    loop {
+        match ensure_partitions(&mut client, target, from_ms, to_ms) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.code == ErrorCode::Busy && tries + 1 < PARTITION_TRIES => tries += 1,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Forgets which partitions exist (after a rollback, or a prune that dropped some).
