@@ -82,6 +82,9 @@ impl PgWriter {
         if let Err(e) = reconnected(&mut self.conn, writer_connection) {
             return self.ingestor.all_failed_as(group.len(), e);
         }
+        if let Err(e) = pg::make_months_ahead(&self.conn, now) {
+            return self.ingestor.all_failed_as(group.len(), e);
+        }
         match self.commit_group(group, now) {
             Ok(committed) => committed,
             Err(e) if self.conn.is_closed() => {

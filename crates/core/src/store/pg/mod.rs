@@ -530,11 +530,32 @@ pub fn ensure_partition_of(conn: &super::sql::PgConn, ms: i64) -> Result<()> {
     if conn.known_months().contains(&key) {
         return Ok(());
     }
-    // This month's and the next one's, ahead of need: the first fix of a new month
-    // then finds its partition made.
-    let next = month_start_ms(next_month((year, month)))?;
-    make_partitions_outside(conn.target(), ms, next)?;
+    // Inside the caller's (short) transaction: a month other than the clock's, met
+    // rarely (a device's old buffer); the clock's month and the next are made
+    // ahead, outside it, by [`make_months_ahead`].
+    let target = conn.target().clone();
+    conn.with_client(|client| ensure_partitions(client, &target, ms, ms))?;
     conn.known_months().insert(key);
+    Ok(())
+}
+
+/// Makes the partitions of the month of `now` (UTC epoch seconds) and of the next
+/// month, outside any transaction of `conn`'s, unless `conn` made them already: the
+/// live writer calls it before each group, so that the first fix of a new month
+/// finds its partition there and no group waits on `CREATE TABLE` behind a reader.
+pub fn make_months_ahead(conn: &super::sql::PgConn, now: i64) -> Result<()> {
+    let ms = now.saturating_mul(1000);
+    let (year, month) = month_of(ms)?;
+    let next = next_month((year, month));
+    let keys = [
+        i64::from(year) * 100 + i64::from(month),
+        i64::from(next.0) * 100 + i64::from(next.1),
+    ];
+    if keys.iter().all(|k| conn.known_months().contains(k)) {
+        return Ok(());
+    }
+    make_partitions_outside(conn.target(), ms, month_start_ms(next)?)?;
+    conn.known_months().extend(keys);
     Ok(())
 }
 
