@@ -820,14 +820,18 @@ impl Backlog {
 
 /// Adds the events not `announced` yet to `new`, each said to be going on when it
 /// lasts and ends at the vehicle's newest fix (`newest_ts`), and keeps the keys of
-/// the recent ones (within `ANNOUNCED_KEPT_S` of it).
+/// the recent ones (within `ANNOUNCED_KEPT_S` of it) and of every event given now:
+/// an event of the open stretch is given again at each analysis however long ago it
+/// began (a signal loss of days, a long stop), and must not be new each time.
 fn announce<'e>(
     announced: &mut HashSet<EventKey>,
     events: impl Iterator<Item = &'e Event>,
     newest_ts: Option<i64>,
     new: &mut Vec<NewEvent>,
 ) {
+    let mut given = HashSet::new();
     for e in events {
+        given.insert(e.key());
         if announced.insert(e.key()) {
             new.push(NewEvent {
                 ongoing: e.kind.lasts() && newest_ts.is_some_and(|ts| e.end_ts >= ts),
@@ -836,7 +840,7 @@ fn announce<'e>(
         }
     }
     let horizon = newest_ts.map_or(i64::MIN, |ts| ts - ANNOUNCED_KEPT_S);
-    announced.retain(|key| key.1 >= horizon);
+    announced.retain(|key| key.1 >= horizon || given.contains(key));
 }
 
 /// Analyses one vehicle whole from its stored fixes, a window at a time, and keeps
@@ -875,6 +879,44 @@ fn savepoint_err(e: rusqlite::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: an event of the open stretch that began more than
+    /// `ANNOUNCED_KEPT_S` before the newest fix (a tracker silent for days, then
+    /// back) is given again at every analysis; it was announced at each one (on
+    /// PostgreSQL, one signal loss 17 times in 4 s).
+    #[test]
+    fn an_old_event_given_again_at_each_analysis_is_announced_once() {
+        use crate::model::{EventDetail, EventKind, NoDetail};
+        let newest = 10 * 86_400;
+        let lost = Event {
+            vehicle_id: 1,
+            kind: EventKind::SignalLoss,
+            start_ts: 86_400,
+            end_ts: newest - 60,
+            lat: 14.6,
+            lon: -90.5,
+            detail: EventDetail::Ignition(NoDetail {}),
+        };
+        let mut announced = HashSet::new();
+        let mut new = Vec::new();
+        for k in 0..17 {
+            announce(
+                &mut announced,
+                [&lost].into_iter(),
+                Some(newest + k),
+                &mut new,
+            );
+        }
+        assert_eq!(new.len(), 1);
+        // Once no longer given and past the horizon, its key goes.
+        announce(
+            &mut announced,
+            std::iter::empty(),
+            Some(newest + 20),
+            &mut new,
+        );
+        assert!(announced.is_empty());
+    }
 
     #[test]
     fn an_alert_is_going_on_when_it_lasts_and_ends_at_the_newest_fix() {

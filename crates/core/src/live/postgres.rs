@@ -24,7 +24,11 @@ pub(super) fn open(target: &pg::Target, options: Options) -> Result<(PgWriter, P
     let ctx = crate::pipeline::stored_context(&reader)?;
     let revision = reader.freshness()?.revision;
     Ok((
-        PgWriter { conn, ingestor },
+        PgWriter {
+            conn,
+            ingestor,
+            ahead_due: 0,
+        },
         PgAnalyser {
             conn: reader,
             ctx,
@@ -73,6 +77,9 @@ fn reconnected(
 pub struct PgWriter {
     conn: PgConn,
     ingestor: Ingestor,
+    /// When to make sure of the coming months' partitions again (UTC epoch
+    /// seconds): at once, and a minute after a try that could not have the lock.
+    ahead_due: i64,
 }
 
 impl PgWriter {
@@ -82,8 +89,13 @@ impl PgWriter {
         if let Err(e) = reconnected(&mut self.conn, writer_connection) {
             return self.ingestor.all_failed_as(group.len(), e);
         }
-        if let Err(e) = pg::make_months_ahead(&self.conn, now) {
-            return self.ingestor.all_failed_as(group.len(), e);
+        if self.ahead_due <= now {
+            // Best effort: a month that is still missing when a fix needs it is made
+            // inside the group's transaction.
+            self.ahead_due = match pg::make_months_ahead(&self.conn, now) {
+                Ok(()) => now,
+                Err(_) => now + 60,
+            };
         }
         match self.commit_group(group, now) {
             Ok(committed) => committed,

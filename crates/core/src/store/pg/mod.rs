@@ -541,8 +541,11 @@ pub fn ensure_partition_of(conn: &super::sql::PgConn, ms: i64) -> Result<()> {
 
 /// Makes the partitions of the month of `now` (UTC epoch seconds) and of the next
 /// month, outside any transaction of `conn`'s, unless `conn` made them already: the
-/// live writer calls it before each group, so that the first fix of a new month
+/// live writer calls it before its groups, so that the first fix of a new month
 /// finds its partition there and no group waits on `CREATE TABLE` behind a reader.
+/// One try of half a second: another transaction that wrote positions (an import)
+/// blocks any new partition until it ends, and the writer must not wait on it (it
+/// tries again later; see `live::postgres`).
 pub fn make_months_ahead(conn: &super::sql::PgConn, now: i64) -> Result<()> {
     let ms = now.saturating_mul(1000);
     let (year, month) = month_of(ms)?;
@@ -554,7 +557,7 @@ pub fn make_months_ahead(conn: &super::sql::PgConn, now: i64) -> Result<()> {
     if keys.iter().all(|k| conn.known_months().contains(k)) {
         return Ok(());
     }
-    make_partitions_outside(conn.target(), ms, month_start_ms(next)?)?;
+    make_partitions_trying(conn.target(), ms, month_start_ms(next)?, 1)?;
     conn.known_months().extend(keys);
     Ok(())
 }
@@ -571,6 +574,15 @@ const PARTITION_TRIES: u32 = 40;
 /// the exclusive lock on `positions` would be held until that caller commits (an
 /// import of millions of rows held every push and report for its whole run).
 pub fn make_partitions_outside(target: &Target, from_ms: i64, to_ms: i64) -> Result<()> {
+    make_partitions_trying(target, from_ms, to_ms, PARTITION_TRIES)
+}
+
+fn make_partitions_trying(
+    target: &Target,
+    from_ms: i64,
+    to_ms: i64,
+    tries_at_most: u32,
+) -> Result<()> {
     let mut client = open(target)?;
     client
         .batch_execute(&format!("SET lock_timeout = {PARTITION_LOCK_WAIT_MS}"))
@@ -579,7 +591,7 @@ pub fn make_partitions_outside(target: &Target, from_ms: i64, to_ms: i64) -> Res
     loop {
         match ensure_partitions(&mut client, target, from_ms, to_ms) {
             Ok(_) => return Ok(()),
-            Err(e) if e.code == ErrorCode::Busy && tries + 1 < PARTITION_TRIES => tries += 1,
+            Err(e) if e.code == ErrorCode::Busy && tries + 1 < tries_at_most => tries += 1,
             Err(e) => return Err(e),
         }
     }
