@@ -1723,6 +1723,80 @@ for _ in range(3):
     let _ = python.wait();
 }
 
+/// An alert the webhook has not taken yet waits in the database: a stopped server
+/// says how many it keeps, and the next start posts them (before, a stop dropped the
+/// queue without a word).
+#[test]
+fn regression_alerts_not_posted_yet_survive_a_restart() {
+    let dir = TempDir::new("ingest-outbox");
+    // A receiver that is not there: the POSTs fail and are tried again later.
+    let gone = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let (db, mut s) = live_fleet(&dir, &["--alert-webhook", &format!("http://{gone}/hook")]);
+    let mut lat = 14.60;
+    for (k, knots) in [14.4, 72.0, 72.0, 72.0, 72.0].into_iter().enumerate() {
+        lat += knots * 1.852 / 3.6 * 15.0 / 111_195.0;
+        let path = format!(
+            "/ingest/osmand?id=48241179&timestamp={}&lat={lat:.6}&lon=-90.5&speed={knots}&token={INGEST_TOKEN}",
+            DATA_NOW + 60 + 15 * k as i64
+        );
+        assert_eq!(send(&s, "GET", &path, &[], "").0, 200);
+    }
+    let queued = || -> i64 {
+        open(&db)
+            .query_row("SELECT count(*) FROM alert_outbox", [], |r| r.get(0))
+            .unwrap_or(0)
+    };
+    let waited = (0..6000).any(|_| {
+        let n = queued();
+        if n == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        n > 0
+    });
+    assert!(waited, "the alert was never queued");
+    let status = crate::harness::sigterm_and_wait(&mut s.child);
+    assert!(status.success(), "{status:?}");
+    let log: Vec<String> = s.log.iter().collect();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("1 alerts not posted yet are kept")),
+        "{log:#?}"
+    );
+    assert_eq!(queued(), 1);
+    // Started again with a receiver that takes it: the kept alert is posted.
+    let (url, posts) = webhook_receiver(200);
+    let (child, stderr, base, _) = crate::http::spawn_server_on(
+        &db,
+        &["--ingest", "--alert-webhook", &url],
+        &[("FLEETCTL_INGEST_TOKEN", INGEST_TOKEN)],
+    );
+    let _again = Server {
+        child,
+        base,
+        log: crate::http::log_lines(stderr),
+    };
+    let (_, body) = posts
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the kept alert was not posted after the restart");
+    let alert: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (alert["alert"].as_str(), alert["plate"].as_str()),
+        (Some("speeding"), Some("P-900LIV")),
+        "{alert}"
+    );
+    let emptied = (0..6000).any(|_| {
+        let n = queued();
+        if n > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        n == 0
+    });
+    assert!(emptied, "the posted alert stayed queued");
+}
+
 /// A vehicle pushed over the limit is alerted as it happens: logged, and POSTed to
 /// the webhook as JSON — again after the receiver's 503, the same alert.
 #[test]

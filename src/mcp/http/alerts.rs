@@ -1,10 +1,11 @@
 //! Live alerts: the events the feed's analysis finds new (`live::Analysed::new_events`:
 //! speeding, long stops, signal losses, geofence entries and exits, ignition) are
 //! logged and, with `--alert-webhook URL`, POSTed there as JSON, saying whether the
-//! event may still be going on (`live::NewEvent::ongoing`). Each step has a
-//! thread and a bounded queue of its own, so that a slow or dead receiver never
-//! holds up ingest: an alert that does not fit is dropped and counted in the log,
-//! and a failed POST is tried again with growing pauses, then given up (logged).
+//! event may still be going on (`live::NewEvent::ongoing`). Each step has a thread
+//! of its own, so that a slow or dead receiver never holds up ingest: the alerts to
+//! post wait in the database (`store::live::outbox_*`), so that a stop or a crash
+//! loses none, and a failed POST is tried again with growing pauses, then given up
+//! (logged).
 
 use crate::error::{Error, Result};
 use crate::live::NewEvent;
@@ -16,8 +17,9 @@ use std::time::Duration;
 
 /// Groups of new events waiting to be logged.
 const EVENT_QUEUE: usize = 1024;
-/// Alerts waiting for the webhook.
-const WEBHOOK_QUEUE: usize = 4096;
+/// Alerts waiting for the webhook in the database at most: past it the oldest go
+/// (a receiver down for days must not fill the disk).
+const OUTBOX_CAP: i64 = 100_000;
 /// The pauses before each new try of a failed POST: seven tries over about a minute.
 const RETRY_PAUSES: [Duration; 6] = [
     Duration::from_secs(1),
@@ -165,13 +167,25 @@ pub(super) struct Alerts {
 impl Alerts {
     /// Starts the threads that log the alerts of the database at `db` and, with a
     /// webhook, post them.
-    pub(super) fn start(db: &Path, webhook: Option<Webhook>) -> Result<Alerts> {
-        let db = Db::open(db)?;
+    pub(super) fn start(path: &Path, webhook: Option<Webhook>) -> Result<Alerts> {
+        let db = Db::open(path)?;
         let posts = webhook
             .map(|hook| {
-                let (posts, queue) = mpsc::sync_channel::<String>(WEBHOOK_QUEUE);
-                super::spawn_named("alert-webhook", move || deliver(hook, queue))?;
-                Ok::<_, crate::error::Error>(posts)
+                crate::store::with_write(path, crate::store::live::outbox_create)?;
+                let queued = crate::store::with_write(path, crate::store::live::outbox_count)?;
+                if queued > 0 {
+                    logging::info(&format!(
+                        "alerts: {queued} alerts kept from before are posted first"
+                    ));
+                }
+                // A nudge that alerts were queued; the queue itself is the table.
+                let (wake, woken) = mpsc::sync_channel::<()>(1);
+                let at = path.to_path_buf();
+                super::spawn_named("alert-webhook", move || deliver(&at, hook, woken))?;
+                Ok::<_, crate::error::Error>(Outbox {
+                    path: path.to_path_buf(),
+                    wake,
+                })
             })
             .transpose()?;
         let (events, queue) = mpsc::sync_channel(EVENT_QUEUE);
@@ -196,9 +210,15 @@ impl Alerts {
     }
 }
 
+/// Where alerts for the webhook are queued: the fleet's database, and a nudge for
+/// the thread that posts them.
+struct Outbox {
+    path: std::path::PathBuf,
+    wake: SyncSender<()>,
+}
+
 /// Logs each alert as the reports name it and queues its JSON for the webhook.
-fn announce(mut db: Db, queue: Receiver<Vec<NewEvent>>, posts: Option<SyncSender<String>>) {
-    let mut dropped = 0u64;
+fn announce(mut db: Db, queue: Receiver<Vec<NewEvent>>, posts: Option<Outbox>) {
     while let Ok(events) = queue.recv() {
         if let Err(e) = db.refresh() {
             logging::info(&format!(
@@ -234,55 +254,81 @@ fn announce(mut db: Db, queue: Receiver<Vec<NewEvent>>, posts: Option<SyncSender
                 "detail": row.detail,
                 "detected_at": db.time(clock::wall_clock_now()),
             });
-            match posts.try_send(body.to_string()) {
-                Ok(()) => {
-                    if dropped > 0 {
-                        logging::info(&format!(
-                            "alerts: the webhook's queue has room again ({dropped} alerts were dropped)"
-                        ));
-                        dropped = 0;
-                    }
-                }
-                Err(_) => {
-                    if dropped == 0 {
-                        logging::info(
-                            "alerts: the webhook's queue is full (its receiver is slow or down): alerts are dropped until it has room",
-                        );
-                    }
-                    dropped += 1;
-                }
+            let queued = crate::store::with_write(&posts.path, |conn| {
+                crate::store::live::outbox_push(
+                    conn,
+                    &body.to_string(),
+                    clock::wall_clock_now(),
+                    OUTBOX_CAP,
+                )
+            });
+            match queued {
+                Ok(0) => {}
+                Ok(dropped) => logging::info(&format!(
+                    "alerts: {dropped} of the oldest alerts dropped: {OUTBOX_CAP} wait for the webhook already (its receiver is down?)"
+                )),
+                Err(e) => logging::info(&format!(
+                    "alerts: an alert could not be queued for the webhook: {e}"
+                )),
             }
+            let _ = posts.wake.try_send(());
         }
         // Named: end the read they were named in (PostgreSQL), see `Db::rest`.
         db.rest();
     }
 }
 
-/// POSTs each alert in turn, trying a failed one again after each pause.
-fn deliver(hook: Webhook, queue: Receiver<String>) {
+/// POSTs the queued alerts in turn, oldest first, trying a failed one again after
+/// each pause; an alert leaves the queue once posted or given up. Until the alerts
+/// thread is gone.
+fn deliver(path: &Path, hook: Webhook, woken: Receiver<()>) {
     let agent = hook.agent();
-    while let Ok(body) = queue.recv() {
-        let mut pauses = RETRY_PAUSES.iter();
-        loop {
-            match hook.post(&agent, body.as_bytes()) {
-                Ok(()) => break,
-                Err(why) => match pauses.next() {
-                    Some(pause) => {
-                        logging::verbose(|| {
-                            format!("alerts: webhook POST failed ({why}); again in {pause:?}")
-                        });
-                        std::thread::sleep(*pause);
-                    }
-                    None => {
-                        logging::info(&format!(
-                            "alerts: webhook POST given up after {} tries ({why}): {body}",
-                            RETRY_PAUSES.len() + 1
-                        ));
-                        break;
-                    }
-                },
+    loop {
+        let oldest =
+            crate::store::with_write(path, |conn| crate::store::live::outbox_oldest(conn, 64));
+        let batch = match oldest {
+            Ok(batch) => batch,
+            Err(e) => {
+                logging::info(&format!("alerts: the queued alerts could not be read: {e}"));
+                Vec::new()
+            }
+        };
+        if batch.is_empty() {
+            // A nudge, or a look every few seconds for what a failed read left.
+            match woken.recv_timeout(Duration::from_secs(5)) {
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                _ => continue,
             }
         }
+        for (id, body) in batch {
+            post_with_retries(&hook, &agent, &body);
+            if let Err(e) =
+                crate::store::with_write(path, |conn| crate::store::live::outbox_remove(conn, id))
+            {
+                logging::info(&format!(
+                    "alerts: a posted alert could not be taken out of the queue (it may be posted again): {e}"
+                ));
+            }
+        }
+    }
+}
+
+/// POSTs one alert, trying again after each pause; gives up after the last.
+fn post_with_retries(hook: &Webhook, agent: &ureq::Agent, body: &str) {
+    let mut pauses = RETRY_PAUSES.iter();
+    loop {
+        let Err(why) = hook.post(agent, body.as_bytes()) else {
+            return;
+        };
+        let Some(pause) = pauses.next() else {
+            logging::info(&format!(
+                "alerts: webhook POST given up after {} tries ({why}): {body}",
+                RETRY_PAUSES.len() + 1
+            ));
+            return;
+        };
+        logging::verbose(|| format!("alerts: webhook POST failed ({why}); again in {pause:?}"));
+        std::thread::sleep(*pause);
     }
 }
 

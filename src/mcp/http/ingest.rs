@@ -79,6 +79,8 @@ pub(super) struct Feed {
     pushes: SyncSender<Work>,
     /// What `/healthz` says of it.
     pub(super) health: Arc<Health>,
+    /// The database, when alerts wait there for a webhook.
+    outbox: Option<std::path::PathBuf>,
 }
 
 /// Whether the feed can store what devices push: `/healthz` answers 503 with the
@@ -156,6 +158,20 @@ impl Feed {
     /// and its rows stored (at most `within`), so that a stopped server leaves
     /// every report up to date.
     pub(super) fn finish(&self, within: Duration) {
+        self.stop_analysis(within);
+        let Some(path) = &self.outbox else { return };
+        match crate::store::with_write(path, crate::store::live::outbox_count) {
+            Ok(0) => {}
+            Ok(n) => logging::info(&format!(
+                "alerts: {n} alerts not posted yet are kept in the database; the server posts them when it starts again"
+            )),
+            Err(e) => logging::info(&format!(
+                "alerts: the queued alerts could not be counted: {e}"
+            )),
+        }
+    }
+
+    fn stop_analysis(&self, within: Duration) {
         if self.health.is_dead() {
             logging::info(
                 "ingest: stopped with fixes perhaps not analysed; the next `fleetctl analyze` (or their next fixes) brings those vehicles up to date",
@@ -182,6 +198,7 @@ pub(super) fn start(db: &Path, opts: IngestOptions) -> Result<Feed> {
             osmand_speed: opts.osmand_speed,
         },
     )?;
+    let outbox = opts.alert_webhook.as_ref().map(|_| db.to_path_buf());
     let alerts = super::alerts::Alerts::start(db, opts.alert_webhook)?;
     let (pushes, queue) = mpsc::sync_channel(QUEUE);
     let (committed, to_analyse) = mpsc::channel();
@@ -207,6 +224,7 @@ pub(super) fn start(db: &Path, opts: IngestOptions) -> Result<Feed> {
         token: opts.token.into_bytes(),
         pushes,
         health,
+        outbox,
     })
 }
 

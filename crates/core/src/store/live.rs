@@ -417,3 +417,79 @@ mod tests {
         assert_eq!(vehicle_of_device(&conn, "d1").unwrap(), None);
     }
 }
+
+/// Alerts waiting for the webhook (`serve --alert-webhook`), oldest first: kept in
+/// the database until posted or given up, so that a stop or a crash loses none and
+/// the next start posts them. Made when a server with a webhook starts (a fleet
+/// without one never has the table).
+fn outbox_table(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Sqlite => {
+            "CREATE TABLE IF NOT EXISTS alert_outbox (\
+             id INTEGER PRIMARY KEY, body TEXT NOT NULL, queued_ts INTEGER NOT NULL)"
+        }
+        Dialect::Postgres => {
+            "CREATE TABLE IF NOT EXISTS alert_outbox (\
+             id bigserial PRIMARY KEY, body text NOT NULL, queued_ts bigint NOT NULL)"
+        }
+    }
+}
+
+/// Makes the alert outbox, if the fleet has none.
+pub fn outbox_create(conn: &dyn Sql) -> Result<()> {
+    conn.execute(outbox_table(conn.dialect()), &[]).map(drop)
+}
+
+/// Queues an alert's JSON `body` at `now` (UTC epoch seconds); with `cap` alerts
+/// queued already, the oldest go first (a receiver down for days must not fill the
+/// disk). How many were dropped.
+pub fn outbox_push(conn: &dyn Sql, body: &str, now: i64, cap: i64) -> Result<u64> {
+    conn.execute(
+        "INSERT INTO alert_outbox (body, queued_ts) VALUES (?1, ?2)",
+        &[Arg::Text(body), Arg::Int(Some(now))],
+    )?;
+    conn.execute(
+        "DELETE FROM alert_outbox WHERE id <= (SELECT max(id) FROM alert_outbox) - ?1",
+        &[Arg::Int(Some(cap))],
+    )
+}
+
+/// The oldest `limit` alerts queued: (id, body).
+pub fn outbox_oldest(conn: &dyn Sql, limit: i64) -> Result<Vec<(i64, String)>> {
+    conn.rows(
+        "SELECT id, body FROM alert_outbox ORDER BY id LIMIT ?1",
+        &[Arg::Int(Some(limit))],
+        |r| Ok((r.int(0)?, r.text(1)?)),
+    )
+}
+
+/// Takes an alert out of the queue (posted, or given up).
+pub fn outbox_remove(conn: &dyn Sql, id: i64) -> Result<()> {
+    conn.execute(
+        "DELETE FROM alert_outbox WHERE id = ?1",
+        &[Arg::Int(Some(id))],
+    )
+    .map(drop)
+}
+
+/// How many alerts are queued (0 when the fleet has no outbox).
+pub fn outbox_count(conn: &dyn Sql) -> Result<i64> {
+    let exists = match conn.dialect() {
+        Dialect::Sqlite => conn.first(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alert_outbox'",
+            &[],
+            |r| r.int(0),
+        )?,
+        Dialect::Postgres => conn.first(
+            "SELECT 1 FROM pg_tables WHERE schemaname = 'fleetctl' AND tablename = 'alert_outbox'",
+            &[],
+            |r| r.int(0),
+        )?,
+    };
+    if exists.is_none() {
+        return Ok(0);
+    }
+    Ok(conn
+        .first("SELECT count(*) FROM alert_outbox", &[], |r| r.int(0))?
+        .unwrap_or(0))
+}
