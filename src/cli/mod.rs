@@ -280,7 +280,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Prune(args) => prune::run(db, args),
         Command::Settings => {
             let (zone, thresholds) = crate::pipeline::settings(&db)?;
-            print_stdout(&render::settings(&db, &zone, &thresholds))
+            print_stdout(&render::settings(&db, &zone, &thresholds, &[]))
         }
         Command::Query(q) => run_query(db, q),
         Command::Map(args) => draw(db, args.0),
@@ -314,9 +314,10 @@ fn on_postgres(url: &str, command: Command) -> Result<()> {
             ))
         }
         Command::Settings => {
-            let (zone, thresholds) = crate::pipeline::settings_in_postgres(&target)?;
+            let (zone, thresholds, under_way) =
+                crate::pipeline::settings_in_postgres(&target)?;
             let shown = std::path::Path::new(target.display());
-            print_stdout(&render::settings(shown, &zone, &thresholds))
+            print_stdout(&render::settings(shown, &zone, &thresholds, &under_way))
         }
         // These read through report::Db, which opens either store.
         Command::Generate(args) => generate(PathBuf::from(url), args),

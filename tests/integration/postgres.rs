@@ -2163,3 +2163,55 @@ fn an_import_into_a_new_month_never_holds_positions_locked() {
     let status = crate::harness::sigterm_and_wait(&mut server_child);
     assert!(status.success(), "{status:?}");
 }
+
+/// A shard whose analysis did not complete leaves the fleet mixing the rows of old
+/// and new thresholds: `settings` says so, naming the shard to run again, until it
+/// completes.
+#[test]
+fn an_interrupted_shard_is_said_until_it_completes() {
+    let Some(server) = server() else { return };
+    let pg = TestDb::new(&server, "shard_under_way", "template1");
+    let url = pg.url();
+    run(fleetctl(&[
+        "--db",
+        &url,
+        "generate",
+        "--vehicles",
+        "3",
+        "--days",
+        "1",
+        "--ahora",
+        FIXTURE_AHORA,
+    ]))
+    .ok();
+    let settings = || run(fleetctl(&["--db", &url, "settings"])).ok().stdout;
+    assert!(!settings().contains("NOTE"), "{}", settings());
+    let mut failing = fleetctl(&[
+        "--db",
+        &url,
+        "analyze",
+        "--shard",
+        "2/3",
+        "--speed-limit",
+        "70",
+    ]);
+    failing.env("FLEETCTL_TEST_FAIL_SHARD", "1");
+    assert_ne!(run(failing).code, 0);
+    let said = settings();
+    assert!(
+        said.contains("analyze --shard 2/3 began at")
+            && said.contains("run `fleetctl analyze --shard 2/3` again"),
+        "{said}"
+    );
+    run(fleetctl(&[
+        "--db",
+        &url,
+        "analyze",
+        "--shard",
+        "2/3",
+        "--speed-limit",
+        "70",
+    ]))
+    .ok();
+    assert!(!settings().contains("NOTE"), "{}", settings());
+}

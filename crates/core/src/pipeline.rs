@@ -270,13 +270,41 @@ pub fn settings(path: &Path) -> Result<(crate::clock::FleetZone, Thresholds)> {
 /// same rules as a file's.
 pub fn settings_in_postgres(
     target: &store::pg::Target,
-) -> Result<(crate::clock::FleetZone, Thresholds)> {
+) -> Result<(crate::clock::FleetZone, Thresholds, Vec<String>)> {
     let meta = store::pg::read_meta(target)?;
+    let mut under_way: Vec<String> = meta
+        .iter()
+        .filter_map(|(k, v)| {
+            let shard = k.strip_prefix(UNDER_WAY_PREFIX)?.replace("_of_", "/");
+            Some(format!(
+                "analyze --shard {shard} {v} and has not completed: under way, or interrupted (run `fleetctl analyze --shard {shard}` again); until it completes its vehicles may keep rows of the thresholds before"
+            ))
+        })
+        .collect();
+    under_way.sort();
     Ok((
         store::zone_of(meta.get("time_zone").cloned())?,
         Thresholds::from_meta(|k| meta.get(k).cloned())?,
+        under_way,
     ))
 }
+
+/// Debug builds only: `FLEETCTL_TEST_FAIL_SHARD` makes a shard's analysis fail at
+/// its first vehicle, as a killed one stops.
+fn injected_shard_failure() -> Result<()> {
+    #[cfg(debug_assertions)]
+    if std::env::var_os("FLEETCTL_TEST_FAIL_SHARD").is_some() {
+        return Err(crate::error::Error::internal(
+            "a shard's failure injected for a test",
+        ));
+    }
+    Ok(())
+}
+
+/// The `meta` key a shard's analysis holds while it runs (`…1_of_2`), removed when
+/// it completes: a shard killed half-way leaves it, and `settings` says so until the
+/// shard is run again (the fleet then mixes rows of the old and new thresholds).
+const UNDER_WAY_PREFIX: &str = "analysis_under_way_";
 
 /// Re-runs detection over a fleet on PostgreSQL, or over one shard of it (`shard`:
 /// `(I, N)`, the vehicles a stable hash of their id puts in shard I of N), with the
@@ -296,7 +324,13 @@ pub fn reanalyze_postgres(
     let mut thresholds = stored_thresholds(&conn)?;
     adjust(&mut thresholds);
     thresholds.validate()?;
-    store::pg::write_meta(&conn, &thresholds.to_meta())?;
+    let under_way = format!("{UNDER_WAY_PREFIX}{}_of_{}", shard.0, shard.1);
+    let mut entries: Vec<(&str, String)> = thresholds.to_meta();
+    let now = crate::clock::wall_clock_now();
+    let since =
+        jiff::Timestamp::from_second(now).map_or_else(|_| now.to_string(), |t| t.to_string());
+    entries.push((under_way.as_str(), format!("began at {since}")));
+    store::pg::write_meta(&conn, &entries)?;
     let ctx = stored_context(&conn)?;
     let vehicles: Vec<i64> = store::read::vehicles(&conn)?
         .into_iter()
@@ -325,8 +359,10 @@ pub fn reanalyze_postgres(
                         else {
                             break;
                         };
-                        let done = store::pg::analyse_vehicle(&conn, vehicle_id, &|fixes| {
-                            analyze::analyze_vehicle(fixes, ctx)
+                        let done = injected_shard_failure().and_then(|()| {
+                            store::pg::analyse_vehicle(&conn, vehicle_id, &|fixes| {
+                                analyze::analyze_vehicle(fixes, ctx)
+                            })
                         });
                         match done {
                             Ok(done) => {
@@ -356,6 +392,7 @@ pub fn reanalyze_postgres(
     })?;
     // What the analysis replaced is reclaimed now, not under the servers' load.
     store::pg::tidy_derived(target, shard.1 > 1)?;
+    store::pg::delete_meta(&store::pg::open_reader(target)?, &under_way)?;
     Ok(tally.summary(started))
 }
 

@@ -422,8 +422,12 @@ pub fn settings(
     path: &Path,
     zone: &fleetctl_core::clock::FleetZone,
     t: &fleetctl_core::analyze::Thresholds,
+    under_way: &[String],
 ) -> String {
     let mut out = format!("Settings of {}\n", path.display());
+    for said in under_way {
+        let _ = writeln!(out, "  NOTE: {said}");
+    }
     let _ = writeln!(
         out,
         "  {:<20} {:<18} local dates and printed times",

@@ -467,6 +467,18 @@ pub fn in_shard(vehicle_id: i64, (index, count): (u32, u32)) -> bool {
 }
 
 /// Writes `meta` entries (the thresholds an analysis used), each in its own statement.
+/// Removes a `meta` entry.
+pub fn delete_meta(conn: &PgConn, key: &str) -> Result<()> {
+    let target = conn.target().clone();
+    conn.with_client(|client| {
+        client
+            .execute("DELETE FROM fleetctl.meta WHERE key = $1", &[&key])
+            .map(drop)
+            .map_err(|e| target.failed("write", e))
+    })
+}
+
+/// Writes `meta` entries (each replaced whole) in one transaction of their own.
 pub fn write_meta(conn: &PgConn, entries: &[(&str, String)]) -> Result<()> {
     let target = conn.target().clone();
     conn.with_client(|client| {

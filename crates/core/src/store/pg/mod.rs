@@ -19,8 +19,8 @@ pub use connect::{Target, is_url, shown};
 pub use copy::{Partitions, copy_fixes, copy_positions_out};
 pub use derived::{
     NextIds, WrittenKeys, analyse_vehicle, analyse_vehicle_in, analysis_stamp, append_analysis,
-    delete_vehicle_rows, delete_written, in_shard, lock_vehicle, tidy_derived, write_meta,
-    write_new_vehicle_analysis,
+    delete_meta, delete_vehicle_rows, delete_written, in_shard, lock_vehicle, tidy_derived,
+    write_meta, write_new_vehicle_analysis,
 };
 pub use layout::Layout;
 pub use load::{Loaded, load_fleet};
