@@ -1547,15 +1547,7 @@ fn regression_an_alert_of_a_failed_analysis_round_is_announced_once_later() {
         base,
         log,
     };
-    let mut lat = 14.60;
-    for (k, knots) in [14.4, 72.0, 72.0, 72.0, 72.0].into_iter().enumerate() {
-        lat += knots * 1.852 / 3.6 * 15.0 / 111_195.0;
-        let path = format!(
-            "/ingest/osmand?id=48241179&timestamp={}&lat={lat:.6}&lon=-90.5&speed={knots}&token={INGEST_TOKEN}",
-            DATA_NOW + 60 + 15 * k as i64
-        );
-        assert_eq!(send(&s, "GET", &path, &[], "").0, 200);
-    }
+    push_speeding(&s);
     let wait = std::time::Duration::from_secs(120);
     let mut said = Vec::new();
     let announced = loop {
@@ -1703,15 +1695,7 @@ for _ in range(3):
             ca.to_str().unwrap(),
         ],
     );
-    let mut lat = 14.60;
-    for (k, knots) in [14.4, 72.0, 72.0, 72.0, 72.0].into_iter().enumerate() {
-        lat += knots * 1.852 / 3.6 * 15.0 / 111_195.0;
-        let path = format!(
-            "/ingest/osmand?id=48241179&timestamp={}&lat={lat:.6}&lon=-90.5&speed={knots}&token={INGEST_TOKEN}",
-            DATA_NOW + 60 + 15 * k as i64
-        );
-        assert_eq!(send(&s, "GET", &path, &[], "").0, 200);
-    }
+    push_speeding(&s);
     let body = lines.next().expect("the receiver got no alert").unwrap();
     let alert: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(
@@ -1735,15 +1719,7 @@ fn regression_alerts_not_posted_yet_survive_a_restart() {
         .local_addr()
         .unwrap();
     let (db, mut s) = live_fleet(&dir, &["--alert-webhook", &format!("http://{gone}/hook")]);
-    let mut lat = 14.60;
-    for (k, knots) in [14.4, 72.0, 72.0, 72.0, 72.0].into_iter().enumerate() {
-        lat += knots * 1.852 / 3.6 * 15.0 / 111_195.0;
-        let path = format!(
-            "/ingest/osmand?id=48241179&timestamp={}&lat={lat:.6}&lon=-90.5&speed={knots}&token={INGEST_TOKEN}",
-            DATA_NOW + 60 + 15 * k as i64
-        );
-        assert_eq!(send(&s, "GET", &path, &[], "").0, 200);
-    }
+    push_speeding(&s);
     let queued = || -> i64 {
         open(&db)
             .query_row("SELECT count(*) FROM alert_outbox", [], |r| r.get(0))
@@ -1797,14 +1773,9 @@ fn regression_alerts_not_posted_yet_survive_a_restart() {
     assert!(emptied, "the posted alert stayed queued");
 }
 
-/// A vehicle pushed over the limit is alerted as it happens: logged, and POSTed to
-/// the webhook as JSON — again after the receiver's 503, the same alert.
-#[test]
-fn speeding_pushed_live_is_logged_and_posted_to_the_webhook() {
-    let (url, posts) = webhook_receiver(503);
-    let dir = TempDir::new("ingest-alerts");
-    let (_db, s) = live_fleet(&dir, &["--alert-webhook", &url]);
-    // 26 km/h, then 133 km/h (72 knots, Traccar Client's unit) for a minute.
+/// Pushes P-900LIV's speeding: 26 km/h, then 133 km/h (72 knots, Traccar Client's
+/// unit) for a minute, a fix every 15 s, each answered 200.
+fn push_speeding(s: &Server) {
     let mut lat = 14.60;
     for (k, knots) in [14.4, 72.0, 72.0, 72.0, 72.0].into_iter().enumerate() {
         lat += knots * 1.852 / 3.6 * 15.0 / 111_195.0;
@@ -1812,9 +1783,19 @@ fn speeding_pushed_live_is_logged_and_posted_to_the_webhook() {
             "/ingest/osmand?id=48241179&timestamp={}&lat={lat:.6}&lon=-90.5&speed={knots}&token={INGEST_TOKEN}",
             DATA_NOW + 60 + 15 * k as i64
         );
-        let (status, body) = send(&s, "GET", &path, &[], "");
+        let (status, body) = send(s, "GET", &path, &[], "");
         assert_eq!(status, 200, "{body}");
     }
+}
+
+/// A vehicle pushed over the limit is alerted as it happens: logged, and POSTed to
+/// the webhook as JSON — again after the receiver's 503, the same alert.
+#[test]
+fn speeding_pushed_live_is_logged_and_posted_to_the_webhook() {
+    let (url, posts) = webhook_receiver(503);
+    let dir = TempDir::new("ingest-alerts");
+    let (_db, s) = live_fleet(&dir, &["--alert-webhook", &url]);
+    push_speeding(&s);
     let wait = std::time::Duration::from_secs(120);
     let (refused_head, refused) = posts.recv_timeout(wait).expect("no alert was posted");
     let (head, body) = posts

@@ -1883,37 +1883,8 @@ fn a_standby_refuses_writers_at_start_and_answers_reads() {
 #[test]
 fn an_ingest_server_reconnects_after_its_connections_are_dropped() {
     let Some(server) = server() else { return };
-    let pg = TestDb::new(&server, "reconnect", "template1");
-    let url = pg.url();
-    run(fleetctl(&[
-        "--db",
-        &url,
-        "generate",
-        "--vehicles",
-        "2",
-        "--days",
-        "1",
-        "--ahora",
-        FIXTURE_AHORA,
-    ]))
-    .ok();
-    run(fleetctl(&[
-        "--db",
-        &url,
-        "vehicles",
-        "add",
-        "P-900LIV",
-        "--device-id",
-        "48241179",
-    ]))
-    .ok();
-    let token = "ingest-token-0123456789abcdef";
-    let (mut child, stderr, base, _) = crate::http::spawn_server_on(
-        Path::new(&url),
-        &["--ingest"],
-        &[("FLEETCTL_INGEST_TOKEN", token)],
-    );
-    let _log = crate::http::log_lines(stderr);
+    let (pg, mut child, base, _log) = small_live_fleet(&server, "reconnect");
+    let token = LIVE_TOKEN;
     let auth = format!("Bearer {token}");
     // 2026-11-25T21:00Z on: a fix a minute.
     let push = |k: i64| {
@@ -1977,37 +1948,8 @@ fn an_ingest_server_reconnects_after_its_connections_are_dropped() {
 #[test]
 fn a_locked_table_makes_the_server_answer_busy_not_hang() {
     let Some(server) = server() else { return };
-    let pg = TestDb::new(&server, "deadlines", "template1");
-    let url = pg.url();
-    run(fleetctl(&[
-        "--db",
-        &url,
-        "generate",
-        "--vehicles",
-        "2",
-        "--days",
-        "1",
-        "--ahora",
-        FIXTURE_AHORA,
-    ]))
-    .ok();
-    run(fleetctl(&[
-        "--db",
-        &url,
-        "vehicles",
-        "add",
-        "P-900LIV",
-        "--device-id",
-        "48241179",
-    ]))
-    .ok();
-    let token = "ingest-token-0123456789abcdef";
-    let (mut child, stderr, base, _) = crate::http::spawn_server_on(
-        Path::new(&url),
-        &["--ingest"],
-        &[("FLEETCTL_INGEST_TOKEN", token)],
-    );
-    let _log = crate::http::log_lines(stderr);
+    let (pg, mut child, base, _log) = small_live_fleet(&server, "deadlines");
+    let token = LIVE_TOKEN;
     let auth = format!("Bearer {token}");
     let push = |k: i64| {
         let path = format!(
@@ -2057,30 +1999,9 @@ fn a_locked_table_makes_the_server_answer_busy_not_hang() {
 #[test]
 fn an_import_into_a_new_month_never_holds_positions_locked() {
     let Some(server) = server() else { return };
-    let pg = TestDb::new(&server, "partition_ahead", "template1");
+    let (pg, mut server_child, base, _log) = small_live_fleet(&server, "partition_ahead");
     let url = pg.url();
-    run(fleetctl(&[
-        "--db",
-        &url,
-        "generate",
-        "--vehicles",
-        "2",
-        "--days",
-        "1",
-        "--ahora",
-        FIXTURE_AHORA,
-    ]))
-    .ok();
-    run(fleetctl(&[
-        "--db",
-        &url,
-        "vehicles",
-        "add",
-        "P-900LIV",
-        "--device-id",
-        "48241179",
-    ]))
-    .ok();
+    let token = LIVE_TOKEN;
     let dir = TempDir::new("partition-ahead");
     // A tracker's October 2026, a month no partition holds yet (the fleet's is
     // November).
@@ -2095,13 +2016,6 @@ fn an_import_into_a_new_month_never_holds_positions_locked() {
         })
         .collect();
     std::fs::write(&csv, format!("plate,timestamp,lat,lon,speed_kmh\n{rows}")).unwrap();
-    let token = "ingest-token-0123456789abcdef";
-    let (mut server_child, stderr, base, _) = crate::http::spawn_server_on(
-        Path::new(&url),
-        &["--ingest"],
-        &[("FLEETCTL_INGEST_TOKEN", token)],
-    );
-    let _log = crate::http::log_lines(stderr);
     let pause = dir.join("import-paused");
     let mut import = fleetctl(&["--db", &url, "import", csv.to_str().unwrap()]);
     import
@@ -2214,4 +2128,44 @@ fn an_interrupted_shard_is_said_until_it_completes() {
     ]))
     .ok();
     assert!(!settings().contains("NOTE"), "{}", settings());
+}
+
+/// The ingest token of [`small_live_fleet`]'s server.
+const LIVE_TOKEN: &str = "ingest-token-0123456789abcdef";
+
+/// A small fleet on a database of its own (two vehicles, a day), P-900LIV's
+/// tracker known as device 48241179, and a server taking pushes for it: the
+/// database, the server, its base URL and its log.
+fn small_live_fleet(
+    server: &str,
+    tag: &str,
+) -> (
+    TestDb,
+    std::process::Child,
+    String,
+    std::sync::mpsc::Receiver<String>,
+) {
+    let pg = TestDb::new(server, tag, "template1");
+    let url = pg.url();
+    let words = ["--vehicles", "2", "--days", "1", "--ahora", FIXTURE_AHORA];
+    run(fleetctl(
+        &[&["--db", url.as_str(), "generate"][..], &words].concat(),
+    ))
+    .ok();
+    run(fleetctl(&[
+        "--db",
+        &url,
+        "vehicles",
+        "add",
+        "P-900LIV",
+        "--device-id",
+        "48241179",
+    ]))
+    .ok();
+    let (child, stderr, base, _) = crate::http::spawn_server_on(
+        Path::new(&url),
+        &["--ingest"],
+        &[("FLEETCTL_INGEST_TOKEN", LIVE_TOKEN)],
+    );
+    (pg, child, base, crate::http::log_lines(stderr))
 }

@@ -356,68 +356,6 @@ pub fn append_pushed(conn: &dyn Sql, vehicle_id: i64, fixes: &[Pushed]) -> Resul
     Ok(added)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn fleet() -> Connection {
-        let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(super::super::SCHEMA_SQL).unwrap();
-        conn
-    }
-
-    fn pushed(ts: i64, speed_kmh: Option<f64>) -> Pushed {
-        Pushed {
-            device_id: "d1".into(),
-            ts,
-            ts_ms: 0,
-            lat: 14.6 + (ts - 1000) as f64 * 1e-4,
-            lon: -90.5,
-            speed_kmh,
-            heading_deg: None,
-            ignition: None,
-            odometer_km: None,
-        }
-    }
-
-    #[test]
-    fn devices_belong_to_one_vehicle_and_fixes_append_once_in_any_order() {
-        let conn = fleet();
-        let id = add_vehicle(&conn, "P-1", Some("d1")).unwrap();
-        assert_eq!(vehicle_of_device(&conn, "d1").unwrap(), Some(id));
-        let taken = add_vehicle(&conn, "P-2", Some("d1"))
-            .unwrap_err()
-            .to_string();
-        assert!(taken.contains("already belongs to P-1"), "{taken}");
-        assert!(add_vehicle(&conn, "P-1", None).is_err());
-        // Late, duplicated and out-of-order fixes: each instant once.
-        let added = |fixes: &[Pushed]| append_pushed(&conn, id, fixes).unwrap().len();
-        assert_eq!(added(&[pushed(1000, Some(30.0)), pushed(1030, None)]), 2);
-        assert_eq!(added(&[pushed(1030, Some(99.0)), pushed(1015, None)]), 1);
-        let rows: Vec<(i64, f64, bool)> = conn
-            .prepare(&format!(
-                "SELECT {} FROM positions ORDER BY vehicle_time",
-                positions::COLUMNS
-            ))
-            .unwrap()
-            .query_map([], |r| {
-                let (f, _) = positions::from_row(r)?;
-                Ok((f.ts, f.speed_kmh, f.speed_derived))
-            })
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
-        assert_eq!(
-            rows.iter().map(|r| r.0).collect::<Vec<_>>(),
-            [1000, 1015, 1030]
-        );
-        // 1030's speed came from 1000 (0.003° north in 30 s ≈ 40 km/h) and stayed.
-        assert!(rows[2].2 && (rows[2].1 - 40.0).abs() < 1.0, "{rows:?}");
-        set_device_id(&conn, id, None).unwrap();
-        assert_eq!(vehicle_of_device(&conn, "d1").unwrap(), None);
-    }
-}
-
 /// Alerts waiting for the webhook (`serve --alert-webhook`), oldest first: kept in
 /// the database until posted or given up, so that a stop or a crash loses none and
 /// the next start posts them. Made when a server with a webhook starts (a fleet
@@ -492,4 +430,66 @@ pub fn outbox_count(conn: &dyn Sql) -> Result<i64> {
     Ok(conn
         .first("SELECT count(*) FROM alert_outbox", &[], |r| r.int(0))?
         .unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fleet() -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::SCHEMA_SQL).unwrap();
+        conn
+    }
+
+    fn pushed(ts: i64, speed_kmh: Option<f64>) -> Pushed {
+        Pushed {
+            device_id: "d1".into(),
+            ts,
+            ts_ms: 0,
+            lat: 14.6 + (ts - 1000) as f64 * 1e-4,
+            lon: -90.5,
+            speed_kmh,
+            heading_deg: None,
+            ignition: None,
+            odometer_km: None,
+        }
+    }
+
+    #[test]
+    fn devices_belong_to_one_vehicle_and_fixes_append_once_in_any_order() {
+        let conn = fleet();
+        let id = add_vehicle(&conn, "P-1", Some("d1")).unwrap();
+        assert_eq!(vehicle_of_device(&conn, "d1").unwrap(), Some(id));
+        let taken = add_vehicle(&conn, "P-2", Some("d1"))
+            .unwrap_err()
+            .to_string();
+        assert!(taken.contains("already belongs to P-1"), "{taken}");
+        assert!(add_vehicle(&conn, "P-1", None).is_err());
+        // Late, duplicated and out-of-order fixes: each instant once.
+        let added = |fixes: &[Pushed]| append_pushed(&conn, id, fixes).unwrap().len();
+        assert_eq!(added(&[pushed(1000, Some(30.0)), pushed(1030, None)]), 2);
+        assert_eq!(added(&[pushed(1030, Some(99.0)), pushed(1015, None)]), 1);
+        let rows: Vec<(i64, f64, bool)> = conn
+            .prepare(&format!(
+                "SELECT {} FROM positions ORDER BY vehicle_time",
+                positions::COLUMNS
+            ))
+            .unwrap()
+            .query_map([], |r| {
+                let (f, _) = positions::from_row(r)?;
+                Ok((f.ts, f.speed_kmh, f.speed_derived))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+            [1000, 1015, 1030]
+        );
+        // 1030's speed came from 1000 (0.003° north in 30 s ≈ 40 km/h) and stayed.
+        assert!(rows[2].2 && (rows[2].1 - 40.0).abs() < 1.0, "{rows:?}");
+        set_device_id(&conn, id, None).unwrap();
+        assert_eq!(vehicle_of_device(&conn, "d1").unwrap(), None);
+    }
 }
