@@ -437,11 +437,23 @@ pub fn ensure_partitions(
             .get::<_, bool>(0);
         if !exists {
             let (start, end) = (month_start_ms(month)?, month_start_ms(next_month(month))?);
+            // Made apart and then attached: `ATTACH PARTITION` locks `positions`
+            // in SHARE UPDATE EXCLUSIVE mode, which no reader or writer of
+            // positions conflicts with (`CREATE TABLE … PARTITION OF` takes it
+            // exclusively: every reader and writer, and any transaction that has
+            // read or written positions, an import's own among them, holds it up).
+            // The new table is empty: attaching it checks nothing, and the parent's
+            // indexes are made on it.
             client
                 .batch_execute(&format!(
                     "SELECT pg_advisory_xact_lock({PARTITION_LOCK}, {}); \
-                     CREATE TABLE IF NOT EXISTS fleetctl.{name} PARTITION OF fleetctl.positions \
-                     FOR VALUES FROM ({start}) TO ({end})",
+                     DO $$ BEGIN \
+                       IF to_regclass('fleetctl.{name}') IS NULL THEN \
+                         CREATE TABLE fleetctl.{name} (LIKE fleetctl.positions INCLUDING DEFAULTS INCLUDING CONSTRAINTS); \
+                         ALTER TABLE fleetctl.positions ATTACH PARTITION fleetctl.{name} \
+                           FOR VALUES FROM ({start}) TO ({end}); \
+                       END IF; \
+                     END $$",
                     month.0 * 100 + month.1 as i32
                 ))
                 .map_err(|e| target.failed("write", e))?;
