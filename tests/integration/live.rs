@@ -1483,7 +1483,9 @@ fn a_fix_pushed_into_the_demo_now_is_zero_minutes_old() {
 
 /// A receiver of webhook POSTs on loopback: answers the first with `first_status`
 /// and the next with 200, then stops; each request's head and body, in order.
-fn webhook_receiver(first_status: u16) -> (String, std::sync::mpsc::Receiver<(String, String)>) {
+pub(crate) fn webhook_receiver(
+    first_status: u16,
+) -> (String, std::sync::mpsc::Receiver<(String, String)>) {
     use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!(
@@ -1775,15 +1777,20 @@ fn regression_alerts_not_posted_yet_survive_a_restart() {
 
 /// Pushes P-900LIV's speeding: 26 km/h, then 133 km/h (72 knots, Traccar Client's
 /// unit) for a minute, a fix every 15 s, each answered 200.
-fn push_speeding(s: &Server) {
+pub(crate) fn push_speeding(s: &Server) {
+    push_speeding_to(&s.base, INGEST_TOKEN);
+}
+
+/// [`push_speeding`] to the server at `base` with the ingest token `token`.
+pub(crate) fn push_speeding_to(base: &str, token: &str) {
     let mut lat = 14.60;
     for (k, knots) in [14.4, 72.0, 72.0, 72.0, 72.0].into_iter().enumerate() {
         lat += knots * 1.852 / 3.6 * 15.0 / 111_195.0;
         let path = format!(
-            "/ingest/osmand?id=48241179&timestamp={}&lat={lat:.6}&lon=-90.5&speed={knots}&token={INGEST_TOKEN}",
+            "/ingest/osmand?id=48241179&timestamp={}&lat={lat:.6}&lon=-90.5&speed={knots}&token={token}",
             DATA_NOW + 60 + 15 * k as i64
         );
-        let (status, body) = send(s, "GET", &path, &[], "");
+        let (status, body) = send_to(base, "GET", &path, &[], "");
         assert_eq!(status, 200, "{body}");
     }
 }

@@ -2183,3 +2183,69 @@ fn small_live_fleet(
     );
     (pg, child, base, crate::http::log_lines(stderr))
 }
+
+/// On PostgreSQL several servers share the alert outbox: an alert found by one is
+/// queued with its event's rows, claimed by one server's webhook thread and posted
+/// once, and the outbox is empty after.
+#[test]
+fn two_servers_post_a_shared_alert_once() {
+    let Some(server) = server() else { return };
+    let (url_hook, posts) = crate::live::webhook_receiver(200);
+    let pg = TestDb::new(&server, "outbox", "template1");
+    let url = pg.url();
+    let words = ["--vehicles", "2", "--days", "1", "--ahora", FIXTURE_AHORA];
+    run(fleetctl(
+        &[&["--db", url.as_str(), "generate"][..], &words].concat(),
+    ))
+    .ok();
+    run(fleetctl(&[
+        "--db",
+        &url,
+        "vehicles",
+        "add",
+        "P-900LIV",
+        "--device-id",
+        "48241179",
+    ]))
+    .ok();
+    let spawn = || {
+        let (child, stderr, base, _) = crate::http::spawn_server_on(
+            Path::new(&url),
+            &["--ingest", "--alert-webhook", &url_hook],
+            &[("FLEETCTL_INGEST_TOKEN", LIVE_TOKEN)],
+        );
+        (child, base, crate::http::log_lines(stderr))
+    };
+    let (mut first, base, log1) = spawn();
+    let (mut second, _, log2) = spawn();
+    crate::live::push_speeding_to(&base, LIVE_TOKEN);
+    let (_, body) = posts
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the alert was not posted");
+    let alert: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (alert["alert"].as_str(), alert["plate"].as_str()),
+        (Some("speeding"), Some("P-900LIV")),
+        "{alert}"
+    );
+    let left = |pg: &TestDb| -> i64 {
+        pg.client()
+            .query_one("SELECT count(*) FROM fleetctl.alert_outbox", &[])
+            .unwrap()
+            .get(0)
+    };
+    let emptied = (0..6000).any(|_| {
+        let n = left(&pg);
+        if n > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        n == 0
+    });
+    assert!(emptied, "the posted alert stayed queued");
+    for (child, log) in [(&mut first, log1), (&mut second, log2)] {
+        let status = crate::harness::sigterm_and_wait(child);
+        let said: Vec<String> = log.iter().collect();
+        assert!(status.success(), "{status:?}: {said:#?}");
+    }
+    assert!(posts.try_recv().is_err(), "the alert was posted twice");
+}

@@ -9,17 +9,15 @@
 
 use crate::error::{Error, Result};
 use crate::live::NewEvent;
+use crate::logging;
 use crate::report::{Db, events::events_row};
-use crate::{clock, logging};
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::time::Duration;
 
 /// Groups of new events waiting to be logged.
 const EVENT_QUEUE: usize = 1024;
-/// Alerts waiting for the webhook in the database at most: past it the oldest go
-/// (a receiver down for days must not fill the disk).
-const OUTBOX_CAP: i64 = 100_000;
+
 /// The pauses before each new try of a failed POST: seven tries over about a minute.
 const RETRY_PAUSES: [Duration; 6] = [
     Duration::from_secs(1),
@@ -165,36 +163,34 @@ pub(super) struct Alerts {
 }
 
 impl Alerts {
-    /// Starts the threads that log the alerts of the database at `db` and, with a
-    /// webhook, post them.
-    pub(super) fn start(path: &Path, webhook: Option<Webhook>) -> Result<Alerts> {
+    /// Starts the thread that logs the alerts of the database at `path` and, with a
+    /// webhook, the one that posts the alerts queued in its outbox. `posted` takes
+    /// the alerts posted (or given up) out of the outbox: on a SQLite file through
+    /// the feed's writer, whose connection alone writes there.
+    pub(super) fn start(
+        path: &Path,
+        webhook: Option<Webhook>,
+        posted: Box<dyn Fn(i64) + Send>,
+    ) -> Result<Alerts> {
         let db = Db::open(path)?;
-        let posts = webhook
-            .map(|hook| {
-                crate::store::with_write(path, crate::store::live::outbox_create)?;
-                let queued = crate::store::with_write(path, crate::store::live::outbox_count)?;
-                if queued > 0 {
-                    logging::info(&format!(
-                        "alerts: {queued} alerts kept from before are posted first"
-                    ));
-                }
-                // A nudge that alerts were queued; the queue itself is the table.
-                let (wake, woken) = mpsc::sync_channel::<()>(1);
-                let at = path.to_path_buf();
-                super::spawn_named("alert-webhook", move || deliver(&at, hook, woken))?;
-                Ok::<_, crate::error::Error>(Outbox {
-                    path: path.to_path_buf(),
-                    wake,
-                })
-            })
-            .transpose()?;
+        if let Some(hook) = webhook {
+            let queued = crate::store::open_for_reading(path)
+                .and_then(|c| crate::store::live::outbox_count(&*c))?;
+            if queued > 0 {
+                logging::info(&format!(
+                    "alerts: {queued} alerts kept from before are posted first"
+                ));
+            }
+            let (at, named) = (path.to_path_buf(), Db::open(path)?);
+            super::spawn_named("alert-webhook", move || deliver(&at, named, hook, posted))?;
+        }
         let (events, queue) = mpsc::sync_channel(EVENT_QUEUE);
-        super::spawn_named("alerts", move || announce(db, queue, posts))?;
+        super::spawn_named("alerts", move || announce(db, queue))?;
         Ok(Alerts { events })
     }
 
-    /// Hands a group's new events on; when the queue is full they are dropped and
-    /// the log says how many.
+    /// Hands a group's new events on to be logged; when the queue is full they are
+    /// dropped and the log says how many (the webhook's are in the outbox already).
     pub(super) fn found(&self, events: Vec<NewEvent>) {
         if events.is_empty() {
             return;
@@ -204,21 +200,14 @@ impl Alerts {
             self.events.try_send(events)
         {
             logging::info(&format!(
-                "alerts: {n} alerts dropped: the alert queue is full"
+                "alerts: {n} alerts not logged: the alert log's queue is full"
             ));
         }
     }
 }
 
-/// Where alerts for the webhook are queued: the fleet's database, and a nudge for
-/// the thread that posts them.
-struct Outbox {
-    path: std::path::PathBuf,
-    wake: SyncSender<()>,
-}
-
-/// Logs each alert as the reports name it and queues its JSON for the webhook.
-fn announce(mut db: Db, queue: Receiver<Vec<NewEvent>>, posts: Option<Outbox>) {
+/// Logs each alert as the reports name it.
+fn announce(mut db: Db, queue: Receiver<Vec<NewEvent>>) {
     while let Ok(events) = queue.recv() {
         if let Err(e) = db.refresh() {
             logging::info(&format!(
@@ -226,90 +215,108 @@ fn announce(mut db: Db, queue: Receiver<Vec<NewEvent>>, posts: Option<Outbox>) {
             ));
         }
         for NewEvent { event, ongoing } in &events {
-            let row = match events_row(&db, event) {
-                Ok(row) => row,
-                Err(e) => {
-                    logging::info(&format!("alerts: an event could not be named: {e}"));
-                    continue;
-                }
-            };
-            logging::info(&format!(
-                "alert: {} {} at {}, {}{}",
-                row.plate,
-                row.kind,
-                row.at,
-                row.place,
-                if *ongoing { " (going on)" } else { "" }
-            ));
-            let Some(posts) = &posts else { continue };
-            let body = serde_json::json!({
-                "alert": row.kind,
-                "plate": row.plate,
-                "at": row.at,
-                "until": row.until,
-                "ongoing": ongoing,
-                "place": row.place,
-                "lat": event.lat,
-                "lon": event.lon,
-                "detail": row.detail,
-                "detected_at": db.time(clock::wall_clock_now()),
-            });
-            let queued = crate::store::with_write(&posts.path, |conn| {
-                crate::store::live::outbox_push(
-                    conn,
-                    &body.to_string(),
-                    clock::wall_clock_now(),
-                    OUTBOX_CAP,
-                )
-            });
-            match queued {
-                Ok(0) => {}
-                Ok(dropped) => logging::info(&format!(
-                    "alerts: {dropped} of the oldest alerts dropped: {OUTBOX_CAP} wait for the webhook already (its receiver is down?)"
+            match events_row(&db, event) {
+                Ok(row) => logging::info(&format!(
+                    "alert: {} {} at {}, {}{}",
+                    row.plate,
+                    row.kind,
+                    row.at,
+                    row.place,
+                    if *ongoing { " (going on)" } else { "" }
                 )),
-                Err(e) => logging::info(&format!(
-                    "alerts: an alert could not be queued for the webhook: {e}"
-                )),
+                Err(e) => logging::info(&format!("alerts: an event could not be named: {e}")),
             }
-            let _ = posts.wake.try_send(());
         }
         // Named: end the read they were named in (PostgreSQL), see `Db::rest`.
         db.rest();
     }
 }
 
+/// An alert's JSON, named as the `events` report names it.
+fn body_of(db: &Db, new: &NewEvent, found_ts: i64) -> Result<String> {
+    let row = events_row(db, &new.event)?;
+    Ok(serde_json::json!({
+        "alert": row.kind,
+        "plate": row.plate,
+        "at": row.at,
+        "until": row.until,
+        "ongoing": new.ongoing,
+        "place": row.place,
+        "lat": new.event.lat,
+        "lon": new.event.lon,
+        "detail": row.detail,
+        "detected_at": db.time(found_ts),
+    })
+    .to_string())
+}
+
 /// POSTs the queued alerts in turn, oldest first, trying a failed one again after
-/// each pause; an alert leaves the queue once posted or given up. Until the alerts
-/// thread is gone.
-fn deliver(path: &Path, hook: Webhook, woken: Receiver<()>) {
+/// each pause; each leaves the queue once posted or given up (`posted`). Looks for
+/// new ones every second when the queue is empty. On PostgreSQL, where several
+/// servers may share the queue, an alert is claimed (`FOR UPDATE SKIP LOCKED`) in
+/// a transaction that takes it out when its POST is done, so that each is posted
+/// by one server, and again only if that server dies meanwhile.
+fn deliver(path: &Path, mut db: Db, hook: Webhook, posted: Box<dyn Fn(i64) + Send>) {
     let agent = hook.agent();
+    let mut conn = None;
+    let mut after_id = 0;
     loop {
-        let oldest =
-            crate::store::with_write(path, |conn| crate::store::live::outbox_oldest(conn, 64));
-        let batch = match oldest {
-            Ok(batch) => batch,
+        let reader = match conn.as_mut() {
+            Some(c) => c,
+            None => match crate::store::open_for_reading(path) {
+                Ok(c) => conn.insert(c),
+                Err(e) => {
+                    logging::info(&format!("alerts: the queued alerts cannot be read: {e}"));
+                    std::thread::sleep(Duration::from_secs(5));
+                    continue;
+                }
+            },
+        };
+        let _ = db.refresh();
+        let outcome = if reader.dialect() == crate::store::sql::Dialect::Postgres {
+            crate::store::live::outbox_claim(&**reader, &mut |id, new, found_ts| {
+                post_named(&hook, &agent, &db, &new, found_ts, id);
+            })
+            .map(|claimed| usize::from(claimed))
+        } else {
+            crate::store::live::outbox_oldest(&**reader, after_id, 64).map(|batch| {
+                let n = batch.len();
+                for (id, new, found_ts) in batch {
+                    post_named(&hook, &agent, &db, &new, found_ts, id);
+                    posted(id);
+                    after_id = id;
+                }
+                n
+            })
+        };
+        db.rest();
+        match outcome {
+            Ok(0) => std::thread::sleep(Duration::from_secs(1)),
+            Ok(_) => {}
             Err(e) => {
                 logging::info(&format!("alerts: the queued alerts could not be read: {e}"));
-                Vec::new()
-            }
-        };
-        if batch.is_empty() {
-            // A nudge, or a look every few seconds for what a failed read left.
-            match woken.recv_timeout(Duration::from_secs(5)) {
-                Err(mpsc::RecvTimeoutError::Disconnected) => return,
-                _ => continue,
+                conn = None;
+                std::thread::sleep(Duration::from_secs(5));
             }
         }
-        for (id, body) in batch {
-            post_with_retries(&hook, &agent, &body);
-            if let Err(e) =
-                crate::store::with_write(path, |conn| crate::store::live::outbox_remove(conn, id))
-            {
-                logging::info(&format!(
-                    "alerts: a posted alert could not be taken out of the queue (it may be posted again): {e}"
-                ));
-            }
-        }
+    }
+}
+
+/// Names an alert and POSTs it (retried, then given up); one that cannot be named
+/// is logged and left.
+fn post_named(
+    hook: &Webhook,
+    agent: &ureq::Agent,
+    db: &Db,
+    new: &NewEvent,
+    found_ts: i64,
+    id: i64,
+) {
+    match body_of(db, new, found_ts) {
+        Ok(body) => post_with_retries(hook, agent, &body),
+        Err(e) => logging::info(&format!(
+            "alerts: queued alert {id} could not be named, left out: {e}"
+        )),
     }
 }
 

@@ -61,6 +61,8 @@ enum Work {
     Stop(mpsc::Sender<()>),
     /// The analyser sent the rows of every fix committed before the stop.
     Flushed,
+    /// An alert the webhook posted (or gave up): out of the outbox, by the writer.
+    Posted(i64),
 }
 
 /// What the analyser thread takes from the writer.
@@ -160,7 +162,18 @@ impl Feed {
     pub(super) fn finish(&self, within: Duration) {
         self.stop_analysis(within);
         let Some(path) = &self.outbox else { return };
-        match crate::store::with_write(path, crate::store::live::outbox_count) {
+        // On a thread of its own: this runs on the HTTP runtime's thread, and the
+        // PostgreSQL client runs a runtime of its own, which may not start inside it.
+        let counted = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    crate::store::open_for_reading(path)
+                        .and_then(|conn| crate::store::live::outbox_count(&*conn))
+                })
+                .join()
+                .unwrap_or_else(|_| Err(Error::internal("counting the queued alerts panicked")))
+        });
+        match counted {
             Ok(0) => {}
             Ok(n) => logging::info(&format!(
                 "alerts: {n} alerts not posted yet are kept in the database; the server posts them when it starts again"
@@ -191,16 +204,31 @@ impl Feed {
 /// and analyser threads; before the workers open theirs, so that they find the
 /// database in WAL mode.
 pub(super) fn start(db: &Path, opts: IngestOptions) -> Result<Feed> {
+    let outbox = opts.alert_webhook.as_ref().map(|_| db.to_path_buf());
+    if outbox.is_some() {
+        crate::store::with_write(db, crate::store::live::outbox_create)?;
+    }
     let (writer, analyser) = live::open(
         db,
         live::Options {
             auto_register: opts.auto_register,
             osmand_speed: opts.osmand_speed,
+            outbox: outbox.is_some(),
         },
     )?;
-    let outbox = opts.alert_webhook.as_ref().map(|_| db.to_path_buf());
-    let alerts = super::alerts::Alerts::start(db, opts.alert_webhook)?;
     let (pushes, queue) = mpsc::sync_channel(QUEUE);
+    // On a SQLite file the writer takes posted alerts out of the outbox (its
+    // connection alone writes); on PostgreSQL the webhook's thread does.
+    let posted: Box<dyn Fn(i64) + Send> = match &writer {
+        live::Writer::File(_) => {
+            let to_writer = pushes.clone();
+            Box::new(move |id| {
+                let _ = to_writer.send(Work::Posted(id));
+            })
+        }
+        live::Writer::Postgres(_) => Box::new(|_| {}),
+    };
+    let alerts = super::alerts::Alerts::start(db, opts.alert_webhook, posted)?;
     let (committed, to_analyse) = mpsc::channel();
     let rows = pushes.clone();
     let health = Arc::new(Health::default());
@@ -245,11 +273,13 @@ fn write_loop(
     while let Ok(first) = queue.recv() {
         let started = Instant::now();
         let (mut pushes, mut rows, mut flushed) = (Vec::new(), Vec::new(), false);
+        let mut posted = Vec::new();
         let mut take = |work| match work {
             Work::Push(push) => pushes.push(push),
             Work::Rows(r) => rows.push(r),
             Work::Stop(done) => stopping = Some(done),
             Work::Flushed => flushed = true,
+            Work::Posted(id) => posted.push(id),
         };
         take(first);
         for _ in 1..MAX_GROUP {
@@ -261,7 +291,7 @@ fn write_loop(
         let (requests, replies): (Vec<_>, Vec<_>) =
             pushes.into_iter().map(|p| (p.request, p.reply)).unzip();
         injected_panic("writer");
-        let mut committed = writer.commit(&requests, rows, clock::wall_clock_now());
+        let mut committed = writer.commit(&requests, rows, &posted, clock::wall_clock_now());
         // Announced now that their rows are stored, never before.
         alerts.found(std::mem::take(&mut committed.announce));
         if !requests.is_empty() {

@@ -90,6 +90,9 @@ pub struct Options {
     pub auto_register: Option<u32>,
     /// The unit of the OsmAnd protocol's `speed` field.
     pub osmand_speed: SpeedUnit,
+    /// Alerts go to a webhook: new events are queued in `alert_outbox` in the
+    /// transaction that stores their rows.
+    pub outbox: bool,
 }
 
 /// Reads requests and commits them in groups, on the feed's one writing connection.
@@ -342,10 +345,19 @@ pub enum Writer {
 
 impl Writer {
     /// Commits a group of requests with the wall clock `now`, with the analyser's
-    /// `rows` where the writer stores them (a SQLite file).
-    pub fn commit(&mut self, group: &[Request], rows: Vec<Rows>, now: i64) -> Committed {
+    /// `rows` where the writer stores them (a SQLite file), and takes the alerts
+    /// `posted` out of the outbox (on a SQLite file the writer's connection is the
+    /// only one that writes: another's commit would make it start its analysis
+    /// over; on PostgreSQL the webhook's thread takes them out itself).
+    pub fn commit(
+        &mut self,
+        group: &[Request],
+        rows: Vec<Rows>,
+        posted: &[i64],
+        now: i64,
+    ) -> Committed {
         match self {
-            Writer::File(w) => w.commit(group, rows, now),
+            Writer::File(w) => w.commit(group, rows, posted, now),
             Writer::Postgres(w) => w.commit(group, now),
         }
     }
@@ -528,8 +540,14 @@ impl FileWriter {
     /// Stores the analyser's `rows` (those of its current epoch) and commits a
     /// group of requests (`Ingestor::commit_in`) with the wall clock `now`, in one
     /// transaction.
-    pub fn commit(&mut self, group: &[Request], rows: Vec<Rows>, now: i64) -> Committed {
-        match self.commit_locked(group, rows, now) {
+    pub fn commit(
+        &mut self,
+        group: &[Request],
+        rows: Vec<Rows>,
+        posted: &[i64],
+        now: i64,
+    ) -> Committed {
+        match self.commit_locked(group, rows, posted, now) {
             Ok(committed) => committed,
             Err(why) => self.failed(group.len(), &why),
         }
@@ -540,6 +558,7 @@ impl FileWriter {
         &mut self,
         group: &[Request],
         rows: Vec<Rows>,
+        posted: &[i64],
         now: i64,
     ) -> std::result::Result<Committed, String> {
         let mut tx = self
@@ -568,13 +587,23 @@ impl FileWriter {
             .flat_map(|r| std::mem::take(&mut r.events))
             .collect();
         if !current.is_empty() {
+            let outbox = self.ingestor.options.outbox;
             let stored = tx.savepoint().map_err(savepoint_err).and_then(|sp| {
-                store_rows(&sp, &mut self.stored.provisional, current)
-                    .and_then(|()| sp.commit().map_err(savepoint_err))
+                store_rows(&sp, &mut self.stored.provisional, current)?;
+                // The alerts of the rows stored, queued with them (or neither).
+                if outbox {
+                    store::live::outbox_queue(&*sp, &events, now)?;
+                }
+                sp.commit().map_err(savepoint_err)
             });
             if let Err(e) = stored {
                 failed = Some(e.message);
             }
+        }
+        if !posted.is_empty()
+            && let Err(e) = store::live::outbox_remove(&*tx, posted)
+        {
+            failed.get_or_insert(e.message);
         }
         let mut committed = self.ingestor.commit_in(&mut tx, group, now);
         if let Err(e) = tx.commit() {
@@ -1026,6 +1055,7 @@ mod tests {
             Options {
                 auto_register: None,
                 osmand_speed: SpeedUnit::Kmh,
+                outbox: false,
             },
         )
         .unwrap();
@@ -1041,7 +1071,7 @@ mod tests {
         // Each group's commit stores the rows the analysis worked out after the last.
         let mut pending = Vec::new();
         let mut step = |request: Request| {
-            let c = writer.commit(&[request], std::mem::take(&mut pending), t0 + 10_000);
+            let c = writer.commit(&[request], std::mem::take(&mut pending), &[], t0 + 10_000);
             assert!(c.outcomes[0].is_ok(), "{:?}", c.outcomes[0]);
             assert_eq!(c.rows_failed, None);
             if let Some(epoch) = c.restart {

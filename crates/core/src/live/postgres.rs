@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 /// analyser's.
 pub(super) fn open(target: &pg::Target, options: Options) -> Result<(PgWriter, PgAnalyser)> {
     let conn = writer_connection(target)?;
+    let outbox = options.outbox;
     let ingestor = Ingestor::new(&conn, options)?;
     let reader = pg::open_reader(target)?;
     let ctx = crate::pipeline::stored_context(&reader)?;
@@ -35,6 +36,7 @@ pub(super) fn open(target: &pg::Target, options: Options) -> Result<(PgWriter, P
             revision,
             held: Held::default(),
             unsent: Vec::new(),
+            outbox,
         },
     ))
 }
@@ -173,6 +175,9 @@ pub struct PgAnalyser {
     /// New events of vehicles whose rows were committed in a round that then
     /// failed on another vehicle: announced with the next round's.
     unsent: Vec<crate::live::NewEvent>,
+    /// Alerts go to a webhook: each vehicle's new events are queued in its
+    /// analysis's transaction.
+    outbox: bool,
 }
 
 /// What an analyser holds of the vehicles it analysed.
@@ -230,12 +235,17 @@ impl PgAnalyser {
             new_events: std::mem::take(&mut self.unsent),
             ..Analysed::default()
         };
-        let (conn, ctx, held) = (&self.conn, &self.ctx, &mut self.held);
+        let (conn, ctx, held, outbox) = (&self.conn, &self.ctx, &mut self.held, self.outbox);
+        let now = crate::clock::wall_clock_now();
         for (&vehicle, fixes) in added {
             let before = done.new_events.len();
             let outcome = pg::in_transaction(conn, || {
                 conn.with_client(|c| pg::lock_vehicle(c, conn.target(), vehicle))?;
-                held.analyse_vehicle(conn, ctx, vehicle, fixes, &mut done)
+                held.analyse_vehicle(conn, ctx, vehicle, fixes, &mut done)?;
+                if outbox {
+                    store::live::outbox_queue(conn, &done.new_events[before..], now)?;
+                }
+                Ok(())
             });
             if let Err(e) = outcome {
                 // What was held may be ahead of what is stored; this vehicle's

@@ -356,58 +356,114 @@ pub fn append_pushed(conn: &dyn Sql, vehicle_id: i64, fixes: &[Pushed]) -> Resul
     Ok(added)
 }
 
-/// Alerts waiting for the webhook (`serve --alert-webhook`), oldest first: kept in
-/// the database until posted or given up, so that a stop or a crash loses none and
-/// the next start posts them. Made when a server with a webhook starts (a fleet
-/// without one never has the table).
+/// Alerts waiting for the webhook (`serve --alert-webhook`), oldest first: each an
+/// event as `events` keeps it, whether it may go on, and when it was found. Queued
+/// in the transaction that stores the event's rows (so an alert is queued exactly
+/// when its event is stored), kept until posted or given up, so that a stop or a
+/// crash loses none and the next start posts them. Made when a server with a
+/// webhook starts (a fleet without one never has the table).
 fn outbox_table(dialect: Dialect) -> &'static str {
     match dialect {
         Dialect::Sqlite => {
-            "CREATE TABLE IF NOT EXISTS alert_outbox (\
-             id INTEGER PRIMARY KEY, body TEXT NOT NULL, queued_ts INTEGER NOT NULL)"
+            "CREATE TABLE IF NOT EXISTS alert_outbox (id INTEGER PRIMARY KEY, \
+             vehicle_id INTEGER NOT NULL, kind INTEGER NOT NULL, start_ts INTEGER NOT NULL, \
+             end_ts INTEGER NOT NULL, lat REAL NOT NULL, lon REAL NOT NULL, detail TEXT NOT NULL, \
+             ongoing INTEGER NOT NULL, found_ts INTEGER NOT NULL)"
         }
         Dialect::Postgres => {
-            "CREATE TABLE IF NOT EXISTS alert_outbox (\
-             id bigserial PRIMARY KEY, body text NOT NULL, queued_ts bigint NOT NULL)"
+            "CREATE TABLE IF NOT EXISTS alert_outbox (id bigserial PRIMARY KEY, \
+             vehicle_id bigint NOT NULL, kind bigint NOT NULL, start_ts bigint NOT NULL, \
+             end_ts bigint NOT NULL, lat double precision NOT NULL, lon double precision NOT NULL, \
+             detail text NOT NULL, ongoing bigint NOT NULL, found_ts bigint NOT NULL)"
         }
     }
 }
+
+/// Alerts queued at most: past it the oldest go (a receiver down for days must not
+/// fill the disk).
+pub const OUTBOX_CAP: i64 = 100_000;
 
 /// Makes the alert outbox, if the fleet has none.
 pub fn outbox_create(conn: &dyn Sql) -> Result<()> {
     conn.execute(outbox_table(conn.dialect()), &[]).map(drop)
 }
 
-/// Queues an alert's JSON `body` at `now` (UTC epoch seconds); with `cap` alerts
-/// queued already, the oldest go first (a receiver down for days must not fill the
-/// disk). How many were dropped.
-pub fn outbox_push(conn: &dyn Sql, body: &str, now: i64, cap: i64) -> Result<u64> {
-    conn.execute(
-        "INSERT INTO alert_outbox (body, queued_ts) VALUES (?1, ?2)",
-        &[Arg::Text(body), Arg::Int(Some(now))],
-    )?;
+/// Queues the alerts of `events`, found at `now` (UTC epoch seconds), in the
+/// caller's transaction; past [`OUTBOX_CAP`] the oldest go. How many went.
+pub fn outbox_queue(conn: &dyn Sql, events: &[crate::live::NewEvent], now: i64) -> Result<u64> {
+    if events.is_empty() {
+        return Ok(0);
+    }
+    for new in events {
+        let e = &new.event;
+        let detail = serde_json::to_string(&e.detail)
+            .map_err(|err| Error::internal(format!("an event's detail: {err}")))?;
+        conn.execute(
+            "INSERT INTO alert_outbox (vehicle_id, kind, start_ts, end_ts, lat, lon, detail, ongoing, found_ts) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            &[
+                Arg::Int(Some(e.vehicle_id)),
+                Arg::Int(Some(super::event_kinds::code(e.kind))),
+                Arg::Int(Some(e.start_ts)),
+                Arg::Int(Some(e.end_ts)),
+                Arg::Real(e.lat),
+                Arg::Real(e.lon),
+                Arg::Text(&detail),
+                Arg::Int(Some(i64::from(new.ongoing))),
+                Arg::Int(Some(now)),
+            ],
+        )?;
+    }
     conn.execute(
         "DELETE FROM alert_outbox WHERE id <= (SELECT max(id) FROM alert_outbox) - ?1",
-        &[Arg::Int(Some(cap))],
+        &[Arg::Int(Some(OUTBOX_CAP))],
     )
 }
 
-/// The oldest `limit` alerts queued: (id, body).
-pub fn outbox_oldest(conn: &dyn Sql, limit: i64) -> Result<Vec<(i64, String)>> {
-    conn.rows(
-        "SELECT id, body FROM alert_outbox ORDER BY id LIMIT ?1",
-        &[Arg::Int(Some(limit))],
-        |r| Ok((r.int(0)?, r.text(1)?)),
-    )
+/// The oldest `limit` alerts queued after `after_id`: (id, the alert, when found).
+pub fn outbox_oldest(
+    conn: &dyn Sql,
+    after_id: i64,
+    limit: i64,
+) -> Result<Vec<(i64, crate::live::NewEvent, i64)>> {
+    super::read::outbox_rows(conn, after_id, limit, false)
 }
 
-/// Takes an alert out of the queue (posted, or given up).
-pub fn outbox_remove(conn: &dyn Sql, id: i64) -> Result<()> {
-    conn.execute(
-        "DELETE FROM alert_outbox WHERE id = ?1",
-        &[Arg::Int(Some(id))],
-    )
-    .map(drop)
+/// PostgreSQL, where several servers share the queue: claims the oldest alert no
+/// other server holds, hands it to `post` (id, alert, when found) and takes it out,
+/// all in one transaction, so that each alert is posted by one server (and again
+/// only if that server dies while posting it). Whether there was one.
+pub fn outbox_claim(
+    conn: &dyn Sql,
+    post: &mut dyn FnMut(i64, crate::live::NewEvent, i64),
+) -> Result<bool> {
+    conn.execute("BEGIN", &[])?;
+    let claimed = super::read::outbox_rows(conn, 0, 1, true).and_then(|mut rows| {
+        let Some((id, new, found_ts)) = rows.pop() else {
+            return Ok(false);
+        };
+        post(id, new, found_ts);
+        outbox_remove(conn, &[id])?;
+        Ok(true)
+    });
+    match claimed {
+        Ok(claimed) => conn.execute("COMMIT", &[]).map(|_| claimed),
+        Err(e) => {
+            let _ = conn.execute("ROLLBACK", &[]);
+            Err(e)
+        }
+    }
+}
+
+/// Takes alerts out of the queue (posted, or given up).
+pub fn outbox_remove(conn: &dyn Sql, ids: &[i64]) -> Result<()> {
+    for &id in ids {
+        conn.execute(
+            "DELETE FROM alert_outbox WHERE id = ?1",
+            &[Arg::Int(Some(id))],
+        )?;
+    }
+    Ok(())
 }
 
 /// How many alerts are queued (0 when the fleet has no outbox).

@@ -1075,6 +1075,31 @@ pub fn events_after(
     Ok(out)
 }
 
+/// The alerts queued in `alert_outbox` after `after_id`, oldest first, at most
+/// `limit`: (id, the alert, when it was found). `claim` (PostgreSQL, in a
+/// transaction): only rows no other transaction holds, held until it ends.
+pub(crate) fn outbox_rows(
+    conn: &dyn Sql,
+    after_id: i64,
+    limit: i64,
+    claim: bool,
+) -> Result<Vec<(i64, crate::live::NewEvent, i64)>> {
+    let rows = conn.rows(
+        &format!(
+            "SELECT {EVENT_COLUMNS}, id, ongoing, found_ts FROM alert_outbox WHERE id > ?1 ORDER BY id LIMIT ?2{}",
+            if claim { " FOR UPDATE SKIP LOCKED" } else { "" }
+        ),
+        &[Arg::Int(Some(after_id)), Arg::Int(Some(limit))],
+        |r| Ok((raw_event(r)?, r.int(7)?, r.int(8)? != 0, r.int(9)?)),
+    )?;
+    let mut out = Vec::new();
+    for ((kind, text, place), id, ongoing, found_ts) in rows {
+        let event = event_from(event_kinds::kind(kind)?, &text, place)?;
+        out.push((id, crate::live::NewEvent { event, ongoing }, found_ts));
+    }
+    Ok(out)
+}
+
 /// An event row as stored (vehicle_id, kind, start_ts, end_ts, lat, lon, detail): kind, detail text, and the rest.
 type RawEvent = (i64, String, (i64, i64, i64, f64, f64));
 
