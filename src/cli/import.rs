@@ -204,10 +204,11 @@ pub fn run(db: PathBuf, args: ImportArgs) -> Result<()> {
     };
     let summary = ingest::import(&import_opts, &mut read, rejects, &mut |_| {});
     bar.finish();
-    if let Some(file) = rejects_file {
-        file.finish()?;
-    }
+    // The import's own outcome first: a rejects file that could not be put in place
+    // must not hide it.
+    let finished = rejects_file.map(RejectsFile::finish).transpose();
     let summary = summary?;
+    finished?;
     super::print_stdout(&crate::render::import_summary(&summary))?;
     nothing_imported(&summary.files)
 }

@@ -50,6 +50,11 @@ pub fn is_stdout(path: &Path) -> bool {
 /// Checks that `path` may be written as `may` says; the error names what is there and
 /// what the flag accepts. `flag` is how the user gave the path (`-o`, `--bundle`).
 pub fn check(path: &Path, flag: &str, may: May) -> Result<()> {
+    // `-o` and `--bundle` take `-` for standard output; other flags do not.
+    let or_stdout = match flag {
+        "-o" | "--bundle" => format!(" ({flag} - writes to standard output)"),
+        _ => String::new(),
+    };
     let refuse = |what: &str, hint: String| {
         Err(Error::invalid(format!(
             "{flag} {}: {what}; fleetctl writes only files of its own and left it as it is",
@@ -66,9 +71,7 @@ pub fn check(path: &Path, flag: &str, may: May) -> Result<()> {
     if kind.is_symlink() {
         return refuse(
             "is a symbolic link",
-            format!(
-                "give the path the link points to, or another {flag} path ({flag} - writes to standard output)"
-            ),
+            format!("give the path the link points to, or another {flag} path{or_stdout}"),
         );
     }
     if kind.is_dir() {
@@ -89,7 +92,7 @@ pub fn check(path: &Path, flag: &str, may: May) -> Result<()> {
     if !kind.is_file() {
         return refuse(
             "is not a regular file (a device, FIFO or socket)",
-            format!("give a file path, or {flag} - for standard output"),
+            format!("give a file path{or_stdout}"),
         );
     }
     match may {
@@ -138,6 +141,12 @@ pub struct Aside {
 impl Aside {
     /// Checks `path` and creates the file beside it (never over one planted there).
     pub fn create(path: &Path, flag: &str, may: May) -> Result<Aside> {
+        if path.as_os_str() == "-" {
+            return Err(Error::invalid(format!(
+                "{flag} -: this file cannot go to standard output (the command prints there)"
+            ))
+            .with_hint(format!("give {flag} a file path")));
+        }
         check(path, flag, may)?;
         let name = path
             .file_name()

@@ -270,7 +270,30 @@ fn write_loop(
     let (mut unnamed, mut over_cap) = (Throttled::default(), Throttled::default());
     let mut stats = Minute::default();
     let (mut stopping, mut flush_asked) = (None, false);
-    while let Ok(first) = queue.recv() {
+    loop {
+        // While pushes cannot be stored, the writer tries an empty commit every
+        // couple of seconds, so that `/healthz` recovers even when a load balancer
+        // sends no pushes to a node it took out of rotation.
+        let first = match health.problem() {
+            None => match queue.recv() {
+                Ok(work) => work,
+                Err(_) => return,
+            },
+            Some(_) => match queue.recv_timeout(Duration::from_secs(2)) {
+                Ok(work) => work,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    let probe = writer.commit(&[], Vec::new(), &[], clock::wall_clock_now());
+                    if let Some(epoch) = probe.restart {
+                        let _ = analyser.send(Committed::Restart(epoch));
+                    }
+                    if probe.commit_failed.is_none() && !health.is_dead() {
+                        health.set(None);
+                    }
+                    continue;
+                }
+            },
+        };
         let started = Instant::now();
         let (mut pushes, mut rows, mut flushed) = (Vec::new(), Vec::new(), false);
         let mut posted = Vec::new();

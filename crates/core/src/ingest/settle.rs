@@ -359,7 +359,9 @@ fn derive_speeds(kept: &mut [Staged]) {
                 LatLon::new(kept[a].fix.lat, kept[a].fix.lon),
                 LatLon::new(kept[b].fix.lat, kept[b].fix.lon),
             );
-            (d_m / dt_s * 3.6 * 10.0).round() / 10.0
+            // A speed past any road vehicle's is never kept (the store refuses it):
+            // fixes a few metres apart in a fraction of a second say nothing more.
+            ((d_m / dt_s * 3.6 * 10.0).round() / 10.0).min(crate::store::positions::MAX_SPEED_KMH)
         } else {
             0.0
         };

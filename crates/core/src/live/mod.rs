@@ -226,14 +226,19 @@ impl Ingestor {
     }
 
     fn all_failed(&self, n: usize, why: &str) -> Committed {
+        // Another program holding the file's write lock (SQLite's "database is
+        // locked") passes: busy, and the device retries after a pause.
+        let code = match why.contains("database is locked") || why.contains("database is busy") {
+            true => ErrorCode::Busy,
+            false => ErrorCode::Io,
+        };
         Committed {
             outcomes: (0..n)
                 .map(|_| {
-                    Err(Error::new(
-                        ErrorCode::Io,
-                        format!("the fixes could not be committed: {why}"),
+                    Err(
+                        Error::new(code, format!("the fixes could not be committed: {why}"))
+                            .with_hint("nothing of this request was stored; send it again"),
                     )
-                    .with_hint("nothing of this request was stored; send it again"))
                 })
                 .collect(),
             added: BTreeMap::new(),

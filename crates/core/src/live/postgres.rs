@@ -21,7 +21,7 @@ pub(super) fn open(target: &pg::Target, options: Options) -> Result<(PgWriter, P
     let conn = writer_connection(target)?;
     let outbox = options.outbox;
     let ingestor = Ingestor::new(&conn, options)?;
-    let reader = pg::open_reader(target)?;
+    let reader = feed_connection(target)?;
     let ctx = crate::pipeline::stored_context(&reader)?;
     let revision = reader.freshness()?.revision;
     Ok((
@@ -43,9 +43,18 @@ pub(super) fn open(target: &pg::Target, options: Options) -> Result<(PgWriter, P
 
 /// The ingest writer's connection: on the primary, its commits durable.
 fn writer_connection(target: &pg::Target) -> Result<PgConn> {
-    let conn = pg::open_reader(target)?;
+    let conn = feed_connection(target)?;
     pg::refuse_standby(&conn, "taking pushes (--ingest)")?;
     pg::durable_commits(&conn)?;
+    Ok(conn)
+}
+
+/// A connection of the feed's own: the server's lock timeout, but no statement
+/// timeout (a whole vehicle's analysis streams its history in one statement, for as
+/// long as that takes; the request timeout is the tools').
+fn feed_connection(target: &pg::Target) -> Result<PgConn> {
+    let conn = pg::open_reader(target)?;
+    pg::execute(&conn, "SET statement_timeout = 0")?;
     Ok(conn)
 }
 
@@ -100,7 +109,11 @@ impl PgWriter {
             };
         }
         match self.commit_group(group, now) {
-            Ok(committed) => committed,
+            Ok(committed) => {
+                // Made inside the group's transaction, and committed with it.
+                self.conn.months_made_inside().clear();
+                committed
+            }
             Err(e) if self.conn.is_closed() => {
                 // Lost under this group: refused as busy, the next group reconnects.
                 self.ingestor.all_failed_as(
@@ -137,8 +150,9 @@ impl PgWriter {
                             }
                             Err(e) => {
                                 pg::execute(conn, "ROLLBACK TO SAVEPOINT request")?;
-                                // A partition made inside the savepoint went with it.
-                                pg::forget_months(conn);
+                                // A partition made inside the savepoint went with
+                                // it (those made ahead, outside, did not).
+                                pg::forget_months_made_inside(conn);
                                 Err(e)
                             }
                         }
@@ -222,7 +236,7 @@ impl PgAnalyser {
     /// Analyses each vehicle of `added` and writes its rows (nothing is left for
     /// the writer).
     pub(super) fn analyse(&mut self, added: &BTreeMap<i64, Vec<Fix>>) -> Result<(Rows, Analysed)> {
-        if reconnected(&mut self.conn, pg::open_reader)? {
+        if reconnected(&mut self.conn, feed_connection)? {
             // What it held may have been written by others meanwhile.
             self.restart()?;
         }

@@ -222,6 +222,18 @@ pub fn position_count(conn: &dyn Sql, vehicle_id: i64) -> Result<i64> {
 /// Removes a vehicle and everything kept of it (positions, the rows detection
 /// derived from them, the generator's ground truth), in the caller's transaction.
 pub fn remove_vehicle(conn: &dyn Sql, vehicle_id: i64) -> Result<()> {
+    // On PostgreSQL, under the locks its writers take (a server registering or
+    // analysing it waits, then finds it gone); SQLite has one writer at a time.
+    lock_new_vehicles(conn)?;
+    if conn.dialect() == Dialect::Postgres {
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(?1, CAST(?2 AS integer))",
+            &[
+                Arg::Int(Some(i64::from(super::pg::ANALYSIS_LOCK))),
+                Arg::Int(Some(vehicle_id)),
+            ],
+        )?;
+    }
     let id = [Arg::Int(Some(vehicle_id))];
     for table in [
         "visits",

@@ -266,6 +266,9 @@ pub struct PgConn {
     /// The fleet's schema is being created in this connection's transaction (an
     /// import into an empty database): nobody else sees its tables yet.
     fleet_new: AtomicBool,
+    /// The months of [`PgConn::known_months`] made inside a transaction of this
+    /// connection's (which a rollback takes back).
+    made_inside: Mutex<std::collections::HashSet<i64>>,
 }
 
 impl PgConn {
@@ -279,7 +282,13 @@ impl PgConn {
             has_revision: OnceLock::new(),
             held_read: AtomicBool::new(false),
             fleet_new: AtomicBool::new(false),
+            made_inside: Mutex::default(),
         }
+    }
+
+    /// See the field `made_inside`.
+    pub(crate) fn months_made_inside(&self) -> MutexGuard<'_, std::collections::HashSet<i64>> {
+        self.made_inside.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Says that this connection's transaction creates the fleet's schema.

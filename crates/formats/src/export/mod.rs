@@ -322,11 +322,21 @@ fn export_to_stdout(
     progress: &mut dyn FnMut(f64),
     started: std::time::Instant,
 ) -> Result<ExportSummary> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
     let tmp = std::env::temp_dir().join(format!(
-        ".fleetctl-export-{}.{}",
+        ".fleetctl-export-{}-{nanos}.{}",
         std::process::id(),
         opts.format.extension()
     ));
+    // Made new and ours (never a file or link planted under the name) before the
+    // format's writer opens it again.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| Error::io(&tmp, e))?;
     let copied = write_all(db, scope, opts, &tmp, progress).and_then(|(rows, files)| {
         let stdout = Path::new("<stdout>");
         let mut file = std::fs::File::open(&tmp).map_err(|e| Error::io(&tmp, e))?;

@@ -103,7 +103,10 @@ impl Target {
         let mut root_cert = None;
         let mut kept = Vec::new();
         let pairs: Vec<&str> = match key_value {
-            true => query.split_whitespace().collect(),
+            true => key_value_pairs(query)
+                .into_iter()
+                .map(|(raw, _, _)| raw)
+                .collect(),
             false => query.split('&').filter(|p| !p.is_empty()).collect(),
         };
         for pair in pairs {
@@ -372,11 +375,11 @@ fn read_roots(path: &Path) -> Result<rustls::RootCertStore> {
 /// user-info's password and any `password` parameter.
 fn without_password(url: &str) -> String {
     if is_key_value(url) {
-        return url
-            .split_whitespace()
-            .map(|pair| match pair.split_once('=') {
-                Some(("password", _)) => "password=***".to_string(),
-                _ => pair.to_string(),
+        return key_value_pairs(url)
+            .into_iter()
+            .map(|(raw, key, _)| match key {
+                "password" => "password=***".to_string(),
+                _ => raw.to_string(),
             })
             .collect::<Vec<_>>()
             .join(" ");
@@ -408,6 +411,50 @@ fn without_password(url: &str) -> String {
     format!("{scheme}://{authority}{tail}")
 }
 
+/// A libpq `key=value` string's pairs as libpq splits them: (the pair as written,
+/// its key, its value unquoted). A value may be in single quotes, with `\'` and `\\`
+/// inside; spaces may stand around `=`.
+fn key_value_pairs(text: &str) -> Vec<(&str, &str, String)> {
+    let mut pairs = Vec::new();
+    let mut rest = text.trim_start();
+    while !rest.is_empty() {
+        let start = rest;
+        let Some(eq) = rest.find('=') else {
+            break;
+        };
+        let key = rest[..eq].trim();
+        let mut after = rest[eq + 1..].trim_start();
+        let mut value = String::new();
+        if let Some(quoted) = after.strip_prefix('\'') {
+            let mut chars = quoted.char_indices();
+            let mut end = quoted.len();
+            while let Some((i, c)) = chars.next() {
+                match c {
+                    '\\' => {
+                        if let Some((_, next)) = chars.next() {
+                            value.push(next);
+                        }
+                    }
+                    '\'' => {
+                        end = i + 1;
+                        break;
+                    }
+                    c => value.push(c),
+                }
+            }
+            after = &quoted[end.min(quoted.len())..];
+        } else {
+            let end = after.find(char::is_whitespace).unwrap_or(after.len());
+            value.push_str(&after[..end]);
+            after = &after[end..];
+        }
+        let raw = &start[..start.len() - after.len()];
+        pairs.push((raw.trim(), key, value));
+        rest = after.trim_start();
+    }
+    pairs
+}
+
 /// What in a connection string may be a password, read loosely (before it is
 /// parsed, so also from a string that does not parse): the user-info's password up
 /// to the last `@` (raw `/ ? # @` included), and any `password=` value.
@@ -419,9 +466,17 @@ fn password_candidates(url: &str) -> Vec<String> {
     {
         found.push(password.to_string());
     }
-    for piece in url.split(['&', '?', ' ']) {
+    if is_key_value(url) {
+        found.extend(
+            key_value_pairs(url)
+                .into_iter()
+                .filter(|(_, key, _)| *key == "password")
+                .map(|(_, _, value)| value),
+        );
+    }
+    for piece in url.split(['&', '?']) {
         if let Some(value) = piece.trim().strip_prefix("password=") {
-            found.push(value.trim_matches('\'').to_string());
+            found.push(value.to_string());
         }
     }
     found.retain(|p| !p.is_empty());
@@ -624,5 +679,16 @@ mod tests {
             t.display(),
             "host=db.example user=ana password=*** dbname=ops sslmode=require"
         );
+        // A quoted password with spaces is masked whole.
+        let t = Target::parse_with(
+            "host=db.example user=ana password='Quiet and long 9' dbname=ops",
+            env_of(&[]),
+        )
+        .unwrap();
+        assert_eq!(
+            t.display(),
+            "host=db.example user=ana password=*** dbname=ops"
+        );
+        assert_eq!(t.config.get_password(), Some(&b"Quiet and long 9"[..]));
     }
 }

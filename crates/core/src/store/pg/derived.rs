@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 
 /// The advisory lock class of a vehicle's analysis (the vehicle id is the other key).
-const ANALYSIS_LOCK: i32 = 0x666c_7461; // "flta"
+pub(crate) const ANALYSIS_LOCK: i32 = 0x666c_7461; // "flta"
 
 /// Analyses one vehicle in a transaction of its own: waits for its lock, reads its
 /// fixes, runs `detect` on them and replaces its derived rows. Returns how many

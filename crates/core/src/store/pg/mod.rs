@@ -17,6 +17,7 @@ use crate::clock::{Date, FleetZone};
 use crate::error::{Error, ErrorCode, Result};
 pub use connect::{Target, is_url, shown};
 pub use copy::{Partitions, copy_fixes, copy_positions_out};
+pub(crate) use derived::ANALYSIS_LOCK;
 pub use derived::{
     NextIds, WrittenKeys, analyse_vehicle, analyse_vehicle_in, analysis_stamp, append_analysis,
     delete_meta, delete_vehicle_rows, delete_written, in_shard, lock_vehicle, tidy_derived,
@@ -548,6 +549,7 @@ pub fn ensure_partition_of(conn: &super::sql::PgConn, ms: i64) -> Result<()> {
     let target = conn.target().clone();
     conn.with_client(|client| ensure_partitions(client, &target, ms, ms))?;
     conn.known_months().insert(key);
+    conn.months_made_inside().insert(key);
     Ok(())
 }
 
@@ -612,6 +614,16 @@ fn make_partitions_trying(
 /// Forgets which partitions exist (after a rollback, or a prune that dropped some).
 pub fn forget_months(conn: &super::sql::PgConn) {
     conn.known_months().clear();
+}
+
+/// Forgets the months whose partition `conn` made inside its current transaction
+/// (rolled back with it), keeping those made ahead in transactions of their own.
+pub fn forget_months_made_inside(conn: &super::sql::PgConn) {
+    let inside: Vec<i64> = conn.months_made_inside().drain().collect();
+    let mut known = conn.known_months();
+    for month in inside {
+        known.remove(&month);
+    }
 }
 
 /// The first half of the advisory lock on a month's partition (the second: YYYYMM).
