@@ -1656,6 +1656,7 @@ fn bench_incremental(dir: &Path, quick: bool) {
             live::Options {
                 auto_register: None,
                 osmand_speed: fleetctl::ingest::units::SpeedUnit::Kmh,
+                outbox: false,
             },
         )
         .expect("open the feed");
@@ -1682,6 +1683,7 @@ fn bench_incremental(dir: &Path, quick: bool) {
             let committed = writer.commit(
                 &group,
                 std::mem::take(&mut pending),
+                &[],
                 fleetctl::clock::wall_clock_now(),
             );
             let analysis_started = Instant::now();
@@ -1698,7 +1700,7 @@ fn bench_incremental(dir: &Path, quick: bool) {
         }
         // The last round's rows.
         let started = Instant::now();
-        let flushed = writer.commit(&[], pending, fleetctl::clock::wall_clock_now());
+        let flushed = writer.commit(&[], pending, &[], fleetctl::clock::wall_clock_now());
         assert_eq!(flushed.rows_failed, None);
         committing += started.elapsed();
         let fixes = rounds * last.len();

@@ -574,3 +574,13 @@ pub struct Pushed {
     /// The vehicle's odometer, km, when sent.
     pub odometer_km: Option<f64>,
 }
+
+/// An event the live feed's analysis found new: a live alert.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    /// The event as found.
+    pub event: Event,
+    /// It lasts ([`EventKind::lasts`]) and ends at the vehicle's newest fix: it may
+    /// go on, so its end and figures are only as far as known.
+    pub ongoing: bool,
+}

@@ -253,7 +253,7 @@ fn body_of(db: &Db, new: &NewEvent, found_ts: i64) -> Result<String> {
 /// POSTs the queued alerts in turn, oldest first, trying a failed one again after
 /// each pause; each leaves the queue once posted or given up (`posted`). Looks for
 /// new ones every second when the queue is empty. On PostgreSQL, where several
-/// servers may share the queue, an alert is claimed (`FOR UPDATE SKIP LOCKED`) in
+/// servers may share the queue, an alert is claimed (a row lock others skip) in
 /// a transaction that takes it out when its POST is done, so that each is posted
 /// by one server, and again only if that server dies meanwhile.
 fn deliver(path: &Path, mut db: Db, hook: Webhook, posted: Box<dyn Fn(i64) + Send>) {
@@ -277,7 +277,7 @@ fn deliver(path: &Path, mut db: Db, hook: Webhook, posted: Box<dyn Fn(i64) + Sen
             crate::store::live::outbox_claim(&**reader, &mut |id, new, found_ts| {
                 post_named(&hook, &agent, &db, &new, found_ts, id);
             })
-            .map(|claimed| usize::from(claimed))
+            .map(usize::from)
         } else {
             crate::store::live::outbox_oldest(&**reader, after_id, 64).map(|batch| {
                 let n = batch.len();

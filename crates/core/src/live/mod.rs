@@ -497,15 +497,9 @@ pub struct Analysed {
     pub new_events: Vec<NewEvent>,
 }
 
-/// An event the feed's analysis found new: a live alert.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewEvent {
-    /// The event as found.
-    pub event: Event,
-    /// It lasts ([`crate::model::EventKind::lasts`]) and ends at the vehicle's
-    /// newest fix: it may go on, so its end and figures are only as far as known.
-    pub ongoing: bool,
-}
+/// An event the feed's analysis found new: a live alert (kept in the model, where
+/// the store's alert outbox reads and writes it too).
+pub use crate::model::NewEvent;
 
 /// Opens the database at `path` (a SQLite file or a `postgres://` URL) for the
 /// feed: its writer and its analyser.

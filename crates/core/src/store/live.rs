@@ -402,7 +402,7 @@ pub fn outbox_create(conn: &dyn Sql) -> Result<()> {
 
 /// Queues the alerts of `events`, found at `now` (UTC epoch seconds), in the
 /// caller's transaction; past [`OUTBOX_CAP`] the oldest go. How many went.
-pub fn outbox_queue(conn: &dyn Sql, events: &[crate::live::NewEvent], now: i64) -> Result<u64> {
+pub fn outbox_queue(conn: &dyn Sql, events: &[crate::model::NewEvent], now: i64) -> Result<u64> {
     if events.is_empty() {
         return Ok(0);
     }
@@ -437,7 +437,7 @@ pub fn outbox_oldest(
     conn: &dyn Sql,
     after_id: i64,
     limit: i64,
-) -> Result<Vec<(i64, crate::live::NewEvent, i64)>> {
+) -> Result<Vec<(i64, crate::model::NewEvent, i64)>> {
     super::read::outbox_rows(conn, after_id, limit, false)
 }
 
@@ -447,7 +447,7 @@ pub fn outbox_oldest(
 /// only if that server dies while posting it). Whether there was one.
 pub fn outbox_claim(
     conn: &dyn Sql,
-    post: &mut dyn FnMut(i64, crate::live::NewEvent, i64),
+    post: &mut dyn FnMut(i64, crate::model::NewEvent, i64),
 ) -> Result<bool> {
     conn.execute("BEGIN", &[])?;
     let claimed = super::read::outbox_rows(conn, 0, 1, true).and_then(|mut rows| {

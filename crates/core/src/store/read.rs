@@ -1083,7 +1083,7 @@ pub(crate) fn outbox_rows(
     after_id: i64,
     limit: i64,
     claim: bool,
-) -> Result<Vec<(i64, crate::live::NewEvent, i64)>> {
+) -> Result<Vec<(i64, crate::model::NewEvent, i64)>> {
     let rows = conn.rows(
         &format!(
             "SELECT {EVENT_COLUMNS}, id, ongoing, found_ts FROM alert_outbox WHERE id > ?1 ORDER BY id LIMIT ?2{}",
@@ -1095,7 +1095,7 @@ pub(crate) fn outbox_rows(
     let mut out = Vec::new();
     for ((kind, text, place), id, ongoing, found_ts) in rows {
         let event = event_from(event_kinds::kind(kind)?, &text, place)?;
-        out.push((id, crate::live::NewEvent { event, ongoing }, found_ts));
+        out.push((id, crate::model::NewEvent { event, ongoing }, found_ts));
     }
     Ok(out)
 }
