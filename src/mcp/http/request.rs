@@ -371,7 +371,18 @@ pub(super) async fn read_body(
             cors,
             true,
         ))),
-        Ok(Ok(collected)) => Ok((collected.to_bytes(), budget)),
+        Ok(Ok(collected)) => {
+            let body = collected.to_bytes();
+            // A body without a length held the endpoint's whole limit while it came
+            // in; from here on it holds its own size (a push waiting for the writer
+            // must not keep a megabyte of the shared budget for a small body).
+            let mut budget = budget;
+            let held = body.len().div_ceil(1024).max(1);
+            if budget.num_permits() > held {
+                drop(budget.split(budget.num_permits() - held));
+            }
+            Ok((body, budget))
+        }
     }
 }
 
