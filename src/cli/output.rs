@@ -1,18 +1,12 @@
 //! What the commands print: stdout that tolerates a closed pipe, and a progress bar
 //! on a terminal (files are written by `fleetctl_core::output`).
 
-use crate::error::{Error, Result};
-use std::io::{IsTerminal, Write};
+use crate::error::Result;
+use std::io::IsTerminal;
 
 /// Writes to stdout, treating a closed pipe as success (`fleetctl … | head`).
 pub(super) fn print_stdout(text: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(Error::io(std::path::Path::new("<stdout>"), e))
-        }
-        _ => Ok(()),
-    }
+    crate::output::copy_to_stdout(&mut text.as_bytes()).map(drop)
 }
 
 /// A progress bar on stderr when it is a terminal; silent otherwise.

@@ -129,46 +129,10 @@ pub fn run(db: PathBuf, cmd: VehiclesCommand) -> Result<()> {
 /// `vehicles remove`: refused while the vehicle has positions, unless their number
 /// is given (so that a typo never deletes a week of someone's fixes).
 fn remove(db: &std::path::Path, plate: &str, delete_positions: Option<i64>) -> Result<()> {
-    let vehicle = report::Db::open(db)?
-        .vehicles
-        .iter()
-        .find(|(v, _)| v.plate == plate)
-        .map(|(v, _)| v.clone())
-        .ok_or_else(|| {
-            Error::new(
-                crate::error::ErrorCode::NotFound,
-                format!("no vehicle with the plate {plate:?}"),
-            )
-            .with_hint("give the plate exactly as `fleetctl vehicles list` shows it")
-        })?;
-    let quoted = crate::live::shell_quoted(&vehicle.plate);
     let removed = store::with_write(db, |conn| {
-        let count = store::live::position_count(conn, vehicle.id)?;
-        match delete_positions {
-            _ if count == 0 => {}
-            Some(n) if n == count => {}
-            Some(n) => {
-                return Err(Error::invalid(format!(
-                    "--delete-positions {n}: {} has {count} positions",
-                    vehicle.plate
-                ))
-                .with_hint(format!("nothing was removed; to delete them: `fleetctl vehicles remove {quoted} --delete-positions {count}`")));
-            }
-            None => {
-                return Err(Error::invalid(format!(
-                    "{} has {count} positions: removing it deletes them and every row derived from them",
-                    vehicle.plate
-                ))
-                .with_hint(format!("nothing was removed; keep a copy with `fleetctl export positions --plate {quoted}`, then `fleetctl vehicles remove {quoted} --delete-positions {count}`")));
-            }
-        }
-        store::live::remove_vehicle(conn, vehicle.id)?;
-        Ok(count)
+        store::live::remove_vehicle(conn, plate, delete_positions)
     })?;
-    super::print_stdout(&format!(
-        "Removed {} and its {removed} positions\n",
-        vehicle.plate
-    ))
+    super::print_stdout(&format!("Removed {plate} and its {removed} positions\n"))
 }
 
 fn set_speed_limit(

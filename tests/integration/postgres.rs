@@ -2148,17 +2148,8 @@ fn an_interrupted_shard_is_said_until_it_completes() {
 const LIVE_TOKEN: &str = "ingest-token-0123456789abcdef";
 
 /// A small fleet on a database of its own (two vehicles, a day), P-900LIV's
-/// tracker known as device 48241179, and a server taking pushes for it: the
-/// database, the server, its base URL and its log.
-fn small_live_fleet(
-    server: &str,
-    tag: &str,
-) -> (
-    TestDb,
-    std::process::Child,
-    String,
-    std::sync::mpsc::Receiver<String>,
-) {
+/// tracker known as device 48241179.
+fn small_fleet(server: &str, tag: &str) -> TestDb {
     let pg = TestDb::new(server, tag, "template1");
     let url = pg.url();
     let words = ["--vehicles", "2", "--days", "1", "--ahora", FIXTURE_AHORA];
@@ -2176,8 +2167,23 @@ fn small_live_fleet(
         "48241179",
     ]))
     .ok();
+    pg
+}
+
+/// [`small_fleet`] and a server taking pushes for it: the database, the server,
+/// its base URL and its log.
+fn small_live_fleet(
+    server: &str,
+    tag: &str,
+) -> (
+    TestDb,
+    std::process::Child,
+    String,
+    std::sync::mpsc::Receiver<String>,
+) {
+    let pg = small_fleet(server, tag);
     let (child, stderr, base, _) = crate::http::spawn_server_on(
-        Path::new(&url),
+        Path::new(&pg.url()),
         &["--ingest"],
         &[("FLEETCTL_INGEST_TOKEN", LIVE_TOKEN)],
     );
@@ -2191,23 +2197,8 @@ fn small_live_fleet(
 fn two_servers_post_a_shared_alert_once() {
     let Some(server) = server() else { return };
     let (url_hook, posts) = crate::live::webhook_receiver(200);
-    let pg = TestDb::new(&server, "outbox", "template1");
+    let pg = small_fleet(&server, "outbox");
     let url = pg.url();
-    let words = ["--vehicles", "2", "--days", "1", "--ahora", FIXTURE_AHORA];
-    run(fleetctl(
-        &[&["--db", url.as_str(), "generate"][..], &words].concat(),
-    ))
-    .ok();
-    run(fleetctl(&[
-        "--db",
-        &url,
-        "vehicles",
-        "add",
-        "P-900LIV",
-        "--device-id",
-        "48241179",
-    ]))
-    .ok();
     let spawn = || {
         let (child, stderr, base, _) = crate::http::spawn_server_on(
             Path::new(&url),

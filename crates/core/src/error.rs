@@ -230,6 +230,20 @@ impl Error {
     }
 }
 
+/// `text` as one shell word: as it is when it holds only characters no shell reads
+/// (letters, digits, `-_.,:/@+=`), else in single quotes. A hint built from what a
+/// device sent is pasted into a shell by an operator.
+pub fn shell_word(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.,:/@+=".contains(c));
+    if plain {
+        return text.to_string();
+    }
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

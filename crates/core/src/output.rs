@@ -180,6 +180,11 @@ impl Aside {
         })
     }
 
+    /// The file being written, under its temporary name.
+    pub fn path(&self) -> &Path {
+        &self.tmp
+    }
+
     /// Makes the file durable and puts it at the path, if the path still holds
     /// nothing foreign (someone may have made a folder or link there meanwhile).
     pub fn commit(mut self) -> Result<()> {
@@ -204,16 +209,20 @@ impl Drop for Aside {
     }
 }
 
+/// Copies `from` to standard output; how many bytes. A reader that closed the pipe
+/// (`fleetctl … | head`) is no error.
+pub fn copy_to_stdout(from: &mut dyn std::io::Read) -> Result<u64> {
+    let mut out = std::io::stdout().lock();
+    match std::io::copy(from, &mut out).and_then(|n| out.flush().map(|()| n)) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        other => other.map_err(|e| Error::io(Path::new("<stdout>"), e)),
+    }
+}
+
 /// Writes `bytes` to `path` as [`Aside`] does, or to standard output for `-`.
-pub fn write_file(path: &Path, flag: &str, may: May, bytes: &[u8]) -> Result<()> {
+pub fn write_file(path: &Path, flag: &str, may: May, mut bytes: &[u8]) -> Result<()> {
     if is_stdout(path) {
-        let mut out = std::io::stdout().lock();
-        return match out.write_all(bytes).and_then(|()| out.flush()) {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                Err(Error::io(Path::new("<stdout>"), e))
-            }
-            _ => Ok(()),
-        };
+        return copy_to_stdout(&mut bytes).map(drop);
     }
     let mut aside = Aside::create(path, flag, may)?;
     aside

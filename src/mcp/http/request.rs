@@ -124,7 +124,11 @@ async fn answer(
         conn.authenticated.store(true, Ordering::Relaxed);
     }
     let anonymous = !conn.authenticated.load(Ordering::Relaxed);
-    let problem = shared.ingest.as_ref().and_then(|f| f.health.problem());
+    // Asked only by a health check.
+    let problem = match req.uri().path() {
+        "/healthz" => shared.ingest.as_ref().and_then(|f| f.health.problem()),
+        _ => None,
+    };
     if let Some(answer) = open_answer(
         req.method(),
         req.uri().path(),

@@ -277,7 +277,7 @@ impl Ingestor {
                         )
                         .with_hint(format!(
                             "add it: `fleetctl vehicles add PLATE --device-id {}` (or start the server with --auto-register)",
-                            shell_quoted(&fix.device_id)
+                            crate::error::shell_word(&fix.device_id)
                         )));
                     }
                 },
@@ -323,20 +323,6 @@ impl Ingestor {
         registered.1 += 1;
         Ok(())
     }
-}
-
-/// `text` as one shell word: as it is when it holds only characters no shell reads
-/// (letters, digits, `-_.,:/@+=`), else in single quotes. A hint built from what a
-/// device sent is pasted into a shell by an operator.
-pub fn shell_quoted(text: &str) -> String {
-    let plain = !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.,:/@+=".contains(c));
-    if plain {
-        return text.to_string();
-    }
-    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 /// Commits pushed requests in groups, each group one transaction: a 200 means

@@ -219,12 +219,28 @@ pub fn position_count(conn: &dyn Sql, vehicle_id: i64) -> Result<i64> {
     Ok(conn.first(sql, &args, |r| r.int(0))?.unwrap_or(0))
 }
 
-/// Removes a vehicle and everything kept of it (positions, the rows detection
-/// derived from them, the generator's ground truth), in the caller's transaction.
-pub fn remove_vehicle(conn: &dyn Sql, vehicle_id: i64) -> Result<()> {
+/// Removes the vehicle with exactly this plate and everything kept of it
+/// (positions, the rows detection derived from them, the generator's ground truth),
+/// in the caller's transaction; how many positions went. A vehicle with positions
+/// is removed only when `delete_positions` is their number (so that a typo never
+/// deletes someone's week of fixes): otherwise the refusal says the number.
+pub fn remove_vehicle(conn: &dyn Sql, plate: &str, delete_positions: Option<i64>) -> Result<i64> {
     // On PostgreSQL, under the locks its writers take (a server registering or
     // analysing it waits, then finds it gone); SQLite has one writer at a time.
     lock_new_vehicles(conn)?;
+    let vehicle_id = conn
+        .first(
+            "SELECT id FROM vehicles WHERE plate = ?1",
+            &[Arg::Text(plate)],
+            |r| r.int(0),
+        )?
+        .ok_or_else(|| {
+            Error::new(
+                ErrorCode::NotFound,
+                format!("no vehicle with the plate {plate:?}"),
+            )
+            .with_hint("give the plate exactly as `fleetctl vehicles list` shows it")
+        })?;
     if conn.dialect() == Dialect::Postgres {
         conn.execute(
             "SELECT pg_advisory_xact_lock(?1, CAST(?2 AS integer))",
@@ -234,6 +250,30 @@ pub fn remove_vehicle(conn: &dyn Sql, vehicle_id: i64) -> Result<()> {
             ],
         )?;
     }
+    let count = position_count(conn, vehicle_id)?;
+    let quoted = crate::error::shell_word(plate);
+    match delete_positions {
+        _ if count == 0 => {}
+        Some(n) if n == count => {}
+        Some(n) => {
+            return Err(Error::invalid(format!(
+                "--delete-positions {n}: {plate} has {count} positions"
+            ))
+            .with_hint(format!("nothing was removed; to delete them: `fleetctl vehicles remove {quoted} --delete-positions {count}`")));
+        }
+        None => {
+            return Err(Error::invalid(format!(
+                "{plate} has {count} positions: removing it deletes them and every row derived from them"
+            ))
+            .with_hint(format!("nothing was removed; keep a copy with `fleetctl export positions --plate {quoted}`, then `fleetctl vehicles remove {quoted} --delete-positions {count}`")));
+        }
+    }
+    delete_vehicle(conn, vehicle_id)?;
+    Ok(count)
+}
+
+/// Deletes a vehicle's rows in every table (its locks taken by the caller).
+fn delete_vehicle(conn: &dyn Sql, vehicle_id: i64) -> Result<()> {
     let id = [Arg::Int(Some(vehicle_id))];
     for table in [
         "visits",

@@ -322,35 +322,19 @@ fn export_to_stdout(
     progress: &mut dyn FnMut(f64),
     started: std::time::Instant,
 ) -> Result<ExportSummary> {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let tmp = std::env::temp_dir().join(format!(
-        ".fleetctl-export-{}-{nanos}.{}",
-        std::process::id(),
-        opts.format.extension()
-    ));
-    // Made new and ours (never a file or link planted under the name) before the
-    // format's writer opens it again.
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(|e| Error::io(&tmp, e))?;
-    let copied = write_all(db, scope, opts, &tmp, progress).and_then(|(rows, files)| {
-        let stdout = Path::new("<stdout>");
-        let mut file = std::fs::File::open(&tmp).map_err(|e| Error::io(&tmp, e))?;
-        let mut out = std::io::stdout().lock();
-        let bytes = match std::io::copy(&mut file, &mut out).and_then(|n| {
-            std::io::Write::flush(&mut out)?;
-            Ok(n)
-        }) {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
-            other => other.map_err(|e| Error::io(stdout, e))?,
-        };
+    // A file of this process's own in the temporary folder (made new, never one
+    // planted under its name), removed when done.
+    let tmp = fleetctl_core::output::Aside::create(
+        &std::env::temp_dir().join(format!("fleetctl-export.{}", opts.format.extension())),
+        "-o",
+        fleetctl_core::output::May::ReplaceFile,
+    )?;
+    let copied = write_all(db, scope, opts, tmp.path(), progress).and_then(|(rows, files)| {
+        let mut file = std::fs::File::open(tmp.path()).map_err(|e| Error::io(tmp.path(), e))?;
+        let bytes = fleetctl_core::output::copy_to_stdout(&mut file)?;
         Ok((rows, files, bytes))
     });
-    remove_any(&tmp);
+    drop(tmp);
     let (rows, files, bytes) = copied?;
     Ok(ExportSummary {
         output: opts.output.clone(),
