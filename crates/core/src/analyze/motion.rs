@@ -25,24 +25,98 @@ fn median(mut xs: Vec<f64>) -> f64 {
     xs[xs.len() / 2]
 }
 
-/// The index ranges of the stops in `fixes` (inclusive), in order, scanning from
-/// `scan_from`. When `at_end` is false more fixes follow the slice, and the scan
-/// stops at the first position whose answer they could change (a stay that reaches
-/// the slice's last fix): every range returned is then what the whole data gives.
+/// How long a stay is judged by, seconds: its centre is the median of where it stood
+/// over its first this long, and whether it crawled is judged over the same span of
+/// the stop. Past it, nothing can change the stop but its end, so that a vehicle
+/// parked for weeks is settled a few fixes at a time (see `analyze::window`).
+pub fn judged_s(th: &Thresholds) -> i64 {
+    JUDGED_S.max(th.stop_min_s)
+}
+
+const JUDGED_S: i64 = 1800;
+
+/// Whether the vehicle stood at `f`, for a stop centred at `centre`: the fixes a
+/// stop's edges are trimmed to.
+pub fn standing(centre: LatLon, f: &Fix) -> bool {
+    haversine_m(centre, at(f)) <= STANDING_M || f.speed_kmh < STANDING_KMH
+}
+
+/// A stop that goes on through the last fix read, with everything but its end
+/// settled: its first standing fix (an index into the slice) and its centre.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stay {
+    /// Its first standing fix.
+    pub start: usize,
+    /// Its centre.
+    pub centre: LatLon,
+}
+
+/// What a scan of a slice of fixes found: its stops' index ranges (inclusive, in
+/// order, each with its centre), and the stop still going on at its end, if settled.
+#[derive(Debug, Clone, Default)]
+pub struct StopScan {
+    /// The stops that ended: first and last fix, centre.
+    pub ranges: Vec<(usize, usize, LatLon)>,
+    /// The stop going on at the slice's end, once settled.
+    pub open: Option<Stay>,
+}
+
+/// The stops in `fixes`, scanning from `scan_from`. When `at_end` is false more
+/// fixes follow the slice, and the scan stops at the first position whose answer
+/// they could change (a stay that reaches the slice's last fix): every range
+/// returned is then what the whole data gives, and so is `open`, a stay reaching the
+/// last fix that is settled as a stop. `going_on` says that `fixes[scan_from]` is a
+/// standing fix of such a stop, with this centre: the scan takes it up there (its
+/// rest is the first range, or `open` again).
 pub fn stop_ranges(
     fixes: &[Fix],
     th: &Thresholds,
     scan_from: usize,
     at_end: bool,
-) -> Vec<(usize, usize, LatLon)> {
-    let mut out = Vec::new();
+    going_on: Option<LatLon>,
+) -> StopScan {
+    let mut out = StopScan::default();
     let gap_s = th.signal_loss_s();
+    let judged_s = judged_s(th);
     let last = fixes.len().saturating_sub(1);
+    // Grows a stay from `j` while the next fix is within the radius of `centre`.
+    let extend = |centre: LatLon, mut j: usize| {
+        while j + 1 < fixes.len()
+            && fixes[j + 1].ts - fixes[j].ts <= th.trip_gap_s
+            && haversine_m(centre, at(&fixes[j + 1])) <= th.stop_radius_m
+        {
+            j += 1;
+        }
+        j
+    };
+    // The fixes a stop from `start` to `end` is judged by: up to the first at
+    // `judged_s` or later.
+    let judged = |start: usize, end: usize| {
+        (start..=end)
+            .find(|&k| fixes[k].ts - fixes[start].ts >= judged_s)
+            .unwrap_or(end)
+    };
     let mut i = scan_from;
+    if let Some(centre) = going_on
+        && i < fixes.len()
+    {
+        let j = extend(centre, i);
+        if j == last && !at_end {
+            out.open = Some(Stay { start: i, centre });
+            return out;
+        }
+        let end = (i..=j)
+            .rev()
+            .find(|&k| standing(centre, &fixes[k]))
+            .unwrap_or(i);
+        out.ranges.push((i, end, centre));
+        i = end + 1;
+    }
     while i < fixes.len() {
         let anchor = at(&fixes[i]);
         let mut j = i;
         while j + 1 < fixes.len()
+            && fixes[j].ts - fixes[i].ts < judged_s
             && fixes[j + 1].ts - fixes[j].ts <= th.trip_gap_s
             && haversine_m(anchor, at(&fixes[j + 1])) <= th.stop_radius_m
         {
@@ -60,21 +134,32 @@ pub fn stop_ranges(
             median(fixes[i..=j].iter().map(|f| f.lat).collect()),
             median(fixes[i..=j].iter().map(|f| f.lon).collect()),
         );
-        while j + 1 < fixes.len()
-            && fixes[j + 1].ts - fixes[j].ts <= th.trip_gap_s
-            && haversine_m(center, at(&fixes[j + 1])) <= th.stop_radius_m
-        {
-            j += 1;
-        }
+        let j = extend(center, j);
+        let first_standing = (i..=j).find(|&k| standing(center, &fixes[k]));
         if j == last && !at_end {
-            break;
+            // Still there. Settled once it stood past the span it is judged by: its
+            // end will be that fix or a later one.
+            let Some(start) = first_standing else { break };
+            let e = judged(start, j);
+            if fixes[e].ts - fixes[start].ts < judged_s
+                || !(e..=j).any(|k| standing(center, &fixes[k]))
+            {
+                break;
+            }
+            if crawling(&fixes[start..=e], gap_s) {
+                i += 1;
+                continue;
+            }
+            out.open = Some(Stay {
+                start,
+                centre: center,
+            });
+            return out;
         }
-        let standing =
-            |f: &Fix| haversine_m(center, at(f)) <= STANDING_M || f.speed_kmh < STANDING_KMH;
-        let start = (i..=j).find(|&k| standing(&fixes[k])).unwrap_or(i);
+        let start = first_standing.unwrap_or(i);
         let end = (start..=j)
             .rev()
-            .find(|&k| standing(&fixes[k]))
+            .find(|&k| standing(center, &fixes[k]))
             .unwrap_or(j);
         // The edges are trimmed to where it really stood; a spell that meets the
         // definition only with its edges stays a stop, with them.
@@ -84,11 +169,11 @@ pub fn stop_ranges(
             (i, j)
         };
         // Crawling within the radius (a bus in a jam, a walker) is not a stop.
-        if crawling(&fixes[start..=end], gap_s) {
+        if crawling(&fixes[start..=judged(start, end)], gap_s) {
             i += 1;
             continue;
         }
-        out.push((start, end, center));
+        out.ranges.push((start, end, center));
         i = end + 1;
     }
     out

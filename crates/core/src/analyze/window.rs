@@ -18,7 +18,8 @@
 use super::{Context, daily, events, motion};
 use crate::clock::Date;
 use crate::error::Result;
-use crate::model::{Event, EventDetail, EventKind, Fix, VehicleAnalysis};
+use crate::geo::LatLon;
+use crate::model::{Event, EventDetail, EventKind, Fix, Stop, VehicleAnalysis};
 use std::collections::BTreeMap;
 
 /// Fixes read per window by the pipeline: 80 MB of fixes, far more than any
@@ -60,6 +61,9 @@ struct Run {
     recent_stops: Vec<(usize, usize)>,
     /// Each geofence's state, in `ctx.geofences` order (set by the first window).
     geofences: Vec<events::GeofenceWatch>,
+    /// A stop cut while it goes on (a vehicle parked for longer than a window):
+    /// its row so far, up to the fix the scan takes it up at (`scan_from`).
+    going_on: Option<Stop>,
     /// What was found on each local day not yet rolled up (a day is rolled up only
     /// once nothing more can be found on it).
     day_counts: BTreeMap<Date, DayCounts>,
@@ -72,13 +76,38 @@ impl Run {
     fn pass(&mut self, ctx: &Context, fixes: &[Fix], base: usize, at_end: bool) -> Pass {
         let th = &ctx.thresholds;
         let n = fixes.len();
-        let ranges = motion::stop_ranges(fixes, th, self.scan_from - base, at_end);
+        let going_on = self.going_on.as_ref().map(|s| LatLon::new(s.lat, s.lon));
+        let scan = motion::stop_ranges(fixes, th, self.scan_from - base, at_end, going_on);
         let limits_kmh: Vec<f64> = fixes.iter().map(|f| ctx.speed_limit_kmh(f)).collect();
-        // The cut, in the window: the last final stop's end that is not speeding.
+        // A stop still going on is cut at its latest fix where it stood, not
+        // speeding, once long enough that its long-stop event is settled too.
+        let settled_s = motion::judged_s(th).max((th.long_stop_min * 60.0).ceil() as i64);
+        // The scan's open stay is the stop going on when it starts where it was
+        // taken up; else that stop ended, as the scan's first range.
+        let from = self.scan_from - base;
+        let goes_on = scan.open.is_some_and(|o| o.start == from) && self.going_on.is_some();
+        let open_cut = scan.open.and_then(|stay| {
+            let start_ts = match &self.going_on {
+                Some(s) if goes_on => s.start_ts,
+                _ => fixes[stay.start].ts,
+            };
+            (stay.start + 1..n)
+                .rev()
+                .take_while(|&k| fixes[k].ts - start_ts >= settled_s)
+                .find(|&k| {
+                    motion::standing(stay.centre, &fixes[k]) && fixes[k].speed_kmh <= limits_kmh[k]
+                })
+                .map(|k| (stay, k))
+        });
+        // The cut, in the window: the open stop's, else the last final stop's end
+        // that is not speeding.
         let cut = if at_end {
             None
+        } else if let Some((_, k)) = open_cut {
+            Some(k)
         } else {
-            match ranges
+            match scan
+                .ranges
                 .iter()
                 .rev()
                 .map(|r| r.1)
@@ -89,17 +118,26 @@ impl Run {
             }
         };
         let until = cut.unwrap_or(n);
-        let stops: Vec<_> = ranges.into_iter().filter(|r| r.1 <= until).collect();
+        let rest_of = self.going_on.take_if(|_| !goes_on);
+        let stops: Vec<_> = scan.ranges.into_iter().filter(|r| r.1 <= until).collect();
         let (new_stops, new_trips, new_events) = (
             self.found.stops.len(),
             self.found.trips.len(),
             self.found.events.len(),
         );
 
-        self.found
-            .stops
-            .extend(motion::stops(fixes, &stops, &ctx.namer));
-        let spans: Vec<_> = motion::movement_spans(fixes, &stops, th, self.movement_from - base)
+        let mut found_stops = motion::stops(fixes, &stops, &ctx.namer);
+        if let (Some(before), Some(rest)) = (&rest_of, found_stops.first_mut()) {
+            *rest = joined(before, rest);
+        }
+        self.found.stops.extend(found_stops);
+        // Movement runs up to the stop going on at the cut, if any.
+        let bounds: Vec<_> = stops
+            .iter()
+            .copied()
+            .chain(open_cut.map(|(stay, k)| (stay.start, k, stay.centre)))
+            .collect();
+        let spans: Vec<_> = motion::movement_spans(fixes, &bounds, th, self.movement_from - base)
             .into_iter()
             .filter(|s| s.0 < until)
             .collect();
@@ -132,14 +170,34 @@ impl Run {
         for (watch, g) in self.geofences.iter_mut().zip(&ctx.geofences) {
             watch.advance(fixes, base, g, th, at_end, &mut self.found);
         }
-        self.count(ctx, new_stops, new_trips, new_events);
+        // A stop cut while it goes on is counted on its day when first cut (its day
+        // may be rolled up before it ends), and not again when it ends.
+        let counted = rest_of.as_ref().map(|s| s.start_ts);
+        self.count(ctx, new_stops, new_trips, new_events, counted);
+        if let Some((stay, k)) = open_cut {
+            let so_far = motion::stops(fixes, &[(stay.start, k, stay.centre)], &ctx.namer)
+                .pop()
+                .expect("one range");
+            let so_far = match self.going_on.take() {
+                Some(before) => joined(&before, &so_far),
+                None => {
+                    let day = self.day_counts.entry(ctx.zone.local_date(so_far.start_ts));
+                    let day = day.or_default();
+                    day.stops += 1;
+                    day.events += 1;
+                    so_far
+                }
+            };
+            self.going_on = Some(so_far);
+        }
 
         let mut in_stop = vec![false; n];
         let recent = self
             .recent_stops
             .iter()
             .map(|&(a, b)| (a.saturating_sub(base), b.saturating_sub(base)));
-        for (a, b) in recent.chain(stops.iter().map(|r| (r.0, r.1))) {
+        let so_far = open_cut.map(|(stay, k)| (stay.start, k));
+        for (a, b) in recent.chain(stops.iter().map(|r| (r.0, r.1))).chain(so_far) {
             in_stop[a..b].iter_mut().for_each(|x| *x = true);
         }
         // A day is rolled up once all its fixes are before the cut and every
@@ -174,25 +232,46 @@ impl Run {
             .chain([cut, self.rollup.next - base])
             .min()
             .expect("the cut is a candidate");
-        self.scan_from = base + cut + 1;
+        // After a stop that ended the scan goes on with the next fix; a stop going
+        // on is taken up at the cut.
+        self.scan_from = base + cut + usize::from(open_cut.is_none());
         self.movement_from = base + cut;
         self.events_from = base + cut;
-        self.recent_stops
-            .extend(stops.iter().map(|r| (base + r.0, base + r.1)));
+        self.recent_stops.extend(
+            stops
+                .iter()
+                .map(|r| (r.0, r.1))
+                .chain(so_far)
+                .map(|(a, b)| (base + a, base + b)),
+        );
         self.recent_stops.retain(|&(_, b)| b > base + keep_from);
         Pass::Cut(base + keep_from)
     }
 
     /// Counts the rows found from these positions on by the local day they start.
-    fn count(&mut self, ctx: &Context, stops: usize, trips: usize, events: usize) {
+    /// A stop starting at `counted` (and its long-stop event) was counted before.
+    fn count(
+        &mut self,
+        ctx: &Context,
+        stops: usize,
+        trips: usize,
+        events: usize,
+        counted: Option<i64>,
+    ) {
         let (zone, found, days) = (&ctx.zone, &self.found, &mut self.day_counts);
+        let before = |kind: EventKind, ts: i64| kind == EventKind::LongStop && Some(ts) == counted;
         for s in &found.stops[stops..] {
-            days.entry(zone.local_date(s.start_ts)).or_default().stops += 1;
+            if Some(s.start_ts) != counted {
+                days.entry(zone.local_date(s.start_ts)).or_default().stops += 1;
+            }
         }
         for t in &found.trips[trips..] {
             days.entry(zone.local_date(t.start_ts)).or_default().trips += 1;
         }
-        for e in &found.events[events..] {
+        for e in found.events[events..]
+            .iter()
+            .filter(|e| !before(e.kind, e.start_ts))
+        {
             let d = days.entry(zone.local_date(e.start_ts)).or_default();
             d.events += 1;
             d.signal_losses += i64::from(e.kind == EventKind::SignalLoss);
@@ -204,6 +283,17 @@ impl Run {
         let mut found = std::mem::take(&mut self.found);
         in_one_pass_order(&mut found, ctx);
         found
+    }
+}
+
+/// A stop cut while it went on, `before`, joined with its `rest`.
+fn joined(before: &Stop, rest: &Stop) -> Stop {
+    Stop {
+        start_ts: before.start_ts,
+        idle_s: before.idle_s + rest.idle_s,
+        parked_s: before.parked_s + rest.parked_s,
+        unknown_s: before.unknown_s + rest.unknown_s,
+        ..rest.clone()
     }
 }
 
@@ -499,6 +589,77 @@ mod tests {
             ..newest
         };
         assert!(!tail.holds(&later));
+    }
+
+    /// A vehicle that drives, parks for `parked_days` reporting every 15 s (its
+    /// position jittering, a wild speed now and then, the ignition off), and drives
+    /// away.
+    fn parked_vehicle(parked_days: i64) -> Vec<Fix> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(parked_days as u64);
+        let mut out = Vec::new();
+        let mut t = 1_795_000_000;
+        let mut fix =
+            |t: i64, east: f64, speed_kmh: f64, ignition: bool, rng: &mut Xoshiro256PlusPlus| {
+                let p = offset_m(
+                    ORIGIN,
+                    east + rng.random_range(-15.0..15.0),
+                    rng.random_range(-15.0..15.0),
+                );
+                out.push(Fix {
+                    vehicle_id: 7,
+                    ts: t,
+                    lat: p.lat,
+                    lon: p.lon,
+                    speed_kmh,
+                    speed_derived: false,
+                    heading_deg: None,
+                    ignition: Some(ignition),
+                    odometer_km: None,
+                });
+            };
+        for k in 0..120 {
+            t += 15;
+            fix(t, -3000.0 + 25.0 * k as f64, 90.0, true, &mut rng);
+        }
+        for _ in 0..parked_days * 86_400 / 15 {
+            t += 15;
+            let wild = if rng.random_bool(0.01) { 120.0 } else { 0.0 };
+            fix(t, 0.0, wild, false, &mut rng);
+        }
+        for k in 0..120 {
+            t += 15;
+            fix(t, 25.0 * k as f64 + 400.0, 50.0, true, &mut rng);
+        }
+        out
+    }
+
+    /// Regression: a vehicle parked for days held every fix since it parked, and
+    /// each new fix re-ran the rules over all of them. Now the stop is cut while it
+    /// goes on: what is held stays within an hour of fixes, and the answer is the
+    /// one pass's.
+    #[test]
+    fn a_parked_vehicle_is_held_for_a_bounded_stretch() {
+        let ctx = context();
+        let fixes = parked_vehicle(3);
+        let whole = analyze_all(&fixes, &ctx);
+        assert_eq!(whole.stops.len(), 1, "{:?}", whole.stops);
+        assert!(whole.stops[0].duration_s() > 3 * 86_000);
+        let mut tail = Tail::default();
+        let mut kept = VehicleAnalysis::default();
+        let mut most_held = 0;
+        for (k, f) in fixes.iter().enumerate() {
+            kept.append(tail.push([*f], &ctx));
+            most_held = most_held.max(tail.held());
+            if k % 997 == 0 {
+                assert_eq!(tail.provisional(&ctx).latest, Some(*f));
+            }
+        }
+        // 40 minutes (the long-stop threshold) of fixes at 15 s, and the drive.
+        assert!(most_held <= 2 * 160 + 120, "held {most_held} fixes");
+        kept.append(tail.provisional(&ctx));
+        in_one_pass_order(&mut kept, &ctx);
+        assert_eq!(kept, whole);
+        assert_eq!(streamed(&fixes, &ctx, 64), whole);
     }
 
     /// The live feed's way: fixes arrive a few at a time; what became final is
