@@ -311,14 +311,79 @@ fn in_one_pass_order(found: &mut VehicleAnalysis, ctx: &Context) {
     found.visits.sort_by_cached_key(|v| rank_of(v.geofence_id));
 }
 
+/// How far back in the vehicle's time a late fix may land and have only the
+/// stretch after the last stop before it analysed again: the checkpoints kept span
+/// this much before the newest fix (an older one has the vehicle analysed whole).
+pub const REWIND_KEPT_S: i64 = 2 * 86_400;
+
+/// A checkpoint is kept at a cut at most this often, seconds of the vehicle's time.
+const CHECKPOINT_EVERY_S: i64 = 600;
+
+/// The rules' state at a cut, to take detection back to when a late fix lands
+/// after it.
+#[derive(Debug, Clone)]
+struct Checkpoint {
+    /// The segment the rows found after this cut belong to.
+    segment: u64,
+    /// The rules' state at the cut (nothing found yet).
+    run: Run,
+    /// The first fix the rules need from there on, and its index.
+    first: Fix,
+    base: usize,
+    /// The newest fix read when the cut was made: whatever comes after it, what
+    /// came before the cut stands.
+    read_to_ts: i64,
+}
+
+/// Rows a push made final, by the segment of detection they were found in: the
+/// rows found after a checkpoint belong to its segment, and taking detection back
+/// to it ([`Tail::rewind`]) takes back the rows of its segment and every later one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Settled {
+    /// Each segment's rows, in order.
+    pub segments: Vec<(u64, VehicleAnalysis)>,
+}
+
+impl Settled {
+    /// The events among the rows.
+    pub fn events(&self) -> impl Iterator<Item = &Event> {
+        self.segments.iter().flat_map(|(_, rows)| &rows.events)
+    }
+
+    /// Adds `later`'s rows after these.
+    pub fn append(&mut self, later: Settled) {
+        for (segment, rows) in later.segments {
+            match self.segments.last_mut() {
+                Some((last, kept)) if *last == segment => kept.append(rows),
+                _ => self.segments.push((segment, rows)),
+            }
+        }
+    }
+
+    /// All the rows, whatever their segment.
+    pub fn rows(self) -> VehicleAnalysis {
+        let mut all = VehicleAnalysis::default();
+        for (_, rows) in self.segments {
+            all.append(rows);
+        }
+        all
+    }
+}
+
 /// One vehicle's detection kept open as its fixes arrive (the live feed): the rules'
 /// state at the last cut and the fixes since, so that new fixes re-run only the
-/// stretch after the vehicle's last finished stop.
+/// stretch after the vehicle's last finished stop (or the last cut of a stop going
+/// on); and the state at recent cuts, so that a late fix re-runs only what follows
+/// the last of them before it.
 #[derive(Debug, Clone, Default)]
 pub struct Tail {
     run: Run,
     held: Vec<Fix>,
     base: usize,
+    /// The segment rows found now belong to.
+    segment: u64,
+    /// Checkpoints at recent cuts, oldest first.
+    checkpoints: std::collections::VecDeque<Checkpoint>,
 }
 
 impl Tail {
@@ -342,21 +407,79 @@ impl Tail {
         self.held.len()
     }
 
+    /// The oldest segment a rewind can take back: rows of earlier segments are
+    /// final for good.
+    pub fn oldest_segment(&self) -> u64 {
+        self.checkpoints.front().map_or(self.segment, |c| c.segment)
+    }
+
     /// Adds fixes newer than every fix held (in time order), runs the rules as far as
     /// the fixes decide, and returns what that made final: rows no later fix can
-    /// change (no `latest`).
-    pub fn push(&mut self, fixes: impl IntoIterator<Item = Fix>, ctx: &Context) -> VehicleAnalysis {
+    /// change (no `latest`), by segment.
+    pub fn push(&mut self, fixes: impl IntoIterator<Item = Fix>, ctx: &Context) -> Settled {
         self.held.extend(fixes);
+        let mut settled = Settled::default();
         while !self.held.is_empty() {
             match self.run.pass(ctx, &self.held, self.base, false) {
                 Pass::Cut(keep_from) => {
+                    let read_to_ts = self.held.last().expect("not empty").ts;
                     self.held.drain(..keep_from - self.base);
                     self.base = keep_from;
+                    let due = self
+                        .checkpoints
+                        .back()
+                        .is_none_or(|c| read_to_ts - c.read_to_ts >= CHECKPOINT_EVERY_S);
+                    if due && !self.held.is_empty() {
+                        self.settle(&mut settled, ctx);
+                        self.segment += 1;
+                        self.checkpoints.push_back(Checkpoint {
+                            segment: self.segment,
+                            run: self.run.clone(),
+                            first: self.held[0],
+                            base: self.base,
+                            read_to_ts,
+                        });
+                    }
                 }
                 Pass::Grow | Pass::Done => break,
             }
         }
-        self.run.finish(ctx)
+        self.settle(&mut settled, ctx);
+        if let Some(newest) = self.last_ts() {
+            while self
+                .checkpoints
+                .front()
+                .is_some_and(|c| c.read_to_ts < newest - REWIND_KEPT_S)
+            {
+                self.checkpoints.pop_front();
+            }
+        }
+        settled
+    }
+
+    /// Adds the rows found so far to the current segment's.
+    fn settle(&mut self, settled: &mut Settled, ctx: &Context) {
+        let rows = self.run.finish(ctx);
+        if rows != VehicleAnalysis::default() {
+            settled.append(Settled {
+                segments: vec![(self.segment, rows)],
+            });
+        }
+    }
+
+    /// Takes detection back to its latest checkpoint that a fix at `ts` (a late one)
+    /// cannot change, if one is kept. Returns the segment whose rows, and every later
+    /// one's, are taken back, and the fix to [`Tail::push`] again from: every fix
+    /// of the vehicle from this one on, in time order.
+    pub fn rewind(&mut self, ts: i64) -> Option<(u64, Fix)> {
+        let at = self.checkpoints.iter().rposition(|c| c.read_to_ts < ts)?;
+        self.checkpoints.truncate(at + 1);
+        let c = self.checkpoints.back().expect("kept").clone();
+        self.run = c.run;
+        self.base = c.base;
+        self.segment = c.segment;
+        self.held.clear();
+        Some((c.segment, c.first))
     }
 
     /// What the stretch after the last cut comes to if no fix follows: the open
@@ -648,7 +771,7 @@ mod tests {
         let mut kept = VehicleAnalysis::default();
         let mut most_held = 0;
         for (k, f) in fixes.iter().enumerate() {
-            kept.append(tail.push([*f], &ctx));
+            kept.append(tail.push([*f], &ctx).rows());
             most_held = most_held.max(tail.held());
             if k % 997 == 0 {
                 assert_eq!(tail.provisional(&ctx).latest, Some(*f));
@@ -660,6 +783,92 @@ mod tests {
         in_one_pass_order(&mut kept, &ctx);
         assert_eq!(kept, whole);
         assert_eq!(streamed(&fixes, &ctx, 64), whole);
+    }
+
+    /// Rows kept by segment, as the live feed's writers keep them.
+    fn keep(kept: &mut BTreeMap<u64, VehicleAnalysis>, settled: Settled) {
+        for (segment, rows) in settled.segments {
+            kept.entry(segment).or_default().append(rows);
+        }
+    }
+
+    /// What a report reads: the rows kept and the open stretch, in one pass's order.
+    fn answer(
+        kept: &BTreeMap<u64, VehicleAnalysis>,
+        tail: &Tail,
+        ctx: &Context,
+    ) -> VehicleAnalysis {
+        let mut all = VehicleAnalysis::default();
+        for rows in kept.values() {
+            all.append(rows.clone());
+        }
+        all.append(tail.provisional(ctx));
+        in_one_pass_order(&mut all, ctx);
+        all
+    }
+
+    /// Regression: a fix older than the newest had the live feed analyse the
+    /// vehicle's whole history again. Now detection goes back to its last
+    /// checkpoint before the fix and re-runs from there over the fixes stored: the
+    /// rows of the segments it takes back are dropped, and what is kept plus the
+    /// open stretch is one pass's over the fixes stored, after every late batch.
+    #[test]
+    fn a_tail_takes_late_fixes_from_its_last_checkpoint_before_them() {
+        let ctx = context();
+        let mut rewinds = 0;
+        for seed in 0..6 {
+            let fixes = eventful_vehicle(seed, 6000);
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed + 200);
+            let mut stored = std::collections::BTreeSet::new();
+            let (mut late, mut at) = (Vec::new(), 0);
+            let mut kept = BTreeMap::new();
+            let mut tail = Tail::default();
+            while at < fixes.len() || !late.is_empty() {
+                let n = rng.random_range(1..200).min(fixes.len() - at);
+                let mut batch = Vec::new();
+                for k in at..at + n {
+                    if rng.random_bool(0.01) {
+                        late.push(k)
+                    } else {
+                        batch.push(k)
+                    }
+                }
+                at += n;
+                stored.extend(batch.iter().copied());
+                keep(&mut kept, tail.push(batch.iter().map(|&k| fixes[k]), &ctx));
+                if late.is_empty() || (at < fixes.len() && rng.random_bool(0.8)) {
+                    continue;
+                }
+                let earliest = late.iter().map(|&k| fixes[k].ts).min().unwrap();
+                stored.extend(late.drain(..));
+                if tail.last_ts().is_none_or(|last| earliest > last) {
+                    let newer = stored.iter().filter(|&&k| fixes[k].ts >= earliest);
+                    keep(&mut kept, tail.push(newer.map(|&k| fixes[k]), &ctx));
+                } else if let Some((segment, first)) = tail.rewind(earliest) {
+                    assert!(segment >= 1 && fixes[*stored.first().unwrap()].ts <= first.ts);
+                    kept.split_off(&segment);
+                    let again = stored.iter().map(|&k| fixes[k]).skip_while(|f| *f != first);
+                    keep(&mut kept, tail.push(again, &ctx));
+                    rewinds += 1;
+                } else {
+                    tail = Tail::default();
+                    kept.clear();
+                    keep(&mut kept, tail.push(stored.iter().map(|&k| fixes[k]), &ctx));
+                }
+                let so_far: Vec<Fix> = stored.iter().map(|&k| fixes[k]).collect();
+                assert_eq!(
+                    answer(&kept, &tail, &ctx),
+                    analyze_all(&so_far, &ctx),
+                    "seed {seed}"
+                );
+            }
+            assert_eq!(
+                answer(&kept, &tail, &ctx),
+                analyze_all(&fixes, &ctx),
+                "seed {seed}"
+            );
+        }
+        assert!(rewinds > 20, "{rewinds} rewinds");
     }
 
     /// The live feed's way: fixes arrive a few at a time; what became final is
@@ -678,7 +887,7 @@ mod tests {
             let mut at = 0;
             while at < fixes.len() {
                 let n = rng.random_range(1..400).min(fixes.len() - at);
-                let done = tail.push(fixes[at..at + n].iter().copied(), &ctx);
+                let done = tail.push(fixes[at..at + n].iter().copied(), &ctx).rows();
                 assert!(done.latest.is_none());
                 kept.stops.extend(done.stops);
                 kept.trips.extend(done.trips);

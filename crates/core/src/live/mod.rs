@@ -9,7 +9,10 @@
 mod postgres;
 pub mod protocols;
 
-use crate::analyze::{self, window::Tail};
+use crate::analyze::{
+    self,
+    window::{Settled, Tail},
+};
 use crate::clock::FleetZone;
 use crate::error::{Error, ErrorCode, Result};
 use crate::ingest::units::SpeedUnit;
@@ -406,18 +409,26 @@ pub struct FileWriter {
 /// What the writer knows of the derived rows it stored.
 #[derive(Default)]
 struct StoredRows {
-    /// Each vehicle's provisional rows as last written: the next rows for it
-    /// replace them.
-    provisional: HashMap<i64, WrittenRows>,
+    /// What was written for each vehicle since it was last analysed whole.
+    written: HashMap<i64, Written>,
     /// Counts the times the analysis had to start again (another program wrote, or
     /// storing its rows failed); rows worked out before are dropped.
     epoch: u64,
 }
 
+/// The rows written for one vehicle that later rows may take back.
+#[derive(Default)]
+struct Written {
+    /// Its provisional rows as last written: the next rows for it replace them.
+    provisional: WrittenRows,
+    /// Its final rows of each segment of detection a rewind can still take back.
+    segments: BTreeMap<u64, WrittenRows>,
+}
+
 impl StoredRows {
     /// Starts a new epoch: what was written before is no longer known.
     fn restart(&mut self) -> u64 {
-        self.provisional.clear();
+        self.written.clear();
         self.epoch += 1;
         self.epoch
     }
@@ -461,10 +472,24 @@ impl Rows {
 /// One vehicle's new rows: final ones, and its open stretch (replacing the last).
 struct VehicleRows {
     vehicle: i64,
-    /// Analysed whole: every derived row it had goes first.
-    whole: bool,
-    done: VehicleAnalysis,
+    /// Which of its rows go first.
+    from: Redo,
+    done: Settled,
     provisional: VehicleAnalysis,
+    /// Rows of segments before this one are never taken back.
+    oldest_segment: u64,
+}
+
+/// Which of a vehicle's rows new rows replace.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Redo {
+    /// Analysed whole: every derived row it had.
+    Whole,
+    /// Resumed: its provisional rows.
+    Resumed,
+    /// Taken back to a checkpoint before a late fix: its provisional rows and its
+    /// final rows of this segment and later ones.
+    Rewound(u64),
 }
 
 /// How a round of analysis went, and the events it brought.
@@ -473,8 +498,11 @@ pub struct Analysed {
     /// Vehicles whose new fixes followed all they had: only the stretch after
     /// their last finished stop was analysed again.
     pub resumed: usize,
+    /// Vehicles with a fix older than their newest, analysed again from their last
+    /// stop before it (within `analyze::window::REWIND_KEPT_S` of their newest).
+    pub rewound: usize,
     /// Vehicles analysed whole: seen first since the server started, a fix older
-    /// than their newest, or the fleet's settings changed.
+    /// than their newest by more than that, or the fleet's settings changed.
     pub rebuilt: usize,
     /// The events found that were not there before this analysis (a stored event,
     /// or one of a vehicle's open stretch already announced, is not new): the live
@@ -574,7 +602,7 @@ impl FileWriter {
         if !current.is_empty() {
             let outbox = self.ingestor.options.outbox;
             let stored = tx.savepoint().map_err(savepoint_err).and_then(|sp| {
-                store_rows(&sp, &mut self.stored.provisional, current)?;
+                store_rows(&sp, &mut self.stored.written, current)?;
                 // The alerts of the rows stored, queued with them (or neither).
                 if outbox {
                     store::live::outbox_queue(&*sp, &events, now)?;
@@ -617,28 +645,42 @@ impl FileWriter {
     }
 }
 
-/// Stores rows in the caller's transaction, each vehicle's open stretch replacing
-/// the one written before (`provisional`).
+/// Stores rows in the caller's transaction, each vehicle's replacing those they
+/// redo (`written`).
 fn store_rows(
     conn: &Connection,
-    provisional: &mut HashMap<i64, WrittenRows>,
+    written: &mut HashMap<i64, Written>,
     rows: Vec<Rows>,
 ) -> Result<()> {
     for r in rows.into_iter().flat_map(|r| r.vehicles) {
-        if r.whole {
+        let before = if r.from == Redo::Whole {
             store::DerivedWriter::for_vehicles(conn, &[r.vehicle])?;
+            written
+                .entry(r.vehicle)
+                .insert_entry(Written::default())
+                .into_mut()
         } else {
-            let Some(last) = provisional.get(&r.vehicle) else {
+            let Some(before) = written.get_mut(&r.vehicle) else {
                 return Err(Error::internal(format!(
                     "vehicle {} was resumed without rows written before",
                     r.vehicle
                 )));
             };
             // The last provisional rows go first: a day they held may now be final.
-            store::delete_rows(conn, last)?;
+            store::delete_rows(conn, &before.provisional)?;
+            if let Redo::Rewound(segment) = r.from {
+                for rows in before.segments.split_off(&segment).values() {
+                    store::delete_rows(conn, rows)?;
+                }
+            }
+            before
+        };
+        for (segment, rows) in &r.done.segments {
+            let ids = store::write_rows(conn, rows)?;
+            before.segments.entry(*segment).or_default().extend(ids);
         }
-        store::write_rows(conn, &r.done)?;
-        provisional.insert(r.vehicle, store::write_rows(conn, &r.provisional)?);
+        before.segments = before.segments.split_off(&r.oldest_segment);
+        before.provisional = store::write_rows(conn, &r.provisional)?;
     }
     Ok(())
 }
@@ -697,44 +739,50 @@ impl FileAnalyser {
             events: Vec::new(),
         };
         for (&vehicle, fixes) in added {
-            let resumable = self.tails.get_mut(&vehicle).and_then(|tail| {
+            let announced = self.announced.entry(vehicle).or_default();
+            if let Some(tail) = self.tails.get_mut(&vehicle) {
                 // A vehicle analysed whole since these fixes were committed holds them.
                 let mut fixes: Vec<Fix> =
                     fixes.iter().filter(|f| !tail.holds(f)).copied().collect();
                 fixes.sort_by_key(|f| f.ts);
-                let follows = tail
-                    .last_ts()
-                    .is_none_or(|last| fixes.first().is_none_or(|f| f.ts > last));
-                follows.then_some((tail, fixes))
-            });
-            let announced = self.announced.entry(vehicle).or_default();
-            if let Some((tail, fixes)) = resumable {
-                if fixes.is_empty() {
+                let from = match (tail.last_ts(), fixes.first()) {
+                    (_, None) => continue,
+                    (Some(last), Some(first)) if first.ts <= last => {
+                        rewound(&self.conn, vehicle, tail, first.ts, &self.ctx)?
+                    }
+                    _ => {
+                        let settled = tail.push(fixes, &self.ctx);
+                        let provisional = tail.provisional(&self.ctx);
+                        Some((Redo::Resumed, settled, provisional))
+                    }
+                };
+                if let Some((from, settled, provisional)) = from {
+                    announce(
+                        announced,
+                        settled.events().chain(&provisional.events),
+                        tail.last_ts(),
+                        &mut done.new_events,
+                    );
+                    rows.vehicles.push(VehicleRows {
+                        vehicle,
+                        from,
+                        done: settled,
+                        provisional,
+                        oldest_segment: tail.oldest_segment(),
+                    });
+                    match from {
+                        Redo::Rewound(_) => done.rewound += 1,
+                        _ => done.resumed += 1,
+                    }
                     continue;
                 }
-                let final_rows = tail.push(fixes, &self.ctx);
-                let provisional = tail.provisional(&self.ctx);
-                announce(
-                    announced,
-                    final_rows.events.iter().chain(&provisional.events),
-                    tail.last_ts(),
-                    &mut done.new_events,
-                );
-                rows.vehicles.push(VehicleRows {
-                    vehicle,
-                    whole: false,
-                    done: final_rows,
-                    provisional,
-                });
-                done.resumed += 1;
-                continue;
             }
             // Stored events are known; so are those announced but not stored yet.
             announced.extend(store::live::event_keys(&self.conn, vehicle)?);
             let (tail, whole) = rebuild(&self.conn, vehicle, &self.ctx)?;
             announce(
                 announced,
-                whole.done.events.iter().chain(&whole.provisional.events),
+                whole.done.events().chain(&whole.provisional.events),
                 tail.last_ts(),
                 &mut done.new_events,
             );
@@ -865,7 +913,7 @@ fn rebuild(
     ctx: &analyze::Context,
 ) -> Result<(Tail, VehicleRows)> {
     let mut tail = Tail::default();
-    let mut done = VehicleAnalysis::default();
+    let mut done = Settled::default();
     let mut chunk = Vec::new();
     store::read::positions_between(conn, vehicle, i64::MIN, i64::MAX, &mut |fix, _| {
         chunk.push(*fix);
@@ -875,15 +923,44 @@ fn rebuild(
     })?;
     done.append(tail.push(chunk, ctx));
     let provisional = tail.provisional(ctx);
+    let oldest_segment = tail.oldest_segment();
     Ok((
         tail,
         VehicleRows {
             vehicle,
-            whole: true,
+            from: Redo::Whole,
             done,
             provisional,
+            oldest_segment,
         },
     ))
+}
+
+/// Takes a vehicle's detection back to its last checkpoint before a late fix at
+/// `late_ts` and runs it again over the stored fixes from there: the rows that
+/// redoes, with the segment they replace from. `None` when no checkpoint is kept
+/// that early: the vehicle is analysed whole.
+fn rewound(
+    conn: &dyn store::sql::Sql,
+    vehicle: i64,
+    tail: &mut Tail,
+    late_ts: i64,
+    ctx: &analyze::Context,
+) -> Result<Option<(Redo, Settled, VehicleAnalysis)>> {
+    let Some((segment, first)) = tail.rewind(late_ts) else {
+        return Ok(None);
+    };
+    let mut fixes = Vec::new();
+    store::read::positions_between(conn, vehicle, first.ts, i64::MAX, &mut |f, _| {
+        fixes.push(*f)
+    })?;
+    // Another fix in its first fix's second may come before it.
+    let Some(at) = fixes.iter().position(|f| *f == first) else {
+        return Ok(None);
+    };
+    let settled = tail.push(fixes.drain(at..), ctx);
+    let provisional = tail.provisional(ctx);
+    Ok(Some((Redo::Rewound(segment), settled, provisional)))
 }
 
 fn savepoint_err(e: rusqlite::Error) -> Error {
@@ -1096,6 +1173,42 @@ mod tests {
             vec![],
             "a rebuild announces nothing already stored"
         );
+        // Parked for 20 minutes, driven for 20: a fix 5 minutes late lands after
+        // the stop, and only the drive since it is analysed again.
+        // (The stop starts at the fix that arrived there, and ends at the last one.)
+        let (stopped, drove) = (t0 + 19 * 15, t0 + 99 * 15);
+        for k in 20..100 {
+            let a = step(push(t0 + k * 15, lat + 1e-5 * (k % 3) as f64, 0.0));
+            assert_eq!((a.resumed, a.rewound, a.rebuilt), (1, 0, 0));
+        }
+        for k in 100..180 {
+            if k != 160 {
+                lat += 1e-3;
+                step(push(t0 + k * 15, lat, 26.6));
+            }
+        }
+        let a = step(push(t0 + 160 * 15, lat - 5e-4, 26.6));
+        assert_eq!((a.resumed, a.rewound, a.rebuilt), (0, 1, 0));
+        let flushed = writer.commit(&[], std::mem::take(&mut pending), &[], t0 + 10_000);
+        assert_eq!(flushed.rows_failed, None);
+        // What is stored is what an analysis of the whole answers.
+        let stored = |path: &std::path::Path| {
+            let conn = store::open_read_only(path).unwrap();
+            (
+                store::read::stops_between(&conn, 1, 0, i64::MAX).unwrap(),
+                store::read::events_between(&conn, Some(1), &[], 0, i64::MAX).unwrap(),
+                store::read::daily_between(&conn, Some(1), "2000-01-01", "2099-12-31").unwrap(),
+            )
+        };
+        // Closed, the feed's connections leave everything in the file.
+        drop((writer, analyser));
+        let live = stored(&path);
+        let stop: Vec<_> = live.0.iter().map(|s| (s.start_ts, s.end_ts)).collect();
+        assert_eq!(stop, [(stopped, drove)]);
+        let again = dir.join("again.db");
+        std::fs::copy(&path, &again).unwrap();
+        crate::pipeline::reanalyze(&again, &|_| {}, &mut |_| {}).unwrap();
+        assert_eq!(live, stored(&again));
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -7,7 +7,8 @@
 //! row's `xmin` says so), else analysing it whole.
 
 use super::{
-    Analysed, Committed, Ingestor, Options, Request, Rows, VehicleRows, announce, rebuild,
+    Analysed, Committed, Ingestor, Options, Redo, Request, Rows, VehicleRows, announce, rebuild,
+    rewound,
 };
 use crate::analyze::{self, window::Tail};
 use crate::error::{Error, Result};
@@ -210,7 +211,35 @@ struct Held {
 struct Written {
     stamp: i64,
     provisional: pg::WrittenKeys,
+    /// Its final rows of each segment of detection a rewind can still take back.
+    segments: BTreeMap<u64, pg::WrittenKeys>,
     next: pg::NextIds,
+}
+
+impl Written {
+    /// Writes a vehicle's rows in place of those they redo (`from`), in the
+    /// caller's transaction.
+    fn write(
+        &mut self,
+        c: &mut postgres::Client,
+        target: &pg::Target,
+        from: Redo,
+        rows: &VehicleRows,
+    ) -> Result<()> {
+        pg::delete_written(c, target, &self.provisional)?;
+        if let Redo::Rewound(segment) = from {
+            for keys in self.segments.split_off(&segment).values() {
+                pg::delete_written(c, target, keys)?;
+            }
+        }
+        for (segment, found) in &rows.done.segments {
+            let keys = pg::append_analysis(c, target, found, &mut self.next)?;
+            self.segments.entry(*segment).or_default().extend(keys);
+        }
+        self.segments = self.segments.split_off(&rows.oldest_segment);
+        self.provisional = pg::append_analysis(c, target, &rows.provisional, &mut self.next)?;
+        Ok(())
+    }
 }
 
 impl PgAnalyser {
@@ -308,77 +337,83 @@ impl Held {
             .is_some_and(|w| Some(w.stamp) == stamp);
         let announced = self.announced.entry(vehicle).or_default();
         // Every fix from the newest held on, whichever server stored it, less those
-        // held: resumable when all of them are newer than what is held (a late fix,
-        // or another in the newest's second, needs the whole vehicle again).
-        let mut new = Vec::new();
-        let resumable = match self.tails.get(&vehicle) {
+        // held: resumed when all of them are newer than what is held; a late fix,
+        // or another in the newest's second, takes detection back to its last
+        // checkpoint before it, or has the whole vehicle analysed again.
+        let redo = match self.tails.get_mut(&vehicle) {
             Some(tail) if ours => {
                 let last = tail.last_ts();
+                let mut new = Vec::new();
                 let from = last.unwrap_or(i64::MIN);
                 store::read::positions_between(conn, vehicle, from, i64::MAX, &mut |f, _| {
                     if !tail.holds(f) {
                         new.push(*f)
                     }
                 })?;
-                let follows = |f: &Fix| tail.holds(f) || last.is_none_or(|l| f.ts > l);
-                fixes.iter().all(follows) && new.iter().all(follows)
+                let late = fixes
+                    .iter()
+                    .chain(&new)
+                    .filter(|f| !tail.holds(f) && last.is_some_and(|l| f.ts <= l))
+                    .map(|f| f.ts)
+                    .min();
+                match late {
+                    Some(ts) => rewound(conn, vehicle, tail, ts, ctx)?,
+                    None if new.is_empty() => return Ok(()),
+                    None => {
+                        let settled = tail.push(new, ctx);
+                        let provisional = tail.provisional(ctx);
+                        Some((Redo::Resumed, settled, provisional))
+                    }
+                }
             }
-            _ => false,
+            _ => None,
         };
-        if resumable {
-            if new.is_empty() {
-                return Ok(());
-            }
-            let tail = self.tails.get_mut(&vehicle).expect("checked above");
-            let final_rows = tail.push(new, ctx);
-            let provisional = tail.provisional(ctx);
+        if let Some((from, settled, provisional)) = redo {
+            let tail = &self.tails[&vehicle];
             announce(
                 announced,
-                final_rows.events.iter().chain(&provisional.events),
+                settled.events().chain(&provisional.events),
                 tail.last_ts(),
                 &mut done.new_events,
             );
+            let rows = VehicleRows {
+                vehicle,
+                from,
+                done: settled,
+                provisional,
+                oldest_segment: tail.oldest_segment(),
+            };
             let written = self.written.get_mut(&vehicle).expect("ours");
-            let kept = conn.with_client(|c| {
-                pg::delete_written(c, &target, &written.provisional)?;
-                pg::append_analysis(c, &target, &final_rows, &mut written.next)?;
-                pg::append_analysis(c, &target, &provisional, &mut written.next)
-            })?;
-            written.provisional = kept;
+            conn.with_client(|c| written.write(c, &target, from, &rows))?;
             written.stamp = stamp_of(conn, vehicle)?;
-            done.resumed += 1;
+            match from {
+                Redo::Rewound(_) => done.rewound += 1,
+                _ => done.resumed += 1,
+            }
             return Ok(());
         }
         // Stored events are known; so are those announced but not stored yet.
         announced.extend(store::live::event_keys(conn, vehicle)?);
         let (tail, whole) = rebuild(conn, vehicle, ctx)?;
-        let VehicleRows {
-            done: final_rows,
-            provisional,
-            ..
-        } = &whole;
         announce(
             announced,
-            final_rows.events.iter().chain(&provisional.events),
+            whole.done.events().chain(&whole.provisional.events),
             tail.last_ts(),
             &mut done.new_events,
         );
-        let mut next = pg::NextIds::default();
-        let kept = conn.with_client(|c| {
+        let mut written = Written {
+            stamp: 0,
+            provisional: pg::WrittenKeys::default(),
+            segments: BTreeMap::new(),
+            next: pg::NextIds::default(),
+        };
+        conn.with_client(|c| {
             pg::delete_vehicle_rows(c, &target, vehicle)?;
-            pg::append_analysis(c, &target, final_rows, &mut next)?;
-            pg::append_analysis(c, &target, provisional, &mut next)
+            written.write(c, &target, Redo::Whole, &whole)
         })?;
-        let stamp = stamp_of(conn, vehicle)?;
+        written.stamp = stamp_of(conn, vehicle)?;
         self.tails.insert(vehicle, tail);
-        self.written.insert(
-            vehicle,
-            Written {
-                stamp,
-                provisional: kept,
-                next,
-            },
-        );
+        self.written.insert(vehicle, written);
         done.rebuilt += 1;
         Ok(())
     }

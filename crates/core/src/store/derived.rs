@@ -114,6 +114,13 @@ pub struct WrittenRows {
     tables: Vec<(&'static str, std::ops::RangeInclusive<i64>)>,
 }
 
+impl WrittenRows {
+    /// Adds the rows of a later write.
+    pub fn extend(&mut self, later: WrittenRows) {
+        self.tables.extend(later.tables);
+    }
+}
+
 /// Writes one vehicle's rows inside the caller's transaction (its latest fix
 /// replaced when the analysis has one) and says which rows they are.
 pub fn write_rows(c: &Connection, a: &VehicleAnalysis) -> Result<WrittenRows> {

@@ -98,6 +98,18 @@ pub struct WrittenKeys {
     daily: Vec<String>,
 }
 
+impl WrittenKeys {
+    /// Adds the keys of a later write.
+    pub fn extend(&mut self, later: WrittenKeys) {
+        self.vehicle_id = later.vehicle_id;
+        self.stops.extend(later.stops);
+        self.trips.extend(later.trips);
+        self.events.extend(later.events);
+        self.visits.extend(later.visits);
+        self.daily.extend(later.daily);
+    }
+}
+
 /// Appends `a`'s rows (its latest fix replacing the vehicle's, when it has one),
 /// numbering stops, trips and events from `next` on, inside the caller's
 /// transaction; the keys written.
