@@ -41,6 +41,7 @@ fn main() {
             "hostile" => bench_hostile(&demo()),
             "pages" => bench_pages(&dir),
             "live-analysis" => bench_incremental(&dir, quick),
+            "live-history" => bench_live_history(&dir, quick),
             "ingest" => bench_live(&dir, quick),
             "storage" => bench_storage(&dir, &[("15 × 7", &demo())]),
             "postgres" => bench_postgres(&dir, quick),
@@ -52,7 +53,7 @@ fn main() {
                 ),
             },
             other => eprintln!(
-                "FLEETCTL_BENCH_ONLY={other}: not a section; one of import-memory, http-non-readers, hostile, pages, live-analysis, ingest, storage, postgres, import, replicas"
+                "FLEETCTL_BENCH_ONLY={other}: not a section; one of import-memory, http-non-readers, hostile, pages, live-analysis, live-history, ingest, storage, postgres, import, replicas"
             ),
         }
         let _ = std::fs::remove_dir_all(&dir);
@@ -1356,6 +1357,8 @@ fn bench_live(dir: &Path, quick: bool) {
         "live analysis, in-process: each vehicle pushes one fix a round, 20 rounds (analysis: the detection; commit: fixes and rows stored)"
     );
     bench_incremental(dir, quick);
+    println!();
+    bench_live_history(dir, quick);
 }
 
 /// The ingest token of the live benchmarks' servers.
@@ -2165,4 +2168,148 @@ fn tool_request(addr: &str, token: &str, name: &str, arguments: &serde_json::Val
          MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {name}\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
+}
+
+/// Live analysis against a vehicle's history: one parked for the whole span (a fix
+/// every 15 s, one stop going on) and one that works every day (8 hours of driving
+/// with a stop every hour, parked overnight), 1 and 90 days of it imported, then
+/// pushed a fix a round in order, then a fix 5 to 10 minutes late a round. The analysis's
+/// cost per fix should not grow with the days held (it did: a parked vehicle's
+/// every fix since it parked was re-run at each push, and a late fix re-ran all).
+fn bench_live_history(dir: &Path, quick: bool) {
+    use fleetctl::live::{self, Endpoint, Request};
+    println!(
+        "live analysis against history, in-process (a vehicle parked throughout and one working daily; analysis per fix; target: flat from 1 to 90 days)"
+    );
+    let spans: &[i64] = if quick { &[1, 30] } else { &[1, 90] };
+    for &days in spans {
+        let csv = dir.join(format!("history-{days}.csv"));
+        let end_ts = 1_790_000_000;
+        write_history_csv(&csv, end_ts, days);
+        let db = dir.join(format!("history-{days}.db"));
+        let (_, _, rows, _) = import_in_child(&db, &csv);
+        let last: Vec<(String, i64, f64, f64)> = {
+            let conn = rusqlite::Connection::open(&db).expect("open");
+            conn.execute_batch("UPDATE vehicles SET device_id = plate")
+                .expect("device ids");
+            let mut st = conn
+                .prepare("SELECT v.plate, f.ts, f.lat, f.lon FROM latest_fix f JOIN vehicles v ON v.id = f.vehicle_id")
+                .expect("query");
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .expect("rows")
+                .collect::<rusqlite::Result<_>>()
+                .expect("rows")
+        };
+        let (mut writer, mut analyser) = live::open(
+            &db,
+            live::Options {
+                auto_register: None,
+                osmand_speed: fleetctl::ingest::units::SpeedUnit::Kmh,
+                outbox: false,
+            },
+        )
+        .expect("open the feed");
+        let mut pending = Vec::new();
+        // One round: each vehicle's fix at `ts_of(its newest)`; the analysis's time.
+        let mut round = |ts_of: &dyn Fn(i64) -> i64| {
+            let group: Vec<Request> = last
+                .iter()
+                .map(|(plate, ts, lat, lon)| Request {
+                    endpoint: Endpoint::Osmand,
+                    query: live::protocols::form_pairs(&format!(
+                        "id={plate}&timestamp={}&lat={lat:.6}&lon={lon:.6}&speed=0",
+                        ts_of(*ts)
+                    )),
+                    body: Vec::new(),
+                    json: false,
+                })
+                .collect();
+            let committed = writer.commit(
+                &group,
+                std::mem::take(&mut pending),
+                &[],
+                fleetctl::clock::wall_clock_now(),
+            );
+            assert!(committed.outcomes.iter().all(Result::is_ok), "pushed");
+            if let Some(epoch) = committed.restart {
+                analyser.restart(epoch).expect("restart");
+            }
+            let started = Instant::now();
+            let (rows, analysed) = analyser.analyse(&committed.added).expect("analysed");
+            let took = started.elapsed();
+            pending.push(rows);
+            (took, analysed)
+        };
+        // Round 0 analyses each vehicle whole: not counted.
+        let (whole, _) = round(&|ts| ts + 15);
+        let (in_order, late) = (50i64, 20i64);
+        let mut ordered = Duration::ZERO;
+        for k in 1..=in_order {
+            ordered += round(&|ts| ts + 15 * (k + 1)).0;
+        }
+        let newest = 15 * (in_order + 1);
+        let (mut behind, mut rewound, mut rebuilt) = (Duration::ZERO, 0, 0);
+        for k in 0..late {
+            // 5 to 10 minutes behind the newest, off the 15-s grid.
+            let (took, a) = round(&|ts| ts + newest - 293 - 15 * k);
+            behind += took;
+            (rewound, rebuilt) = (rewound + a.rewound, rebuilt + a.rebuilt);
+        }
+        let per_fix = |d: Duration, rounds: i64| d.as_secs_f64() * 1e6 / (rounds as f64 * last.len() as f64);
+        println!(
+            "  {days:>2} days ({rows} fixes): in order {:>6.1} µs per fix, 5–10 minutes late {:>7.1} µs per fix ({rewound} rewound, {rebuilt} analysed whole); the first analysis, whole, {:.0} ms",
+            per_fix(ordered, in_order),
+            per_fix(behind, late),
+            whole.as_secs_f64() * 1e3
+        );
+    }
+}
+
+/// The history of [`bench_live_history`] as a tracker CSV ending at `end_ts`.
+fn write_history_csv(path: &Path, end_ts: i64, days: i64) {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("csv"));
+    writeln!(out, "plate,ts,lat,lon,speed_kmh,ignition").expect("write");
+    // A few metres of jitter, the same on every run.
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut jitter = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % 1000) as f64 * 1e-7 - 5e-5
+    };
+    let start = end_ts - days * 86_400;
+    let mut line = |plate: &str, ts: i64, lat: f64, lon: f64, kmh: f64, on: bool| {
+        writeln!(out, "{plate},{ts},{lat:.6},{lon:.6},{kmh},{}", u8::from(on)).expect("write");
+    };
+    // Parked: it drives in for half an hour, then stands until the end.
+    for k in 0..120 {
+        let ts = start - 1800 + 15 * k;
+        line("P-PARK", ts, 14.60 + 1e-3 * k as f64 / 6.0, -90.55, 40.0, true);
+    }
+    for ts in (start..=end_ts).step_by(15) {
+        line("P-PARK", ts, 14.62 + jitter(), -90.55 + jitter(), 0.0, false);
+    }
+    // Working: each day 8 hours back and forth at 36 km/h along 5 km, 10 minutes
+    // standing (idling) each hour, then parked until the next day.
+    for day in 0..days {
+        let d0 = start + day * 86_400;
+        let mut x_m = 0.0f64;
+        for ts in (d0..d0 + 86_400).step_by(15) {
+            let (of_day, of_hour) = (ts - d0, (ts - d0) % 3600);
+            let driving = of_day < 8 * 3600 && of_hour < 3000;
+            if driving {
+                // A triangle wave over 5 km: 10 m/s.
+                let along = (of_day as f64 * 10.0) % 10_000.0;
+                x_m = if along < 5_000.0 { along } else { 10_000.0 - along };
+            }
+            let lon = -90.53 + x_m / 107_600.0;
+            let (kmh, on) = match (driving, of_day < 8 * 3600) {
+                (true, _) => (36.0, true),
+                (false, true) => (0.0, true),
+                (false, false) => (0.0, false),
+            };
+            line("P-WORK", ts, 14.63 + jitter(), lon + jitter(), kmh, on);
+        }
+    }
 }

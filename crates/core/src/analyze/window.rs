@@ -319,6 +319,11 @@ pub const REWIND_KEPT_S: i64 = 2 * 86_400;
 /// A checkpoint is kept at a cut at most this often, seconds of the vehicle's time.
 const CHECKPOINT_EVERY_S: i64 = 600;
 
+/// At most this many checkpoints are kept a vehicle, thinned so that they lie
+/// closer together the more recent they are: a fix a few minutes late re-runs a
+/// few minutes, one a day late a few hours.
+const CHECKPOINTS_KEPT: usize = 24;
+
 /// The rules' state at a cut, to take detection back to when a late fix lands
 /// after it.
 #[derive(Debug, Clone)]
@@ -439,6 +444,7 @@ impl Tail {
                             base: self.base,
                             read_to_ts,
                         });
+                        self.thin_checkpoints(read_to_ts);
                     }
                 }
                 Pass::Grow | Pass::Done => break,
@@ -455,6 +461,25 @@ impl Tail {
             }
         }
         settled
+    }
+
+    /// Drops the checkpoint (not the oldest nor the newest) whose neighbours lie
+    /// closest together for its age, when over [`CHECKPOINTS_KEPT`].
+    fn thin_checkpoints(&mut self, newest_ts: i64) {
+        if self.checkpoints.len() <= CHECKPOINTS_KEPT {
+            return;
+        }
+        let c = &self.checkpoints;
+        let crowded = (1..c.len() - 1).min_by(|&a, &b| {
+            let crowding = |k: usize| {
+                let gap = (c[k + 1].read_to_ts - c[k - 1].read_to_ts) as f64;
+                gap / (newest_ts - c[k].read_to_ts + CHECKPOINT_EVERY_S) as f64
+            };
+            crowding(a).total_cmp(&crowding(b))
+        });
+        if let Some(k) = crowded {
+            self.checkpoints.remove(k);
+        }
     }
 
     /// Adds the rows found so far to the current segment's.
