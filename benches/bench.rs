@@ -2255,7 +2255,8 @@ fn bench_live_history(dir: &Path, quick: bool) {
             behind += took;
             (rewound, rebuilt) = (rewound + a.rewound, rebuilt + a.rebuilt);
         }
-        let per_fix = |d: Duration, rounds: i64| d.as_secs_f64() * 1e6 / (rounds as f64 * last.len() as f64);
+        let per_fix =
+            |d: Duration, rounds: i64| d.as_secs_f64() * 1e6 / (rounds as f64 * last.len() as f64);
         println!(
             "  {days:>2} days ({rows} fixes): in order {:>6.1} µs per fix, 5–10 minutes late {:>7.1} µs per fix ({rewound} rewound, {rebuilt} analysed whole); the first analysis, whole, {:.0} ms",
             per_fix(ordered, in_order),
@@ -2285,10 +2286,24 @@ fn write_history_csv(path: &Path, end_ts: i64, days: i64) {
     // Parked: it drives in for half an hour, then stands until the end.
     for k in 0..120 {
         let ts = start - 1800 + 15 * k;
-        line("P-PARK", ts, 14.60 + 1e-3 * k as f64 / 6.0, -90.55, 40.0, true);
+        line(
+            "P-PARK",
+            ts,
+            14.60 + 1e-3 * k as f64 / 6.0,
+            -90.55,
+            40.0,
+            true,
+        );
     }
     for ts in (start..=end_ts).step_by(15) {
-        line("P-PARK", ts, 14.62 + jitter(), -90.55 + jitter(), 0.0, false);
+        line(
+            "P-PARK",
+            ts,
+            14.62 + jitter(),
+            -90.55 + jitter(),
+            0.0,
+            false,
+        );
     }
     // Working: each day 8 hours back and forth at 36 km/h along 5 km, 10 minutes
     // standing (idling) each hour, then parked until the next day.
@@ -2301,7 +2316,11 @@ fn write_history_csv(path: &Path, end_ts: i64, days: i64) {
             if driving {
                 // A triangle wave over 5 km: 10 m/s.
                 let along = (of_day as f64 * 10.0) % 10_000.0;
-                x_m = if along < 5_000.0 { along } else { 10_000.0 - along };
+                x_m = if along < 5_000.0 {
+                    along
+                } else {
+                    10_000.0 - along
+                };
             }
             let lon = -90.53 + x_m / 107_600.0;
             let (kmh, on) = match (driving, of_day < 8 * 3600) {
