@@ -115,8 +115,10 @@ impl PgWriter {
                 self.conn.months_made_inside().clear();
                 committed
             }
-            Err(e) if self.conn.is_closed() => {
-                // Lost under this group: refused as busy, the next group reconnects.
+            // Lost under this group (or ended by the server: the connection may not
+            // know it yet): refused as busy, the next group reconnects.
+            Err(e) if self.conn.is_closed() || e.code == crate::error::ErrorCode::Busy => {
+                pg::forget_months(&self.conn);
                 self.ingestor.all_failed_as(
                     group.len(),
                     Error::new(

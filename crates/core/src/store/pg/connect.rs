@@ -274,6 +274,12 @@ impl Target {
                     ErrorCode::Busy,
                     "another session holds a lock this one waited for past the server's lock timeout (docs/postgres.md, \"Deadlines\"); try again, or see pg_locks for who holds it",
                 ),
+                // The server ended this session (pg_terminate_backend, a restart, a
+                // failover): the next use reconnects.
+                "57P01" | "57P02" | "57P03" => (
+                    ErrorCode::Busy,
+                    "the server ended this session (a restart, a failover, or an administrator); nothing of it was kept: try again shortly",
+                ),
                 // statement_timeout (or a cancel).
                 "57014" => (
                     ErrorCode::Timeout,
