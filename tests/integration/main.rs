@@ -17,5 +17,6 @@ mod live;
 mod maps;
 mod mcp;
 mod postgres;
+mod real_fleet;
 mod reports;
 mod traccar;

@@ -42,7 +42,9 @@ pub struct Thresholds {
     pub stop_min_s: i64,
     /// Trips are at least this long, metres.
     pub trip_min_m: f64,
-    /// A gap longer than this, seconds, closes any trip.
+    /// A gap between fixes longer than this, seconds, ends a trip: rides a few
+    /// minutes apart (a tracker silent between them) are separate trips; a trip
+    /// through a longer dead zone is two, the gap's km in the day's but in neither.
     pub trip_gap_s: i64,
     /// Consecutive fixes needed on a geofence's other side to flip its state.
     pub geofence_hold_fixes: usize,
@@ -60,7 +62,7 @@ impl Default for Thresholds {
             stop_radius_m: 200.0,
             stop_min_s: 180,
             trip_min_m: 500.0,
-            trip_gap_s: 3600,
+            trip_gap_s: 300,
             geofence_hold_fixes: 2,
             teleport_kmh: 250.0,
         }
@@ -175,8 +177,13 @@ pub const THRESHOLDS: [ThresholdSpec; 10] = [
     },
     ThresholdSpec {
         key: "trip_gap_s",
-        meaning: "A gap this long, seconds, closes any trip",
-        flag: None,
+        meaning: "A gap between fixes longer than this, seconds, ends a trip (the flag takes minutes)",
+        flag: Some(ThresholdFlag {
+            name: "trip-gap-min",
+            value_name: "MIN",
+            stored_per_unit: 60.0,
+            range: (1.0, 1440.0),
+        }),
         get: |t| t.trip_gap_s as f64,
         set: |t, v| t.trip_gap_s = v.round() as i64,
     },
@@ -512,7 +519,19 @@ mod tests {
         t += 600; // ten minutes unseen, 8.2 km further on
         fixes.extend(drive(&mut t, 20, 12_000.0, 48.0)); // 3.8 km more, to 16 km
         fixes.extend(parked(&mut rng, &mut t, 40, 16_000.0, true));
+        // By default a gap over 5 minutes ends a trip: two, and the gap's km in
+        // neither (the day has them).
         let a = analyze_vehicle(&fixes, &ctx(vec![]));
+        let trips: Vec<_> = a.trips.iter().map(|t| (t.distance_km, t.gap_km)).collect();
+        assert_eq!(trips.len(), 2, "{trips:?}");
+        assert!((trips[0].0 - 4.0).abs() < 0.1 && (trips[1].0 - 3.8).abs() < 0.1);
+        assert_eq!((trips[0].1, trips[1].1), (0.0, 0.0));
+        let day_gap: f64 = a.daily.iter().map(|d| d.gap_km).sum();
+        assert!((day_gap - 8.2).abs() < 0.1, "the day's gap {day_gap}");
+        // With --trip-gap-min 60 the drive is one trip across the gap.
+        let mut long_gap = ctx(vec![]);
+        long_gap.thresholds.trip_gap_s = 3600;
+        let a = analyze_vehicle(&fixes, &long_gap);
         assert_eq!(a.trips.len(), 1, "{:?}", a.trips);
         let (km, gap) = (a.trips[0].distance_km, a.trips[0].gap_km);
         assert!((km - 7.8).abs() < 0.1, "driven {km}");

@@ -12,6 +12,11 @@ use super::distance::span_distance;
 use crate::geo::{LatLon, haversine_m, places::Namer};
 use crate::model::{Fix, Stop, Trip};
 
+/// A stay goes on across a silence of up to this long, seconds, when the vehicle is
+/// still there after it: a parked tracker may report only every 10 or 30 minutes.
+/// (A trip ends at a shorter gap, `trip_gap_s`.)
+pub const STAY_GAP_S: i64 = 3600;
+
 /// A stop's edges are fixes within this distance of its centre (or without speed).
 const STANDING_M: f64 = 50.0;
 const STANDING_KMH: f64 = 3.0;
@@ -82,7 +87,7 @@ pub fn stop_ranges(
     // Grows a stay from `j` while the next fix is within the radius of `centre`.
     let extend = |centre: LatLon, mut j: usize| {
         while j + 1 < fixes.len()
-            && fixes[j + 1].ts - fixes[j].ts <= th.trip_gap_s
+            && fixes[j + 1].ts - fixes[j].ts <= STAY_GAP_S
             && haversine_m(centre, at(&fixes[j + 1])) <= th.stop_radius_m
         {
             j += 1;
@@ -117,7 +122,7 @@ pub fn stop_ranges(
         let mut j = i;
         while j + 1 < fixes.len()
             && fixes[j].ts - fixes[i].ts < judged_s
-            && fixes[j + 1].ts - fixes[j].ts <= th.trip_gap_s
+            && fixes[j + 1].ts - fixes[j].ts <= STAY_GAP_S
             && haversine_m(anchor, at(&fixes[j + 1])) <= th.stop_radius_m
         {
             j += 1;

@@ -1,0 +1,118 @@
+//! Figures that survive a real fleet: real recorded tracks, cut and joined the way
+//! real trackers deliver them (silent between rides, ...), give trips a manager
+//! would believe.
+
+use crate::harness::{TempDir, fleetctl, query_json, run};
+
+const CAR: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/fixtures/real/car-visnjan-etrex20x.gpx"
+);
+
+/// The car's real drive (a 2.7 km loop, a fix a second, 06:15:50–06:24:24Z): its
+/// fixes as (UTC epoch seconds, lat, lon).
+fn car_drive() -> Vec<(i64, f64, f64)> {
+    let gpx = std::fs::read_to_string(CAR).unwrap();
+    gpx.split("<trkpt ")
+        .skip(1)
+        .map(|p| {
+            let attr = |name: &str| -> f64 {
+                let from = p.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+                p[from..from + p[from..].find('"').unwrap()]
+                    .parse()
+                    .unwrap()
+            };
+            let time = &p[p.find("<time>").unwrap() + 6..p.find("</time>").unwrap()];
+            let ts = time.parse::<jiff::Timestamp>().unwrap().as_second();
+            (ts, attr("lat"), attr("lon"))
+        })
+        .collect()
+}
+
+/// Regression (a real taxi fleet: 1,000 rides became 658 trips): a tracker that is
+/// silent between rides had rides a few minutes apart merged into one trip, since
+/// only a gap of an hour ended one, and no setting changed it. Two rides of the
+/// real car, the second 6 minutes after the first and 1 km away (driven while
+/// silent): two trips by default, one with `analyze --trip-gap-min 10`.
+#[test]
+fn rides_a_few_minutes_apart_are_separate_trips_and_the_gap_is_a_setting() {
+    let dir = TempDir::new("rides-apart");
+    let drive = car_drive();
+    assert_eq!(drive.len(), 104);
+    let (first, last) = (drive[0].0, drive[drive.len() - 1].0);
+    let mut csv = String::from("plate,time_utc,lat,lon\n");
+    let mut row = |ts: i64, lat: f64, lon: f64| {
+        let t = jiff::Timestamp::from_second(ts).unwrap();
+        csv += &format!("TAXI,{},{lat},{lon}\n", t.strftime("%Y-%m-%d %H:%M:%S"));
+    };
+    for &(ts, lat, lon) in &drive {
+        row(ts, lat, lon);
+    }
+    let later = last - first + 6 * 60;
+    for &(ts, lat, lon) in &drive {
+        row(ts + later, lat, lon + 0.0128);
+    }
+    let file = dir.join("rides.csv");
+    std::fs::write(&file, csv).unwrap();
+    let db = dir.join("fleet.db");
+    run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "import",
+        "--time-zone",
+        "Europe/Zagreb",
+        file.to_str().unwrap(),
+    ]))
+    .ok();
+    let trips = |db: &std::path::Path| -> Vec<(String, f64)> {
+        let answer = query_json(db, &["trips", "--from", "2020-12-18", "--to", "2020-12-18"]);
+        answer["trips"]["items"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .iter()
+            .map(|t| {
+                (
+                    t["start"].as_str().unwrap().to_string(),
+                    t["distance_km"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let by_default = trips(&db);
+    assert_eq!(by_default.len(), 2, "{by_default:?}");
+    for (_, km) in &by_default {
+        assert!((2.5..3.0).contains(km), "{by_default:?}");
+    }
+    let settings = run(fleetctl(&["--db", db.to_str().unwrap(), "settings"])).ok();
+    assert!(
+        settings.stdout.contains("trip_gap_s"),
+        "{}",
+        settings.stdout
+    );
+    run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "analyze",
+        "--trip-gap-min",
+        "10",
+    ]))
+    .ok();
+    let merged = trips(&db);
+    assert_eq!(merged.len(), 1, "{merged:?}");
+    assert_eq!(merged[0].0, by_default[0].0);
+    // A value out of range is refused with what is accepted.
+    let refused = run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "analyze",
+        "--trip-gap-min",
+        "0",
+    ]))
+    .fails(2);
+    assert!(
+        refused.stderr.contains("--trip-gap-min 0 is out of range")
+            && refused.stderr.contains("1..=1440"),
+        "{}",
+        refused.stderr
+    );
+}
