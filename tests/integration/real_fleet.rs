@@ -116,3 +116,108 @@ fn rides_a_few_minutes_apart_are_separate_trips_and_the_gap_is_a_setting() {
         refused.stderr
     );
 }
+
+/// Every trip of `db` in the dates given: (driving_min, max_speed_kmh, avg_speed_kmh).
+fn trip_speeds(db: &std::path::Path, from: &str, to: &str) -> Vec<(f64, f64, f64)> {
+    let mut out = Vec::new();
+    let mut cursor = None::<String>;
+    loop {
+        let mut args = vec!["trips", "--from", from, "--to", to];
+        if let Some(c) = &cursor {
+            args.extend(["--cursor", c]);
+        }
+        let answer = query_json(db, &args);
+        for t in answer["trips"]["items"].as_array().unwrap() {
+            let f = |k: &str| t[k].as_f64().unwrap_or_else(|| panic!("{k}: {t}"));
+            out.push((f("driving_min"), f("max_speed_kmh"), f("avg_speed_kmh")));
+        }
+        match answer["trips"]["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => return out,
+        }
+    }
+}
+
+/// Regression (a real taxi fleet: 8.48 km in "1.0 driving min" = 509 km/h against a
+/// maximum of 79.6): driving time came from the speed field alone, so a tracker
+/// reporting 0 km/h while moving drove for no time. The real car's drive, its speed
+/// field stuck at 0, drives as long as with its speeds derived from its positions,
+/// and its top speed is its positions'. Over the demo fleet and every real fixture,
+/// no trip's average is above its maximum.
+#[test]
+fn a_speed_field_stuck_at_zero_hides_no_driving_and_no_average_tops_its_maximum() {
+    let dir = TempDir::new("stuck-speed");
+    let derived = dir.join("derived.db");
+    run(fleetctl(&[
+        "--db",
+        derived.to_str().unwrap(),
+        "import",
+        "--time-zone",
+        "Europe/Zagreb",
+        "--plate",
+        "CAR",
+        CAR,
+    ]))
+    .ok();
+    let mut csv = String::from("plate,time_utc,lat,lon,speed_kmh\n");
+    for (ts, lat, lon) in car_drive() {
+        let t = jiff::Timestamp::from_second(ts).unwrap();
+        csv += &format!("CAR,{},{lat},{lon},0\n", t.strftime("%Y-%m-%d %H:%M:%S"));
+    }
+    let file = dir.join("stuck.csv");
+    std::fs::write(&file, csv).unwrap();
+    let stuck = dir.join("stuck.db");
+    run(fleetctl(&[
+        "--db",
+        stuck.to_str().unwrap(),
+        "import",
+        "--time-zone",
+        "Europe/Zagreb",
+        file.to_str().unwrap(),
+    ]))
+    .ok();
+    let day = "2020-12-18";
+    let (with_speeds, at_zero) = (
+        trip_speeds(&derived, day, day),
+        trip_speeds(&stuck, day, day),
+    );
+    assert_eq!((with_speeds.len(), at_zero.len()), (1, 1));
+    let ((driving, max, _), (driving_0, max_0, avg_0)) = (with_speeds[0], at_zero[0]);
+    assert!(driving > 3.0, "{with_speeds:?}");
+    assert!(
+        (driving_0 - driving).abs() <= 0.15 * driving,
+        "driving {driving_0} min with the speed at 0, {driving} with speeds"
+    );
+    assert!(
+        avg_0 <= max_0 && (0.7 * max..=1.2 * max).contains(&max_0),
+        "stuck at 0: {at_zero:?}; with speeds: {with_speeds:?}"
+    );
+    // Every trip anywhere: the average is never above the maximum.
+    let mut checked = 0;
+    let mut check = |db: &std::path::Path, from: &str, to: &str| {
+        for (driving, max, avg) in trip_speeds(db, from, to) {
+            assert!(
+                avg <= max + 0.05,
+                "{}: avg {avg} > max {max} over {driving} min",
+                db.display()
+            );
+            checked += 1;
+        }
+    };
+    check(crate::harness::fixture_db(), "2026-11-18", "2026-11-25");
+    for (name, flags) in crate::distance::REAL_FILES {
+        let db = dir.join(&format!("{name}.db"));
+        let mut args = vec!["--db", db.to_str().unwrap(), "import"];
+        args.extend_from_slice(flags);
+        let path = format!("{}/fixtures/real/{name}", env!("CARGO_MANIFEST_DIR"));
+        args.push(&path);
+        run(fleetctl(&args)).ok();
+        let (from, to): (String, String) = crate::harness::open(&db)
+            .query_row("SELECT min(date), max(date) FROM daily", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        check(&db, &from, &to);
+    }
+    assert!(checked > 1000, "{checked} trips");
+}

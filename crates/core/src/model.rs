@@ -216,11 +216,14 @@ pub struct Trip {
     pub odometer_km: Option<f64>,
     /// Straight-line km across signal losses inside the trip, not in `distance_km`.
     pub gap_km: f64,
-    /// Highest speed reported, km/h.
+    /// Highest speed reported, km/h; when that is below the positions' average
+    /// while driving (a speed field stuck at 0), their fastest half minute, and
+    /// never below that average.
     pub max_speed_kmh: f64,
-    /// Seconds between fixes at walking pace or faster (`MOVING_KMH`).
+    /// Seconds driving (`analyze::distance::SpanTime`: the positions moved, or a
+    /// fix reported walking pace or faster).
     pub moving_s: i64,
-    /// Seconds slower than that with the ignition reported on: idling in traffic.
+    /// Seconds standing with the ignition reported on: idling in traffic.
     pub idle_s: i64,
     /// Start point.
     pub start_lat: f64,

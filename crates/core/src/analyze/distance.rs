@@ -180,6 +180,9 @@ pub fn span_distance(fixes: &[Fix], th: &Thresholds) -> SpanDistance {
 #[derive(Debug, Clone)]
 pub struct SpanWalk {
     teleport_kmh: f64,
+    time: SpanTime,
+    /// Where the path stood `TOP_WINDOW_S` ago and since: (time, driven metres).
+    recent: VecDeque<(i64, f64)>,
     still: StillWindow,
     /// The first fix, and the last point a step was counted to.
     counted: Option<Fix>,
@@ -191,6 +194,30 @@ pub struct SpanWalk {
     gap_m: f64,
     odometer: OdometerWalk,
 }
+
+/// How a span's time was spent, by the steps of [`SpanWalk`] (each step's time to
+/// the fix that opens it): driving when that fix reports `MOVING_KMH` or more, or
+/// when the positions moved at least that fast over the step and the vehicle was
+/// not standing still ([`still_steps`]) — so that a speed field stuck at 0 does not
+/// hide a drive; idling when not driving with the ignition reported on; standing
+/// otherwise. A step across a gap over `signal_loss_min` is none of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SpanTime {
+    /// Seconds driving.
+    pub driving_s: i64,
+    /// Seconds standing with the ignition reported on.
+    pub idle_s: i64,
+    /// Seconds standing with the ignition off or unreported.
+    pub standing_s: i64,
+    /// The fastest the positions went over any `TOP_WINDOW_S` of the span, km/h
+    /// (0 for a span shorter than that): a speed that does not rely on the
+    /// tracker's speed field.
+    pub top_kmh: f64,
+}
+
+/// The stretch [`SpanTime::top_kmh`] is measured over, seconds: long enough that a
+/// few metres of noise at each end are a few km/h.
+pub const TOP_WINDOW_S: i64 = 30;
 
 /// What the odometer's verdict needs of the readings so far.
 #[derive(Debug, Clone)]
@@ -208,6 +235,8 @@ impl SpanWalk {
     pub fn new(th: &Thresholds) -> SpanWalk {
         SpanWalk {
             teleport_kmh: th.teleport_kmh,
+            time: SpanTime::default(),
+            recent: VecDeque::new(),
             still: StillWindow::new(th.signal_loss_s()),
             counted: None,
             good: None,
@@ -236,15 +265,21 @@ impl SpanWalk {
         }
         if self.counted.is_none() {
             (self.counted, self.good) = (Some(fix), Some(fix));
+            self.recent.push_back((fix.ts, 0.0));
         }
         self.still.push(fix);
         self.walk(false);
     }
 
     /// The span's distance so far.
-    pub fn finish(mut self) -> SpanDistance {
+    pub fn finish(self) -> SpanDistance {
+        self.finish_with_time().0
+    }
+
+    /// The span's distance and how its time was spent.
+    pub fn finish_with_time(mut self) -> (SpanDistance, SpanTime) {
         if self.counted.is_none() {
-            return SpanDistance::default();
+            return Default::default();
         }
         self.walk(true);
         let gps_km = self.driven_m / 1000.0;
@@ -260,12 +295,13 @@ impl SpanWalk {
                 Err(why) => (None, Some(why)),
             }
         };
-        SpanDistance {
+        let distance = SpanDistance {
             gps_km,
             gap_km,
             odometer_km,
             odometer_rejected,
-        }
+        };
+        (distance, self.time)
     }
 
     /// Counts the steps the fixes pushed settle (`at_end`: all of them).
@@ -282,6 +318,16 @@ impl SpanWalk {
             }
             let across_gap = fix.ts - good.ts > gap_s;
             let standing = still || (across_gap && step <= STILL_MAX_M);
+            let step_s = fix.ts - good.ts;
+            let moved_kmh = step / step_s.max(1) as f64 * 3.6;
+            let driving = good.speed_kmh >= super::events::MOVING_KMH
+                || (!standing && moved_kmh >= super::events::MOVING_KMH);
+            match (across_gap, driving, good.ignition) {
+                (true, _, _) => {}
+                (false, true, _) => self.time.driving_s += step_s,
+                (false, false, Some(true)) => self.time.idle_s += step_s,
+                (false, false, _) => self.time.standing_s += step_s,
+            }
             self.good = Some(fix);
             if standing {
                 // Noise while standing: not added, and the point counted to stays
@@ -293,11 +339,32 @@ impl SpanWalk {
             if across_gap {
                 self.gap_m += d;
                 (self.counted, self.path_m) = (Some(fix), 0.0);
+                // Speed is measured along what was seen.
+                self.recent.clear();
+                self.recent.push_back((fix.ts, self.driven_m));
             } else if d >= JITTER_M {
                 let quick = fix.ts - counted.ts <= DENSE_S;
                 self.driven_m += if quick { self.path_m.max(d) } else { d };
                 (self.counted, self.path_m) = (Some(fix), 0.0);
+                self.note_speed(fix.ts);
             }
+        }
+    }
+}
+
+impl SpanWalk {
+    /// Keeps the fastest `TOP_WINDOW_S` so far, the path having reached
+    /// `driven_m` at `ts`.
+    fn note_speed(&mut self, ts: i64) {
+        self.recent.push_back((ts, self.driven_m));
+        // The latest point at least a window back stays first.
+        while self.recent.len() > 2 && self.recent[1].0 <= ts - TOP_WINDOW_S {
+            self.recent.pop_front();
+        }
+        let (from_ts, from_m) = self.recent[0];
+        if from_ts <= ts - TOP_WINDOW_S {
+            let kmh = (self.driven_m - from_m) / (ts - from_ts) as f64 * 3.6;
+            self.time.top_kmh = self.time.top_kmh.max(kmh);
         }
     }
 }

@@ -8,7 +8,7 @@
 //! Its distance is `distance::span_distance` over its fixes, as every span's is.
 
 use super::Thresholds;
-use super::distance::span_distance;
+use super::distance::SpanWalk;
 use crate::geo::{LatLon, haversine_m, places::Namer};
 use crate::model::{Fix, Stop, Trip};
 
@@ -278,12 +278,29 @@ pub fn movement_spans(
 }
 
 /// Builds trips from the movement spans whose GPS path is at least `trip_min_m`.
+/// A trip's driving and idle time are its span's (`distance::SpanTime`: from the
+/// positions, whatever the speed field says). Its top speed is the highest
+/// reported, unless that is below the positions' average while driving (a speed
+/// field stuck at 0, or one that under-reports): then the fastest half minute of
+/// the positions, and never below their average.
 pub fn trips(fixes: &[Fix], spans: &[(usize, usize)], th: &Thresholds) -> Vec<Trip> {
     spans
         .iter()
         .filter_map(|&(a, b)| {
-            let d = span_distance(&fixes[a..=b], th);
-            let (moving_s, idle_s) = trip_time_s(&fixes[a..=b], th);
+            let mut walk = SpanWalk::new(th);
+            fixes[a..=b].iter().for_each(|f| walk.push(*f));
+            let (d, time) = walk.finish_with_time();
+            let reported_kmh = fixes[a..=b].iter().map(|f| f.speed_kmh).fold(0.0, f64::max);
+            // The positions' average while driving: no maximum is below it.
+            let average_kmh = match time.driving_s {
+                0 => 0.0,
+                s => d.gps_km / (s as f64 / 3600.0),
+            };
+            let max_speed_kmh = if reported_kmh >= average_kmh {
+                reported_kmh
+            } else {
+                reported_kmh.max(time.top_kmh).max(average_kmh)
+            };
             (d.gps_km * 1000.0 >= th.trip_min_m).then(|| Trip {
                 vehicle_id: fixes[a].vehicle_id,
                 start_ts: fixes[a].ts,
@@ -291,9 +308,9 @@ pub fn trips(fixes: &[Fix], spans: &[(usize, usize)], th: &Thresholds) -> Vec<Tr
                 distance_km: d.gps_km,
                 odometer_km: d.odometer_km,
                 gap_km: d.gap_km,
-                max_speed_kmh: fixes[a..=b].iter().map(|f| f.speed_kmh).fold(0.0, f64::max),
-                moving_s,
-                idle_s,
+                max_speed_kmh,
+                moving_s: time.driving_s,
+                idle_s: time.idle_s,
                 start_lat: fixes[a].lat,
                 start_lon: fixes[a].lon,
                 end_lat: fixes[b].lat,
@@ -301,26 +318,4 @@ pub fn trips(fixes: &[Fix], spans: &[(usize, usize)], th: &Thresholds) -> Vec<Tr
             })
         })
         .collect()
-}
-
-/// A trip's time moving and idling, seconds: each interval between two fixes is
-/// moving when the fix that opens it is at `MOVING_KMH` or faster, idle when it is
-/// slower with the ignition reported on (lights, traffic); slower with the ignition
-/// off or unreported is neither, nor is a gap over the signal-loss threshold (the
-/// vehicle was unseen).
-pub fn trip_time_s(fixes: &[Fix], th: &Thresholds) -> (i64, i64) {
-    let gap_s = th.signal_loss_s();
-    let (mut moving_s, mut idle_s) = (0, 0);
-    for w in fixes.windows(2) {
-        let dt = w[1].ts - w[0].ts;
-        if dt > gap_s {
-            continue;
-        }
-        if w[0].speed_kmh >= super::events::MOVING_KMH {
-            moving_s += dt;
-        } else if w[0].ignition == Some(true) {
-            idle_s += dt;
-        }
-    }
-    (moving_s, idle_s)
 }
