@@ -78,7 +78,7 @@ pub const PROMPTS: &[Prompt] = &[
             let date = arg(a, "date", "yesterday");
             format!(
                 "Review the day of vehicle {plate} on {date}. Use the fleetctl tools in this order:\n\
-                 1. trip_summary with plate \"{plate}\" and date \"{date}\" — say aloud the resolved date and the plate it matched; report distance_km and its distance_source, departure and return, moving/idle/parked minutes, the longest stops with their places, and max and average moving speed.\n\
+                 1. trip_summary with plate \"{plate}\" and date \"{date}\" — say aloud the resolved date and the plate it matched; report distance_km and its distance_source, departure and return, driving/idle/parked minutes, the longest stops with their places, and max and average driving speed.\n\
                  2. alerts with plate \"{plate}\", from \"{date}\" and to \"{date}\" — list any speeding (km/h over the limit, where, when), long stops and signal losses.\n\
                  3. vehicle_position with plate \"{plate}\" — where it is now by the data clock.\n\
                  If trip_summary says has_data is false, say the vehicle has no data that day and stop. If the plate is ambiguous, ask which of the candidates is meant."

@@ -221,3 +221,64 @@ fn a_speed_field_stuck_at_zero_hides_no_driving_and_no_average_tops_its_maximum(
     }
     assert!(checked > 1000, "{checked} trips");
 }
+
+/// Regression (the demo through the MCP server: P-701JFG on 2026-11-24 drove 143
+/// min in `trip_summary` and 1.72 h in `daily_summary`; idled 101 min in one and
+/// 140 in the other): every vehicle-day of the demo has one driving time and one
+/// idle time, whichever report says it, and no trip of the day drives longer than
+/// its day.
+#[test]
+fn every_vehicle_day_drives_and_idles_the_same_in_every_report() {
+    let db = crate::harness::fixture_db();
+    let (from, to) = ("2026-11-18", "2026-11-25");
+    let mut days = Vec::new();
+    let mut cursor = None::<String>;
+    loop {
+        let mut args = vec!["daily", "--from", from, "--to", to];
+        if let Some(c) = &cursor {
+            args.extend(["--cursor", c]);
+        }
+        let answer = query_json(db, &args);
+        days.extend(answer["days"]["items"].as_array().unwrap().iter().cloned());
+        match answer["days"]["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    assert!(days.len() > 80, "{} vehicle-days", days.len());
+    for day in &days {
+        let (plate, date) = (
+            day["plate"].as_str().unwrap(),
+            day["date"].as_str().unwrap(),
+        );
+        let summary = query_json(db, &["trip", plate, "--date", date]);
+        let f =
+            |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k}: {v}"));
+        let what = format!("{plate} {date}");
+        // Hours are given to 0.01 (0.6 min), minutes to 0.1.
+        assert!(
+            (f(day, "driving_h") * 60.0 - f(&summary, "driving_min")).abs() <= 0.4,
+            "{what}: driving {} h in daily, {} min in trip_summary",
+            f(day, "driving_h"),
+            f(&summary, "driving_min")
+        );
+        assert!(
+            (f(day, "idle_h") * 60.0 - f(&summary, "idle_min")).abs() <= 0.4,
+            "{what}: idle {} h in daily, {} min in trip_summary",
+            f(day, "idle_h"),
+            f(&summary, "idle_min")
+        );
+        let trips = query_json(
+            db,
+            &["trips", "--plate", plate, "--from", date, "--to", date],
+        );
+        for t in trips["trips"]["items"].as_array().unwrap() {
+            assert!(
+                f(t, "driving_min") <= f(&summary, "driving_min") + 0.1,
+                "{what}: a trip drives {} min of a day's {}",
+                f(t, "driving_min"),
+                f(&summary, "driving_min")
+            );
+        }
+    }
+}

@@ -490,11 +490,12 @@ pub struct DailyRollup {
     pub odometer_distance_km: Option<f64>,
     /// Why the day's odometer readings were not used, when every fix had one.
     pub odometer_rejected: Option<OdometerRejected>,
-    /// Minutes moving.
+    /// Minutes driving, by the one definition (`analyze::distance::SpanTime`;
+    /// the stored column keeps its first name, `moving_min`).
     pub moving_min: f64,
-    /// Minutes stopped with the engine on.
+    /// Minutes not driving with the ignition reported on (idling).
     pub idle_min: f64,
-    /// Minutes stopped with the engine off.
+    /// Minutes not driving with the ignition off or unreported.
     pub parked_min: f64,
     /// Trips that began this day.
     pub trips: i64,
@@ -502,7 +503,7 @@ pub struct DailyRollup {
     pub stops: i64,
     /// Highest speed, km/h.
     pub max_speed_kmh: f64,
-    /// Distance over moving time, km/h.
+    /// GPS distance over driving time, km/h.
     pub avg_moving_speed_kmh: f64,
     /// First fix, UTC epoch seconds.
     pub first_ts: i64,

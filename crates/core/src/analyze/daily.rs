@@ -11,12 +11,11 @@ use crate::model::{DailyRollup, Fix};
 /// that a day's figures are worked out once however it is cut into windows (a live
 /// vehicle's open day is not measured again at every fix).
 ///
-/// A day's distance is the one span distance over that day's fixes, counted from
-/// the vehicle's last fix before it (the step across midnight is the new day's); the
-/// time between consecutive fixes (short gaps only) goes to moving, idle or parked
-/// by `in_stop` (a fix that opens an interval inside a stop), to the day of the
-/// fix that opens it. The counts of trips, stops and events are left to the caller
-/// (0 here).
+/// A day's distance and how its time was spent (driving, idling, standing: the one
+/// definition, `distance::SpanTime`, a trip's too) are the one span walk over that
+/// day's fixes, counted from the vehicle's last fix before it (the step across
+/// midnight is the new day's). The counts of trips, stops and events are left to
+/// the caller (0 here).
 #[derive(Debug, Clone, Default)]
 pub struct Rollup {
     /// The next fix to read (the vehicle's index).
@@ -29,7 +28,7 @@ pub struct Rollup {
 
 impl Rollup {
     /// Reads `fixes` (the vehicle's from index `base` on, time-ordered) from `next`
-    /// up to index `until` of the slice, `in_stop` settled for each, and returns the
+    /// up to index `until` of the slice, and returns the
     /// days that ended: those whose every fix, and the one after, is before
     /// `until` (`at_end`: the slice ends the vehicle's fixes, and `until` with it).
     pub fn read(
@@ -37,14 +36,12 @@ impl Rollup {
         fixes: &[Fix],
         base: usize,
         until: usize,
-        in_stop: &[bool],
         ctx: &Context,
         at_end: bool,
     ) -> Vec<(Date, DailyRollup)> {
         let (th, zone) = (&ctx.thresholds, &ctx.zone);
         let mut rows = Vec::new();
-        for k in self.next - base..until {
-            let f = fixes[k];
+        for &f in &fixes[self.next - base..until] {
             let date = zone.local_date(f.ts);
             if self.open.as_ref().is_none_or(|(d, _)| *d != date) {
                 rows.extend(self.roll());
@@ -59,18 +56,6 @@ impl Rollup {
             acc.distance.push(f);
             acc.max_speed = acc.max_speed.max(f.speed_kmh);
             acc.last_ts = f.ts;
-            if let Some(next) = fixes.get(k + 1) {
-                let dt = next.ts - f.ts;
-                // Stopped with the ignition unreported counts as parked: idling is
-                // only ever claimed from an ignition that says so.
-                if dt <= th.signal_loss_s() {
-                    match (in_stop[k], f.ignition) {
-                        (false, _) => acc.moving_s += dt,
-                        (true, Some(true)) => acc.idle_s += dt,
-                        (true, _) => acc.parked_s += dt,
-                    }
-                }
-            }
             self.last = Some(f);
         }
         self.next = self.next.max(base + until);
@@ -98,9 +83,6 @@ impl Rollup {
 #[derive(Debug, Clone)]
 struct Acc {
     distance: SpanWalk,
-    moving_s: i64,
-    idle_s: i64,
-    parked_s: i64,
     max_speed: f64,
     first_ts: i64,
     last_ts: i64,
@@ -110,9 +92,6 @@ impl Acc {
     fn new(th: &Thresholds) -> Acc {
         Acc {
             distance: SpanWalk::new(th),
-            moving_s: 0,
-            idle_s: 0,
-            parked_s: 0,
             max_speed: 0.0,
             first_ts: 0,
             last_ts: 0,
@@ -121,8 +100,8 @@ impl Acc {
 
     fn row(self, vehicle_id: i64, date: Date) -> DailyRollup {
         let a = self;
-        let distance = a.distance.finish();
-        let moving_h = a.moving_s as f64 / 3600.0;
+        let (distance, time) = a.distance.finish_with_time();
+        let driving_h = time.driving_s as f64 / 3600.0;
         DailyRollup {
             vehicle_id,
             date: date.to_string(),
@@ -130,14 +109,14 @@ impl Acc {
             gap_km: distance.gap_km,
             odometer_distance_km: distance.odometer_km,
             odometer_rejected: distance.odometer_rejected,
-            moving_min: a.moving_s as f64 / 60.0,
-            idle_min: a.idle_s as f64 / 60.0,
-            parked_min: a.parked_s as f64 / 60.0,
+            moving_min: time.driving_s as f64 / 60.0,
+            idle_min: time.idle_s as f64 / 60.0,
+            parked_min: time.standing_s as f64 / 60.0,
             trips: 0,
             stops: 0,
             max_speed_kmh: a.max_speed,
-            avg_moving_speed_kmh: if moving_h > 0.0 {
-                distance.gps_km / moving_h
+            avg_moving_speed_kmh: if driving_h > 0.0 {
+                distance.gps_km / driving_h
             } else {
                 0.0
             },

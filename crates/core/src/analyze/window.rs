@@ -57,8 +57,6 @@ struct Run {
     events_from: usize,
     /// The local days read so far, and the one still open.
     rollup: daily::Rollup,
-    /// The stops found that may still cover a fix in memory.
-    recent_stops: Vec<(usize, usize)>,
     /// Each geofence's state, in `ctx.geofences` order (set by the first window).
     geofences: Vec<events::GeofenceWatch>,
     /// A stop cut while it goes on (a vehicle parked for longer than a window):
@@ -191,15 +189,6 @@ impl Run {
             self.going_on = Some(so_far);
         }
 
-        let mut in_stop = vec![false; n];
-        let recent = self
-            .recent_stops
-            .iter()
-            .map(|&(a, b)| (a.saturating_sub(base), b.saturating_sub(base)));
-        let so_far = open_cut.map(|(stay, k)| (stay.start, k));
-        for (a, b) in recent.chain(stops.iter().map(|r| (r.0, r.1))).chain(so_far) {
-            in_stop[a..b].iter_mut().for_each(|x| *x = true);
-        }
         // A day is rolled up once all its fixes are before the cut and every
         // geofence has read past them: nothing more can be found on it.
         let days_until = self
@@ -207,9 +196,7 @@ impl Run {
             .iter()
             .map(|w| w.next - base)
             .fold(until, usize::min);
-        let days = self
-            .rollup
-            .read(fixes, base, days_until, &in_stop, ctx, at_end);
+        let days = self.rollup.read(fixes, base, days_until, ctx, at_end);
         for (date, mut row) in days {
             let c = self.day_counts.remove(&date).unwrap_or_default();
             (row.trips, row.stops, row.events, row.signal_losses) =
@@ -237,14 +224,6 @@ impl Run {
         self.scan_from = base + cut + usize::from(open_cut.is_none());
         self.movement_from = base + cut;
         self.events_from = base + cut;
-        self.recent_stops.extend(
-            stops
-                .iter()
-                .map(|r| (r.0, r.1))
-                .chain(so_far)
-                .map(|(a, b)| (base + a, base + b)),
-        );
-        self.recent_stops.retain(|&(_, b)| b > base + keep_from);
         Pass::Cut(base + keep_from)
     }
 

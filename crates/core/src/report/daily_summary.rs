@@ -48,9 +48,9 @@ pub struct DayRow {
     /// End of the day's last trip.
     #[schemars(extend("format" = "date-time"))]
     pub last_return: Option<String>,
-    /// Hours moving.
+    /// Hours driving: the positions moved, or a fix reported 5 km/h or more (as trips and trip_summary count it).
     pub driving_h: f64,
-    /// Hours stopped, and slow in traffic, with the engine reported on.
+    /// Hours not driving with the ignition reported on (stopped or in traffic).
     pub idle_h: f64,
     /// Hours with the ignition on (driving plus idle); null when the tracker does not report the ignition.
     pub engine_h: Option<f64>,
@@ -185,11 +185,9 @@ fn day_row(
     reports_ignition: bool,
     extra: read::DayExtras,
 ) -> Result<DayRow> {
-    let trip_idle_s = extra.trip_idle_s;
-    // The rollup's moving time is all the time outside stops; slow time with the
-    // engine on inside trips is idle, not driving.
-    let driving_h = (d.moving_min * 60.0 - trip_idle_s as f64).max(0.0) / 3600.0;
-    let idle_h = (d.idle_min * 60.0 + trip_idle_s as f64) / 3600.0;
+    // The day's driving and idling, by the one definition (`distance::SpanTime`).
+    let driving_h = d.moving_min / 60.0;
+    let idle_h = d.idle_min / 60.0;
     let v = db.vehicle_of(d.vehicle_id)?;
     Ok(DayRow {
         date: d.date.clone(),

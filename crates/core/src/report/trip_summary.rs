@@ -104,18 +104,18 @@ pub struct TripSummaryReport {
     pub first_fix_at: Option<String>,
     /// Last fix of the day.
     pub last_fix_at: Option<String>,
-    /// Minutes moving.
-    pub moving_min: f64,
-    /// Minutes stopped with the engine on.
+    /// Minutes driving (the day's, as `daily_summary`'s `driving_h`).
+    pub driving_min: f64,
+    /// Minutes not driving with the ignition reported on (idling).
     pub idle_min: f64,
-    /// Minutes stopped with the engine off.
+    /// Minutes not driving with the ignition off or unreported.
     pub parked_min: f64,
     /// Trips (movements of at least 500 m between stops).
     pub trips: i64,
     /// Highest speed, km/h.
     pub max_speed_kmh: f64,
-    /// Average speed while moving: GPS distance over moving minutes, km/h.
-    pub avg_moving_speed_kmh: f64,
+    /// Average speed while driving: GPS distance over driving minutes, km/h.
+    pub avg_driving_speed_kmh: f64,
     /// Stops that began this day.
     pub stops_count: usize,
     /// Their total minutes.
@@ -225,12 +225,12 @@ pub fn run(db: &Db, req: &TripSummaryRequest) -> Result<TripSummaryReport> {
             .map(|(a, b)| round1((b - a) as f64 / 60.0)),
         first_fix_at: day.as_ref().map(|d| db.time(d.first_ts)),
         last_fix_at: day.as_ref().map(|d| db.time(d.last_ts)),
-        moving_min: day.as_ref().map_or(0.0, |d| round1(d.moving_min)),
+        driving_min: day.as_ref().map_or(0.0, |d| round1(d.moving_min)),
         idle_min: day.as_ref().map_or(0.0, |d| round1(d.idle_min)),
         parked_min: day.as_ref().map_or(0.0, |d| round1(d.parked_min)),
         trips: trips.len() as i64,
         max_speed_kmh: day.as_ref().map_or(0.0, |d| round1(d.max_speed_kmh)),
-        avg_moving_speed_kmh: day.as_ref().map_or(0.0, |d| round1(d.avg_moving_speed_kmh)),
+        avg_driving_speed_kmh: day.as_ref().map_or(0.0, |d| round1(d.avg_moving_speed_kmh)),
         stops_count: stops.len(),
         stops_total_min,
         stops: List::capped(stop_rows),
@@ -248,8 +248,8 @@ pub const SPEC: ReportSpec = ReportSpec {
     title: "A vehicle's day",
     description: "One vehicle's local day computed from its GPS fixes: distance_km (the odometer when its \
 readings never go down and agree with the GPS track, else GPS with jitter filtered; distance_source says which and \
-odometer_rejected why an odometer was not believed), departure and return times, minutes moving / idle / \
-parked, number of trips, max and average moving speed (km/h), every stop (start, end, minutes, place, engine on/off; \
+odometer_rejected why an odometer was not believed), departure and return times, minutes driving / idle / \
+parked (the same driving as daily_summary's and trips'), number of trips, max and average driving speed (km/h), every stop (start, end, minutes, place, engine on/off; \
 in the day's order), signal losses (minutes without fixes), and that day's speeding, long-stop, signal-loss and geofence \
 events. Use it for any question about how much a vehicle drove or what it did on a day; it is the source for numbers. \
 date accepts YYYY-MM-DD, today or yesterday (resolved on the data clock and echoed back). A day without data \

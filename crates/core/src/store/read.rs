@@ -600,8 +600,6 @@ pub fn vehicle_day(
 pub struct DayExtras {
     /// The first trip's start and the last trip's end, UTC epoch seconds.
     pub trips_span: Option<(i64, i64)>,
-    /// Idle seconds inside trips.
-    pub trip_idle_s: i64,
     /// Speeding episodes begun that day.
     pub speeding: i64,
     /// Their seconds.
@@ -634,13 +632,13 @@ pub fn day_extras(
     let args = [int(from_ts), int(to_ts), Arg::Text(&ids)];
     let mut out = PageExtras::default();
     let speeding = event_kinds::code(EventKind::Speeding);
-    // A trip's row: 0, vehicle, start, end, idle seconds. A speeding episode's:
+    // A trip's row: 0, vehicle, start, end, 0. A speeding episode's:
     // 1, vehicle, start, 0, its seconds. A vehicle whose newest fix reports the
     // ignition: 2, vehicle. Unary + keeps SQLite off the (kind, start_ts) index,
     // which would read the whole fleet's speeding of those days for a page of one
     // vehicle; its (vehicle_id, start_ts) one reads only theirs.
     let sql = format!(
-        "SELECT 0, vehicle_id, start_ts, end_ts, idle_s FROM trips \
+        "SELECT 0, vehicle_id, start_ts, end_ts, 0 FROM trips \
          WHERE {of_ids} AND start_ts >= ?1 AND start_ts < ?2 \
          UNION ALL \
          SELECT 1, vehicle_id, start_ts, 0, {seconds} FROM events \
@@ -660,12 +658,11 @@ pub fn day_extras(
         let start = r.int(2)?;
         let e = out.days.entry((vehicle_id, day_of(start))).or_default();
         if branch == 0 {
-            let (end, idle_s) = (r.int(3)?, r.int(4)?);
+            let end = r.int(3)?;
             e.trips_span = Some(
                 e.trips_span
                     .map_or((start, end), |(a, b)| (a.min(start), b.max(end))),
             );
-            e.trip_idle_s += idle_s;
         } else {
             e.speeding += 1;
             e.speeding_s += r.opt_int(4)?.unwrap_or(0);
