@@ -282,3 +282,61 @@ fn every_vehicle_day_drives_and_idles_the_same_in_every_report() {
         }
     }
 }
+
+/// Regression (a real taxi: `state_at_last_fix: moving` beside `stopped_min 106`;
+/// the demo: `stopped_vehicles` listed 7 stopped while `fleet_map` and
+/// `nearest_vehicles` showed 10 not moving, the 3-minute stop minimum unstated):
+/// each vehicle has one state in every answer, and `stopped_vehicles` accounts for
+/// every standing vehicle, listed or counted as standing for less than the stop
+/// minimum, which it states.
+#[test]
+fn every_vehicle_has_one_state_and_every_standing_one_is_accounted_for() {
+    let db = crate::harness::fixture_db();
+    let dir = TempDir::new("one-state");
+    let (fleet, _) = crate::harness::draw_on(db, &["map", "--fleet"], &dir.join("fleet.png"));
+    let stopped = query_json(db, &["stopped", "--min-minutes", "0"]);
+    assert_eq!(stopped["stop_min_minutes"], 3.0, "{stopped}");
+    let listed: std::collections::HashSet<&str> = stopped["vehicles"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["plate"].as_str().unwrap())
+        .collect();
+    let (mut in_stop, mut briefly) = (0, 0);
+    let vehicles = fleet["vehicles"]["items"].as_array().unwrap();
+    assert_eq!(vehicles.len(), 15);
+    for v in vehicles {
+        let plate = v["plate"].as_str().unwrap();
+        let position = query_json(db, &["position", plate]);
+        assert_eq!(position["state"], v["state"], "{plate}: {position} / {v}");
+        let Some(at_fix) = position["state_at_last_fix"].as_str() else {
+            continue; // out of service: no fix
+        };
+        let stopped_min = position["stopped_min"].as_f64();
+        assert!(
+            !(at_fix == "moving" && stopped_min.is_some()),
+            "{plate}: moving and stopped at once: {position}"
+        );
+        assert_eq!(
+            listed.contains(plate),
+            stopped_min.is_some(),
+            "{plate}: {position}"
+        );
+        match (at_fix, stopped_min) {
+            ("moving", _) => {}
+            (_, Some(_)) => in_stop += 1,
+            (_, None) => {
+                briefly += 1;
+                assert!(
+                    position["note"]
+                        .as_str()
+                        .unwrap()
+                        .contains("stop's minimum")
+                );
+            }
+        }
+    }
+    assert_eq!(in_stop, listed.len());
+    assert_eq!(stopped["standing_briefly"], briefly, "{stopped}");
+    assert!(in_stop > 3, "{in_stop} in a stop at the data clock");
+}

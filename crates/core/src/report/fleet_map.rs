@@ -203,7 +203,7 @@ pub fn run(db: &Db, req: &FleetMapRequest) -> Result<Answer> {
         };
         // vehicle_position's rule, at this instant.
         let stop = read::stop_containing(db.conn(), v.id, fix.ts)?;
-        let (state, _) = super::vehicle_position::state_rule(fix, at_ts);
+        let (state, _) = super::vehicle_position::state_rule(fix, stop.is_some(), at_ts);
         // Where, as vehicle_position gives it: the fix, named after the stop when
         // standing still (the place every other report gives for the stop).
         let (lat, lon) = (fix.lat, fix.lon);
@@ -291,7 +291,8 @@ pub const SPEC: ReportSpec = ReportSpec {
     description: "Draws every vehicle where it was at the data clock (or at `at`, a local time YYYY-MM-DDTHH:MM, or \
 HH:MM for today) as a PNG map: a dot per vehicle labelled with its plate and coloured by state — moving, idle \
 (stopped, engine on), parked (stopped, engine off or not reported), offline (no fix for over 10 minutes by then, \
-or over 72 hours when parked; drawn at its last position) — over the offline basemap with depots and zones named, and a legend. Returns the \
+or over 72 hours when parked; drawn at its last position); idle and parked include vehicles standing for less than \
+a stop's minimum (3 minutes by default), which stopped_vehicles does not list — over the offline basemap with depots and zones named, and a legend. Returns the \
 counts by state and every vehicle (plate, state, lat, lon, last fix, place) with the image. Use it to see where \
 the fleet is or was at a moment; use vehicle_position for one vehicle, stopped_vehicles to list who is stopped, \
 nearest_vehicles to dispatch. An instant before any data is a no_data error naming the dates with data.",

@@ -94,7 +94,8 @@ pub fn run(db: &Db, req: &NearestVehiclesRequest) -> Result<NearestVehiclesRepor
     for fix in read::last_fixes(db.conn())? {
         let v = db.vehicle_of(fix.vehicle_id)?;
         let at = LatLon::new(fix.lat, fix.lon);
-        let (state, _) = super::vehicle_position::state_of(db, &fix);
+        let in_stop = stops.get(&v.id).is_some_and(|s| s.end_ts == fix.ts);
+        let (state, _) = super::vehicle_position::state_of(db, &fix, in_stop);
         let row = NearestRow {
             rank: 0,
             plate: v.plate.clone(),
@@ -149,7 +150,9 @@ pub const SPEC: ReportSpec = ReportSpec {
     cli: "nearest",
     title: "Vehicles closest to a place",
     description: "Vehicles ranked by straight-line distance (km) from their last known position to a place, \
-with direction, state (moving, idle, parked, offline) and where each one is. Give the place by name — a depot, \
+with direction (the compass point from the place to the vehicle), state (moving, idle, parked, offline; idle \
+and parked include standing for less than a stop's minimum, 3 minutes by default, which stopped_vehicles does not \
+list) and where each one is. Give the place by name — a depot, \
 customer zone, zone (\"Zona 10\"), neighbourhood or landmark — and the server resolves it and returns which place \
 it chose (say it aloud); an ambiguous name returns the candidates. Give lat and lon together only for a point \
 that has no name; never invent coordinates. Use it for dispatch: 'who is closest to Bodega Mixco?'.",

@@ -55,6 +55,13 @@ pub struct StoppedVehiclesReport {
     pub data_now: String,
     /// The threshold applied, minutes.
     pub min_minutes: i64,
+    /// How long a vehicle must stand (within the stop radius) before it is in a
+    /// stop at all, minutes: the fleet's stop minimum.
+    pub stop_min_minutes: f64,
+    /// Vehicles standing at their last fix for less than that (a traffic light, a
+    /// delivery just begun): not listed here; `fleet_map` and `nearest_vehicles`
+    /// show them idle or parked.
+    pub standing_briefly: usize,
     /// Stopped vehicles, longest first.
     pub vehicles: List<StoppedVehicle>,
 }
@@ -65,9 +72,12 @@ pub fn run(db: &Db, req: &StoppedVehiclesRequest) -> Result<StoppedVehiclesRepor
     let mut rows = Vec::new();
     // Two small reads for the whole fleet: the newest fixes and the ongoing stops.
     let stops = read::ongoing_stops(db.conn())?;
+    let mut standing_briefly = 0;
     for fix in read::last_fixes(db.conn())? {
         let v = db.vehicle_of(fix.vehicle_id)?;
         let Some(stop) = stops.get(&v.id).filter(|s| s.end_ts == fix.ts) else {
+            let (_, at_fix) = super::vehicle_position::state_of(db, &fix, false);
+            standing_briefly += usize::from(at_fix != super::vehicle_position::MotionState::Moving);
             continue;
         };
         let minutes = (db.now_ts - stop.start_ts) as f64 / 60.0;
@@ -84,7 +94,7 @@ pub fn run(db: &Db, req: &StoppedVehiclesRequest) -> Result<StoppedVehiclesRepor
             place: stop.place.clone(),
             lat: stop.lat,
             lon: stop.lon,
-            offline: super::vehicle_position::state_of(db, &fix).0
+            offline: super::vehicle_position::state_of(db, &fix, true).0
                 == super::vehicle_position::LiveState::Offline,
             last_fix_at: db.time(fix.ts),
             last_fix_age_s: db.now_ts - fix.ts,
@@ -98,6 +108,8 @@ pub fn run(db: &Db, req: &StoppedVehiclesRequest) -> Result<StoppedVehiclesRepor
     Ok(StoppedVehiclesReport {
         data_now: db.time(db.now_ts),
         min_minutes,
+        stop_min_minutes: round1(db.thresholds.stop_min_s as f64 / 60.0),
+        standing_briefly,
         vehicles: List::capped(rows),
     })
 }
@@ -107,11 +119,12 @@ pub const SPEC: ReportSpec = ReportSpec {
     tool: "stopped_vehicles",
     cli: "stopped",
     title: "Vehicles stopped now",
-    description: "Vehicles whose current stop (staying within 200 m) has lasted at least min_minutes up to the \
-data clock: plate, driver, since (RFC 3339), minutes (to the data clock), observed_min (to the last fix, as \
+    description: "Vehicles whose current stop (staying within 200 m; a stop counts from stop_min_minutes, 3 by \
+default) has lasted at least min_minutes up to the data clock: plate, driver, since (RFC 3339), minutes (to the data clock), observed_min (to the last fix, as \
 trip_summary and alerts count it), engine on/off, place, and an offline flag for a tracker silent for over 10 minutes while its engine was on \
 (a vehicle parked with the engine off is not offline unless silent for over 72 hours; minutes assume it has not moved since its last fix). \
-Longest first. Use it for 'who is stopped?' or 'which trucks have been idle for over an hour?'.",
+Longest first. standing_briefly counts the vehicles standing for less than a stop's minimum, not listed (fleet_map \
+and nearest_vehicles show them idle or parked). Use it for 'who is stopped?' or 'which trucks have been idle for over an hour?'.",
     input: super::schema::derived_input::<StoppedVehiclesRequest>,
     rows: "vehicles",
     columns: &[(

@@ -121,21 +121,24 @@ impl From<LiveState> for PositionState {
     }
 }
 
-/// The state by the data clock and at the last fix.
-pub fn state_of(db: &Db, fix: &Fix) -> (LiveState, MotionState) {
-    state_rule(fix, db.now_ts)
+/// The state by the data clock and at the last fix (`in_stop`: the fix ends the
+/// vehicle's ongoing stop).
+pub fn state_of(db: &Db, fix: &Fix, in_stop: bool) -> (LiveState, MotionState) {
+    state_rule(fix, in_stop, db.now_ts)
 }
 
 /// The one state rule (vehicle_position, nearest_vehicles, stopped_vehicles and
-/// fleet_map use it). At a fix, a vehicle is moving at `MOVING_KMH` or faster, else
-/// stopped: idle with the ignition reported on, parked otherwise — so a state never
-/// contradicts its speed. At `at_ts`, a vehicle whose last fix is over 10 minutes
+/// fleet_map use it). At a fix, a vehicle is stopped when its positions hold it in
+/// a stop (`in_stop`: whatever speed the fix reports, so that it is never moving
+/// and stopped at once) or it reports under `MOVING_KMH` (standing, maybe for less
+/// than a stop's minimum: a traffic light); else moving. Stopped is idle with the
+/// ignition reported on, parked otherwise. At `at_ts`, a vehicle whose last fix is over 10 minutes
 /// old is offline — a tracker that should be reporting and is not — unless it was
 /// parked then: a vehicle left with its engine off keeps its state for up to 72
 /// hours, and its age shows in `minutes_since_fix` (trackers sleep with the engine
 /// off). Silent longer than that, a parked vehicle is offline too.
-pub fn state_rule(fix: &Fix, at_ts: i64) -> (LiveState, MotionState) {
-    let at_fix = if fix.speed_kmh >= crate::analyze::events::MOVING_KMH {
+pub fn state_rule(fix: &Fix, in_stop: bool, at_ts: i64) -> (LiveState, MotionState) {
+    let at_fix = if fix.speed_kmh >= crate::analyze::events::MOVING_KMH && !in_stop {
         MotionState::Moving
     } else if fix.ignition == Some(true) {
         MotionState::Idle
@@ -189,8 +192,8 @@ pub fn run(db: &Db, req: &VehiclePositionRequest) -> Result<VehiclePositionRepor
         report.note = db.no_data_note(v, true, &db.today().to_string())?;
         return Ok(report);
     };
-    let (state, at_fix) = state_of(db, &fix);
     let stop = ongoing.filter(|s| s.end_ts == fix.ts);
+    let (state, at_fix) = state_of(db, &fix, stop.is_some());
     let since_s = db.now_ts - fix.ts;
     report.state = state.into();
     report.state_at_last_fix = Some(at_fix);
@@ -213,6 +216,11 @@ pub fn run(db: &Db, req: &VehiclePositionRequest) -> Result<VehiclePositionRepor
     if let Some(s) = stop {
         report.stopped_since = Some(db.time(s.start_ts));
         report.stopped_min = Some(round1((db.now_ts - s.start_ts) as f64 / 60.0));
+    } else if at_fix != MotionState::Moving {
+        report.note = Some(format!(
+            "standing at its last fix, for less than a stop's minimum ({} min): stopped_since counts from then",
+            round1(db.thresholds.stop_min_s as f64 / 60.0)
+        ));
     }
     if report.state == PositionState::Offline {
         report.note = Some(format!(
@@ -264,12 +272,15 @@ mod tests {
         let fix = parked_at(0);
         let hour = 3600;
         assert_eq!(
-            state_rule(&fix, 61 * hour).0,
+            state_rule(&fix, true, 61 * hour).0,
             LiveState::Parked,
             "Friday evening to Monday morning"
         );
-        assert_eq!(state_rule(&fix, PARKED_ASLEEP_UP_TO_S).0, LiveState::Parked);
-        let (live, at_fix) = state_rule(&fix, PARKED_ASLEEP_UP_TO_S + 1);
+        assert_eq!(
+            state_rule(&fix, true, PARKED_ASLEEP_UP_TO_S).0,
+            LiveState::Parked
+        );
+        let (live, at_fix) = state_rule(&fix, true, PARKED_ASLEEP_UP_TO_S + 1);
         assert_eq!(
             (live, at_fix),
             (LiveState::Offline, MotionState::Parked),
@@ -278,8 +289,23 @@ mod tests {
         let mut idling = fix;
         idling.ignition = Some(true);
         assert_eq!(
-            state_rule(&idling, OFFLINE_AFTER_S + 1).0,
+            state_rule(&idling, true, OFFLINE_AFTER_S + 1).0,
             LiveState::Offline
+        );
+    }
+
+    /// Regression (a real taxi: `state_at_last_fix: moving` beside `stopped_min
+    /// 106`): a fix that ends a stop is stopped whatever speed it reports.
+    #[test]
+    fn a_vehicle_in_a_stop_is_never_moving() {
+        let mut fix = parked_at(0);
+        fix.speed_kmh = 31.0;
+        assert_eq!(state_rule(&fix, false, 0).1, MotionState::Moving);
+        assert_eq!(state_rule(&fix, true, 0).1, MotionState::Parked);
+        fix.ignition = Some(true);
+        assert_eq!(
+            state_rule(&fix, true, 0),
+            (LiveState::Idle, MotionState::Idle)
         );
     }
 }
