@@ -229,8 +229,8 @@ fn assert_found(label: &str, s: &HashMap<&'static str, (usize, usize, usize)>, k
 }
 
 #[test]
-fn every_long_stop_and_signal_loss_is_found_from_5_to_120_s_and_speeding_up_to_60_s() {
-    for cadence in [5, 30, 60] {
+fn every_long_stop_and_signal_loss_is_found_from_5_to_120_s_and_speeding_up_to_30_s() {
+    for cadence in [5, 30] {
         let s = score(cadence, true, None);
         assert_found(
             &format!("{cadence} s"),
@@ -238,16 +238,20 @@ fn every_long_stop_and_signal_loss_is_found_from_5_to_120_s_and_speeding_up_to_6
             &["speeding", "long_stop", "signal_loss"],
         );
     }
-    let s = score(120, true, None);
-    assert_found("120 s", &s, &["long_stop", "signal_loss"]);
-    // At 120 s an episode of 60–180 s may lie between two fixes: at most half are
-    // missed, and nothing is flagged that was not planted.
-    let (hit, missed, extra) = s["speeding"];
-    assert!(
-        missed <= hit,
-        "120 s: speeding {hit} found, {missed} missed"
-    );
-    assert_eq!(extra, 0, "120 s: speeding found that was not planted");
+    // From 60 s an episode of 60–180 s may rest on one fast fix, which proves 15 s of
+    // the 20 asked: no episode. At 60 s at most half are missed; at 120 s most are
+    // (an episode needs two fast fixes, 120 s apart). Nothing is ever flagged that
+    // was not planted.
+    for cadence in [60, 120] {
+        let s = score(cadence, true, None);
+        assert_found(&format!("{cadence} s"), &s, &["long_stop", "signal_loss"]);
+        let (hit, missed, extra) = s["speeding"];
+        assert!(
+            cadence > 60 || (hit > 0 && missed <= hit),
+            "{cadence} s: speeding {hit} found, {missed} missed"
+        );
+        assert_eq!(extra, 0, "{cadence} s: speeding found that was not planted");
+    }
 }
 
 #[test]
@@ -259,11 +263,14 @@ fn without_speeds_detection_works_from_positions_alone() {
             &s,
             &["long_stop", "signal_loss"],
         );
-        let (hit, missed, _) = s["speeding"];
+        // Speeds derived from positions average over the neighbours' steps; at 60 s
+        // an episode rarely shows on two fixes in a row.
+        let (hit, missed, extra) = s["speeding"];
         assert!(
-            hit >= missed,
+            hit > 0 && (cadence > 15 || hit >= missed),
             "{cadence} s, no speed: speeding {hit} found, {missed} missed"
         );
+        assert_eq!(extra, 0, "{cadence} s, no speed: speeding not planted");
     }
 }
 
@@ -283,7 +290,7 @@ fn a_fix_every_second_finds_the_same_anomalies() {
 }
 
 #[test]
-fn a_lone_fix_over_the_limit_at_a_sparse_cadence_is_one_fix_not_a_long_episode() {
+fn a_lone_fix_over_the_limit_at_a_sparse_cadence_is_no_episode() {
     let dir = TempDir::new("sparse-speeding");
     let db = dir.join("fleet.db");
     // A fix every 120 s heading north at 60 km/h (2 km apart), one of them at 95.
@@ -320,9 +327,8 @@ fn a_lone_fix_over_the_limit_at_a_sparse_cadence_is_one_fix_not_a_long_episode()
             "2026-11-18",
         ],
     );
+    // One fast fix proves 15 s (7.5 s each side), under the 20 s an episode asks:
+    // none, however long the fix may stand for.
     let items = events["events"]["items"].as_array().unwrap();
-    assert_eq!(items.len(), 1, "{events}");
-    let detail = &items[0]["detail"];
-    assert_eq!(detail["fixes"], 1, "{events}");
-    assert_eq!(detail["duration_s"], 15, "{events}");
+    assert_eq!(items.len(), 0, "{events}");
 }

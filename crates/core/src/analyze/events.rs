@@ -34,17 +34,14 @@ fn event(f: &Fix, kind: EventKind, end_ts: i64, detail: EventDetail) -> Event {
 pub const SPEEDING_EDGE_MAX_S: f64 = 7.5;
 
 /// Speeding: a run of fixes above the limit, consecutive ones less than the
-/// signal-loss threshold apart, that may have lasted at least `speeding_min_s`. A
-/// fix stands for the time from halfway to the fix before it to halfway to the fix
-/// after it (the moment the vehicle crossed the limit is unknown between two fixes),
-/// so the definition holds at every cadence: at a fix every 15 s one fast fix (15 s)
-/// is not an episode and two are; at a fix every 60 s one fast fix is. The event runs
-/// from the first fast fix to the last; its `duration_s` is what the fixes prove
-/// (that span, plus at each end half the interval to the neighbour, at most
-/// `SPEEDING_EDGE_MAX_S`), and `fixes` says how many fast fixes it rests on: a lone
-/// fix at a 120-s cadence is an event of one fix and 15 s, not a 120-s episode. A
-/// neighbour across a signal loss stands for no time: a lone fast fix between gaps
-/// of hours (a sampled extract) is no episode.
+/// signal-loss threshold apart, whose fixes prove at least `speeding_min_s`: the
+/// span from the first fast fix to the last, plus at each end half the interval to
+/// the neighbour, at most `SPEEDING_EDGE_MAX_S` (the moment the vehicle crossed the
+/// limit is unknown between two fixes). So one fast fix, which proves 15 s at most,
+/// is never an episode, whatever the cadence (a single reading may be a spike); two
+/// in a row at 15 s or 60 s are. The event runs from the first fast fix to the last;
+/// its `duration_s` is that proved span, and `fixes` says how many fast fixes it
+/// rests on. A neighbour across a signal loss stands for no time.
 ///
 /// `limits_kmh` holds each fix's limit; `limit_at` says where a fix's limit comes from
 /// (asked only for an episode's fixes, so that a vehicle's millions of fixes carry a
@@ -82,11 +79,9 @@ pub fn speeding(
             0.0
         };
         let span_s = (fixes[j].ts - fixes[i].ts) as f64;
-        let possible_s = (span_s + before + after).round() as i64;
-        if possible_s >= th.speeding_min_s {
-            let duration_s =
-                (span_s + before.min(SPEEDING_EDGE_MAX_S) + after.min(SPEEDING_EDGE_MAX_S)).round()
-                    as i64;
+        let duration_s = (span_s + before.min(SPEEDING_EDGE_MAX_S) + after.min(SPEEDING_EDGE_MAX_S))
+            .round() as i64;
+        if duration_s >= th.speeding_min_s {
             let max = fixes[i..=j].iter().map(|f| f.speed_kmh).fold(0.0, f64::max);
             // The episode broke the lowest limit that applied during it.
             let lowest = (i..=j)

@@ -621,8 +621,10 @@ mod tests {
         // 30 s from the first fast fix to the last, and half an interval each side.
         assert_eq!((d.max_speed_kmh, d.duration_s), (104.0, 45));
         assert_eq!(d.fixes, 3);
-        // A fix every 60 s: one fast fix may stand for a minute, an episode, but it
-        // proves one reading: 7.5 s each side, and one fix.
+        // Regression (a real fleet at a fix a minute: 16 episodes of one fix): a fix
+        // every 60 s, one fast: it may stand for a minute, but it proves one
+        // reading, 7.5 s each side: 15 s, under the 20 s asked, no episode. Two in
+        // a row prove 68 s (60 s apart, 7.5 s before; the last fix has none after).
         let sparse: Vec<Fix> = fixes
             .iter()
             .step_by(4)
@@ -632,6 +634,14 @@ mod tests {
             })
             .collect();
         let a = analyze_vehicle(&sparse, &ctx(vec![]));
+        assert!(
+            !a.events.iter().any(|e| e.kind == EventKind::Speeding),
+            "{:?}",
+            a.events
+        );
+        let mut two = sparse.clone();
+        two[2].speed_kmh = 92.0;
+        let a = analyze_vehicle(&two, &ctx(vec![]));
         let ep: Vec<_> = a
             .events
             .iter()
@@ -641,7 +651,7 @@ mod tests {
         let crate::model::EventDetail::Speeding(d) = &ep[0].detail else {
             panic!("a speeding detail")
         };
-        assert_eq!((d.duration_s, d.fixes), (15, 1));
+        assert_eq!((d.duration_s, d.fixes), (68, 2));
         // One fast fix between hour-long gaps (a sampled extract) says nothing of
         // how long it lasted: no episode.
         let gaps: Vec<Fix> = (0..3)
