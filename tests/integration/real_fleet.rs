@@ -340,3 +340,42 @@ fn every_vehicle_has_one_state_and_every_standing_one_is_accounted_for() {
     assert_eq!(stopped["standing_briefly"], briefly, "{stopped}");
     assert!(in_stop > 3, "{in_stop} in a stop at the data clock");
 }
+
+/// Regression (a real taxi fleet: one taxi 250 km away framed the fleet map, and
+/// the other 52 collapsed into count circles): a vehicle far from the rest is left
+/// out of the frame and said, with where it went; the picture frames the fleet as
+/// before it came.
+#[test]
+fn a_vehicle_far_from_the_rest_does_not_frame_the_fleet_map() {
+    let dir = TempDir::new("far-vehicle");
+    let db = dir.join("fleet.db");
+    std::fs::copy(crate::harness::fixture_db(), &db).unwrap();
+    let (before, _) = crate::harness::draw_on(&db, &["map", "--fleet"], &dir.join("before.png"));
+    assert_eq!(before["outside_picture"], serde_json::json!([]), "{before}");
+    // 250 km north of the city, reporting up to the data clock (15:30 local).
+    let mut csv = String::from("plate,time,lat,lon,speed_kmh\n");
+    for k in 0..30 {
+        csv += &format!("FAR-1,2026-11-25 15:{k:02}:00,16.85,-90.51,0\n");
+    }
+    std::fs::write(dir.join("far.csv"), csv).unwrap();
+    run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "import",
+        dir.join("far.csv").to_str().unwrap(),
+    ]))
+    .ok();
+    let (after, _) = crate::harness::draw_on(&db, &["map", "--fleet"], &dir.join("after.png"));
+    let outside = after["outside_picture"].as_array().unwrap();
+    assert_eq!(outside.len(), 1, "{after}");
+    assert_eq!(outside[0]["plate"], "FAR-1");
+    assert_eq!(outside[0]["direction"], "N");
+    let km = outside[0]["distance_km"].as_f64().unwrap();
+    assert!((230.0..270.0).contains(&km), "{km}");
+    assert_eq!(
+        after["bounds"], before["bounds"],
+        "the frame is the fleet's"
+    );
+    assert_eq!(after["zoom"], before["zoom"]);
+    assert_eq!(after["drawn"], 15, "{after}");
+}

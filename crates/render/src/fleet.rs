@@ -148,10 +148,10 @@ fn groups<'a>(
     Ok(out)
 }
 
-/// The points the map is framed on: the vehicles, widened to at least
-/// `MIN_EXTENT_M` a side.
-fn framing(vehicles: &[FleetMapVehicle]) -> Vec<LatLon> {
-    let mut points: Vec<LatLon> = vehicles.iter().map(|v| v.at).collect();
+/// The points the map is framed on: the report's (the vehicles less those far from
+/// the rest), widened to at least `MIN_EXTENT_M` a side.
+fn framing(input: &FleetMapInput) -> Vec<LatLon> {
+    let mut points = input.frame.clone();
     let (mut south, mut north, mut west, mut east) = (90.0f64, -90.0f64, 180.0f64, -180.0f64);
     for p in &points {
         south = south.min(p.lat);
@@ -181,7 +181,7 @@ fn render_on(
 ) -> Result<(Vec<u8>, Frame)> {
     let (width, height) = (input.width, input.height);
     register_fonts();
-    let frame = Frame::fit(&framing(&input.vehicles), width, height);
+    let frame = Frame::fit(&framing(input), width, height);
     draw_ground(buf, &frame, input.streets, tiles)?;
     {
         let area = BitMapBackend::with_buffer(buf, (width, height)).into_drawing_area();

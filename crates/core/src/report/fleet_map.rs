@@ -44,6 +44,9 @@ pub struct FleetMapInput {
     pub places: Vec<crate::geo::Place>,
     /// Draw the demo's streets: only under the demo fleet.
     pub streets: bool,
+    /// The points the picture is framed on: the vehicles less those far from the
+    /// rest (`outside_picture`).
+    pub frame: Vec<LatLon>,
 }
 
 /// Which instant, and how big.
@@ -147,6 +150,54 @@ pub struct FleetMapReport {
     pub bounds: Bounds,
     /// The raster tiles under the map, if any.
     pub tiles: Option<String>,
+    /// Vehicles too far from the rest of the fleet to frame with it (a tracker in
+    /// another city, a bad fix): not in the picture, said here with where they are.
+    pub outside_picture: Vec<OutsidePicture>,
+}
+
+/// A vehicle left out of the picture's frame.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct OutsidePicture {
+    /// Plate.
+    pub plate: String,
+    /// Straight-line km from the middle of the fleet.
+    pub distance_km: f64,
+    /// Compass point from the middle of the fleet to it.
+    pub direction: &'static str,
+    /// Where it is, for people.
+    pub place: String,
+}
+
+/// A vehicle is left out of the frame when it lies farther from the fleet's middle
+/// (the median latitude and longitude) than this many times the distance within
+/// which four fifths of the fleet lie…
+const OUTLIER_FACTOR: f64 = 5.0;
+/// …and farther than this, km: a fleet spread over a city is framed whole.
+const OUTLIER_MIN_KM: f64 = 25.0;
+
+/// Splits the vehicles into those the picture frames and those far from the rest:
+/// the middle of the fleet is the median position; a vehicle over `OUTLIER_FACTOR`
+/// times the 80th-percentile distance from it (and over `OUTLIER_MIN_KM`) is left
+/// out, so that one vehicle 250 km away does not shrink the other 52 to a dot.
+fn frame_split(vehicles: &[FleetMapVehicle]) -> (LatLon, Vec<usize>, Vec<usize>) {
+    let median = |mut xs: Vec<f64>| {
+        xs.sort_by(f64::total_cmp);
+        xs[xs.len() / 2]
+    };
+    let middle = LatLon::new(
+        median(vehicles.iter().map(|v| v.at.lat).collect()),
+        median(vehicles.iter().map(|v| v.at.lon).collect()),
+    );
+    let km: Vec<f64> = vehicles
+        .iter()
+        .map(|v| crate::geo::haversine_m(middle, v.at) / 1000.0)
+        .collect();
+    let mut sorted = km.clone();
+    sorted.sort_by(f64::total_cmp);
+    let p80 = sorted[(sorted.len() * 4 / 5).min(sorted.len() - 1)];
+    let limit_km = (OUTLIER_FACTOR * p80).max(OUTLIER_MIN_KM);
+    let (inside, outside) = (0..vehicles.len()).partition(|&k| km[k] <= limit_km);
+    (middle, inside, outside)
 }
 
 /// The map's summary and the data to draw it from (`render::call` draws the PNG).
@@ -243,6 +294,25 @@ pub fn run(db: &Db, req: &FleetMapRequest) -> Result<Answer> {
         })
         .collect();
     let when = format!("{} {}", db.zone.local_date(at_ts), db.zone.hhmm(at_ts));
+    let (frame, outside_picture) = if drawn.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        let (middle, inside, outside) = frame_split(&drawn);
+        let mut far: Vec<OutsidePicture> = outside
+            .iter()
+            .map(|&k| {
+                let v = &drawn[k];
+                OutsidePicture {
+                    plate: v.plate.clone(),
+                    distance_km: super::round2(crate::geo::haversine_m(middle, v.at) / 1000.0),
+                    direction: crate::geo::compass_point(crate::geo::bearing_deg(middle, v.at)),
+                    place: db.place(v.at.lat, v.at.lon),
+                }
+            })
+            .collect();
+        far.sort_by(|a, b| a.plate.cmp(&b.plate));
+        (inside.iter().map(|&k| drawn[k].at).collect(), far)
+    };
     let input = FleetMapInput {
         width,
         height,
@@ -252,17 +322,22 @@ pub fn run(db: &Db, req: &FleetMapRequest) -> Result<Answer> {
             format!("Fleet at {when}")
         },
         subtitle: format!(
-            "{} vehicles shown · {} moving · {} idle · {} parked · {} offline",
-            drawn.len(),
+            "{} vehicles shown · {} moving · {} idle · {} parked · {} offline{}",
+            drawn.len() - outside_picture.len(),
             counts.moving,
             counts.idle,
             counts.parked,
-            counts.offline
+            counts.offline,
+            match outside_picture.len() {
+                0 => String::new(),
+                n => format!(" · {n} far from the rest, not in the picture"),
+            }
         ),
         vehicles: drawn,
         geofences: db.geofences.clone(),
         places,
         streets: db.vehicles.iter().any(|(_, route)| route.is_some()),
+        frame,
     };
     // The picture's own figures (its size, zoom and bounds) are filled in when
     // `render::call` draws it.
@@ -279,6 +354,7 @@ pub fn run(db: &Db, req: &FleetMapRequest) -> Result<Answer> {
         zoom: 0.0,
         bounds: Bounds::default(),
         tiles: db.tiles.as_ref().map(TileSource::name),
+        outside_picture,
     };
     super::drawn(report, super::Drawing::Fleet(input))
 }
@@ -293,7 +369,9 @@ HH:MM for today) as a PNG map: a dot per vehicle labelled with its plate and col
 (stopped, engine on), parked (stopped, engine off or not reported), offline (no fix for over 10 minutes by then, \
 or over 72 hours when parked; drawn at its last position); idle and parked include vehicles standing for less than \
 a stop's minimum (3 minutes by default), which stopped_vehicles does not list — over the offline basemap with depots and zones named, and a legend. Returns the \
-counts by state and every vehicle (plate, state, lat, lon, last fix, place) with the image. Use it to see where \
+counts by state and every vehicle (plate, state, lat, lon, last fix, place) with the image; a vehicle far from \
+the rest of the fleet (over 5 times the distance that holds four fifths of it, and over 25 km) is left out of the \
+frame and listed in outside_picture with its distance, direction and place. Use it to see where \
 the fleet is or was at a moment; use vehicle_position for one vehicle, stopped_vehicles to list who is stopped, \
 nearest_vehicles to dispatch. An instant before any data is a no_data error naming the dates with data.",
     input: super::schema::derived_input::<FleetMapRequest>,
