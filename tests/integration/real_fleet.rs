@@ -379,3 +379,81 @@ fn a_vehicle_far_from_the_rest_does_not_frame_the_fleet_map() {
     assert_eq!(after["zoom"], before["zoom"]);
     assert_eq!(after["drawn"], 15, "{after}");
 }
+
+/// The real car's drive as a tracker reporting its speed (from its positions) and
+/// no ignition: CSV rows of `plate`, shifted by `later_s` and `east_deg`, fixes
+/// `from..to` of the drive.
+fn car_rows(plate: &str, later_s: i64, east_deg: f64, range: std::ops::Range<usize>) -> String {
+    let drive = car_drive();
+    let mut out = String::new();
+    for k in range {
+        let (ts, lat, lon) = drive[k];
+        let kmh = if k == 0 {
+            0.0
+        } else {
+            let (t0, lat0, lon0) = drive[k - 1];
+            let m = fleetctl::geo::haversine_m(
+                fleetctl::geo::LatLon::new(lat0, lon0),
+                fleetctl::geo::LatLon::new(lat, lon),
+            );
+            m / (ts - t0) as f64 * 3.6
+        };
+        let t = jiff::Timestamp::from_second(ts + later_s).unwrap();
+        out += &format!(
+            "{plate},{},{lat},{},{kmh:.1}\n",
+            t.strftime("%Y-%m-%d %H:%M:%S"),
+            lon + east_deg
+        );
+    }
+    out
+}
+
+/// Regression (a real taxi fleet reporting only during rides: the gaps between rides
+/// became 603 signal-loss alerts): a tracker without ignition that falls silent at
+/// rest and comes back at rest — the end of one ride, the start of the next, 1 km
+/// away — lost no signal; one that falls silent mid-drive did.
+#[test]
+fn silence_between_rides_is_no_signal_loss_but_a_gap_mid_drive_is() {
+    let dir = TempDir::new("silence");
+    let n = car_drive().len();
+    let (first, last) = (car_drive()[0].0, car_drive()[n - 1].0);
+    let between = last - first + 10 * 60;
+    // Two rides, 10 minutes apart; and one drive with 7 minutes missing mid-way.
+    let rides = car_rows("TAXI", 0, 0.0, 0..n) + &car_rows("TAXI", between, 0.0128, 0..n);
+    let cut = car_rows("VAN", 0, 0.0, 0..40) + &car_rows("VAN", 7 * 60, 0.0, 40..n);
+    let file = dir.join("rides.csv");
+    std::fs::write(
+        &file,
+        format!("plate,time_utc,lat,lon,speed_kmh\n{rides}{cut}"),
+    )
+    .unwrap();
+    let db = dir.join("fleet.db");
+    run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "import",
+        "--time-zone",
+        "Europe/Zagreb",
+        file.to_str().unwrap(),
+    ]))
+    .ok();
+    let losses = |plate: &str| {
+        let answer = query_json(
+            &db,
+            &[
+                "events",
+                "--kind",
+                "signal_loss",
+                "--plate",
+                plate,
+                "--from",
+                "2020-12-18",
+                "--to",
+                "2020-12-18",
+            ],
+        );
+        answer["events"]["total"].as_u64().unwrap()
+    };
+    assert_eq!(losses("TAXI"), 0, "silence at rest between rides");
+    assert_eq!(losses("VAN"), 1, "seven minutes lost mid-drive");
+}

@@ -139,19 +139,25 @@ pub fn long_stops(stops: &[Stop], th: &Thresholds) -> Vec<Event> {
 }
 
 /// Signal losses: a gap over `signal_loss_min` between consecutive fixes while on
-/// shift. On shift means the ignition was on at the fix before the gap; where the
-/// source reports no ignition, it means the vehicle was moving at that fix (over
-/// `MOVING_KMH`) or reappeared more than `stop_radius_m` away — a vehicle parked for
-/// the night with its tracker asleep is not a signal loss.
+/// shift. On shift means the ignition was on at the fix before the gap. Where the
+/// source reports no ignition, it means the vehicle was on the road at either end
+/// (`MOVING_KMH` or faster) and did not reappear more than `stop_radius_m` away
+/// after over an hour (`motion::STAY_GAP_S`): a gap that begins and ends at rest (a
+/// tracker that reports only while driving, a vehicle parked for the night) or one
+/// after which the vehicle is found far away hours later is silence, not a signal
+/// lost mid-drive.
 pub fn signal_losses(fixes: &[Fix], th: &Thresholds, namer: &Namer) -> Vec<Event> {
     let on_shift = |w: &[Fix]| match w[0].ignition {
         Some(on) => on,
         None => {
-            w[0].speed_kmh > MOVING_KMH
-                || crate::geo::haversine_m(
-                    LatLon::new(w[0].lat, w[0].lon),
-                    LatLon::new(w[1].lat, w[1].lon),
-                ) > th.stop_radius_m
+            let at_rest = |f: &Fix| f.speed_kmh < MOVING_KMH;
+            let away = crate::geo::haversine_m(
+                LatLon::new(w[0].lat, w[0].lon),
+                LatLon::new(w[1].lat, w[1].lon),
+            ) > th.stop_radius_m;
+            let silence = at_rest(&w[0]) && at_rest(&w[1]);
+            let driven_unseen = away && w[1].ts - w[0].ts > super::motion::STAY_GAP_S;
+            !silence && !driven_unseen
         }
     };
     fixes
