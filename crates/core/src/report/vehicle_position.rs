@@ -58,7 +58,7 @@ pub struct VehiclePositionReport {
     pub odometer_km: Option<f64>,
     /// When the current stop began, if stopped.
     pub stopped_since: Option<String>,
-    /// Minutes stopped up to the data clock, if stopped.
+    /// Minutes stopped up to the data clock, if stopped (offline: up to the last fix).
     pub stopped_min: Option<f64>,
     /// Why fields are empty, when they are.
     pub note: Option<String>,
@@ -134,9 +134,12 @@ pub fn state_of(db: &Db, fix: &Fix, in_stop: bool) -> (LiveState, MotionState) {
 /// than a stop's minimum: a traffic light); else moving. Stopped is idle with the
 /// ignition reported on, parked otherwise. At `at_ts`, a vehicle whose last fix is over 10 minutes
 /// old is offline — a tracker that should be reporting and is not — unless it was
-/// parked then: a vehicle left with its engine off keeps its state for up to 72
-/// hours, and its age shows in `minutes_since_fix` (trackers sleep with the engine
-/// off). Silent longer than that, a parked vehicle is offline too.
+/// parked with its ignition reported off then: a vehicle left with its engine off
+/// keeps its state for up to 72 hours, and its age shows in `minutes_since_fix`
+/// (trackers sleep with the engine off). Silent longer than that, it is offline
+/// too; so is one whose ignition was not reported (nothing says its tracker sleeps
+/// rather than lost its signal or reports only while driving): it was last seen,
+/// not parked for hours.
 pub fn state_rule(fix: &Fix, in_stop: bool, at_ts: i64) -> (LiveState, MotionState) {
     let at_fix = if fix.speed_kmh >= crate::analyze::events::MOVING_KMH && !in_stop {
         MotionState::Moving
@@ -149,6 +152,7 @@ pub fn state_rule(fix: &Fix, in_stop: bool, at_ts: i64) -> (LiveState, MotionSta
     let silent = silent_s > OFFLINE_AFTER_S;
     let live = match at_fix {
         MotionState::Parked if silent_s > PARKED_ASLEEP_UP_TO_S => LiveState::Offline,
+        MotionState::Parked if fix.ignition.is_none() && silent => LiveState::Offline,
         MotionState::Parked => LiveState::Parked,
         _ if silent => LiveState::Offline,
         MotionState::Moving => LiveState::Moving,
@@ -214,8 +218,14 @@ pub fn run(db: &Db, req: &VehiclePositionRequest) -> Result<VehiclePositionRepor
     report.ignition_on = fix.ignition;
     report.odometer_km = fix.odometer_km;
     if let Some(s) = stop {
+        // Offline, what is known is the stop up to the last fix, not to now.
+        let until = if state == LiveState::Offline {
+            fix.ts
+        } else {
+            db.now_ts
+        };
         report.stopped_since = Some(db.time(s.start_ts));
-        report.stopped_min = Some(round1((db.now_ts - s.start_ts) as f64 / 60.0));
+        report.stopped_min = Some(round1((until - s.start_ts) as f64 / 60.0));
     } else if at_fix != MotionState::Moving {
         report.note = Some(format!(
             "standing at its last fix, for less than a stop's minimum ({} min): stopped_since counts from then",
@@ -224,7 +234,8 @@ pub fn run(db: &Db, req: &VehiclePositionRequest) -> Result<VehiclePositionRepor
     }
     if report.state == PositionState::Offline {
         report.note = Some(format!(
-            "no fix for {:.0} min: the position is the last one known",
+            "not reporting: last seen {} ({:.0} min before the data clock); the position is the last one known, and stopped_min counts up to then",
+            db.zone.hhmm(fix.ts),
             since_s as f64 / 60.0
         ));
     }
@@ -292,6 +303,22 @@ mod tests {
             state_rule(&idling, true, OFFLINE_AFTER_S + 1).0,
             LiveState::Offline
         );
+    }
+
+    /// Regression (a real taxi fleet without ignition: a taxi last seen 5 hours ago
+    /// was "parked", stopped 320 min): only a tracker that reports its ignition off
+    /// is believed asleep; one that does not say is offline once silent.
+    #[test]
+    fn without_ignition_a_silent_vehicle_is_last_seen_not_parked() {
+        let mut fix = parked_at(0);
+        fix.ignition = None;
+        assert_eq!(state_rule(&fix, true, OFFLINE_AFTER_S).0, LiveState::Parked);
+        assert_eq!(
+            state_rule(&fix, true, 5 * 3600),
+            (LiveState::Offline, MotionState::Parked)
+        );
+        fix.ignition = Some(false);
+        assert_eq!(state_rule(&fix, true, 5 * 3600).0, LiveState::Parked);
     }
 
     /// Regression (a real taxi: `state_at_last_fix: moving` beside `stopped_min
