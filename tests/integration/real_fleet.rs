@@ -457,3 +457,78 @@ fn silence_between_rides_is_no_signal_loss_but_a_gap_mid_drive_is() {
     assert_eq!(losses("TAXI"), 0, "silence at rest between rides");
     assert_eq!(losses("VAN"), 1, "seven minutes lost mid-drive");
 }
+
+/// Regression (a real fleet whose coordinates came rounded to 3 decimals: a parked
+/// day made 2.98 km with no trip): a tracker rounding to the 0.001° grid (about
+/// 110 m) hops between grid points while parked; the hops are no kilometres. A day
+/// parked on a grid boundary, with the real car's own standing jitter, rounded:
+/// 0 km and no trip; the real car's drive, rounded, keeps its km.
+#[test]
+fn rounded_coordinates_make_no_km_while_parked() {
+    let dir = TempDir::new("rounded");
+    let drive = car_drive();
+    // The car's real jitter while it stood at the end of its drive (its last 7 fixes).
+    let standing = &drive[drive.len() - 7..];
+    let (mlat, mlon) = standing
+        .iter()
+        .fold((0.0, 0.0), |(a, b), f| (a + f.1 / 7.0, b + f.2 / 7.0));
+    let round3 = |x: f64| (x * 1000.0).round() / 1000.0;
+    let mut csv = String::from("plate,time_utc,lat,lon,speed_kmh\n");
+    let day0 = 1_608_364_800; // 2020-12-19T08:00Z, the next morning
+    for k in 0..24 * 60 {
+        let f = standing[k % 7];
+        let (lat, lon) = (45.2735 + f.1 - mlat, 13.7145 + f.2 - mlon);
+        let t = jiff::Timestamp::from_second(day0 + 60 * k as i64).unwrap();
+        csv += &format!(
+            "PARKED,{},{:.3},{:.3},0\n",
+            t.strftime("%Y-%m-%d %H:%M:%S"),
+            round3(lat),
+            round3(lon)
+        );
+    }
+    for (ts, lat, lon) in &drive {
+        let t = jiff::Timestamp::from_second(*ts).unwrap();
+        csv += &format!(
+            "ROUNDED,{},{:.3},{:.3}\n",
+            t.strftime("%Y-%m-%d %H:%M:%S"),
+            round3(*lat),
+            round3(*lon)
+        );
+    }
+    let file = dir.join("rounded.csv");
+    std::fs::write(&file, csv).unwrap();
+    let db = dir.join("fleet.db");
+    run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "import",
+        "--time-zone",
+        "Europe/Zagreb",
+        file.to_str().unwrap(),
+    ]))
+    .ok();
+    let hops: std::collections::HashSet<(String, String)> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("PARKED"))
+        .map(|l| {
+            let c: Vec<&str> = l.split(',').collect();
+            (c[2].to_string(), c[3].to_string())
+        })
+        .collect();
+    assert!(hops.len() >= 2, "the jitter crosses the grid: {hops:?}");
+    let day = |plate: &str, date: &str| {
+        let answer = query_json(&db, &["trip", plate, "--date", date]);
+        (
+            answer["distance_km"].as_f64().unwrap(),
+            answer["trips"].as_i64().unwrap(),
+        )
+    };
+    assert_eq!(day("PARKED", "2020-12-19"), (0.0, 0), "a parked day");
+    let (km, trips) = day("ROUNDED", "2020-12-18");
+    assert_eq!(trips, 1);
+    assert!(
+        (2.3..3.1).contains(&km),
+        "the drive, rounded: {km} km (2.7 unrounded)"
+    );
+}

@@ -39,6 +39,29 @@ pub const STILL_HALF_WINDOW_S: i64 = 60;
 /// in two minutes.
 pub const STILL_MAX_M: f64 = 30.0;
 
+/// A tracker that gives its coordinates to this many degrees (3 decimals, about
+/// 110 m of latitude) makes a parked vehicle hop between neighbouring grid points:
+/// between two such fixes the still rule allows one and a half steps of the grid
+/// instead of `STILL_MAX_M`, so that the hops are no kilometres.
+const GRID_DEG: f64 = 1e-3;
+
+/// Whether a fix's coordinates lie on the `GRID_DEG` grid (as rounded data does;
+/// full-precision coordinates almost never do, both at once).
+fn on_grid(f: &Fix) -> bool {
+    let on = |x: f64| ((x / GRID_DEG).round() * GRID_DEG - x).abs() < 1e-7;
+    on(f.lat) && on(f.lon)
+}
+
+/// How far apart two fixes may be and still show a vehicle standing: `STILL_MAX_M`,
+/// or one and a half grid steps between fixes rounded to `GRID_DEG`.
+pub fn still_max_m(a: &Fix, b: &Fix) -> f64 {
+    if on_grid(a) && on_grid(b) {
+        1.5 * GRID_DEG * 111_320.0
+    } else {
+        STILL_MAX_M
+    }
+}
+
 /// For each step between consecutive fixes (`k` to `k + 1`), whether the vehicle
 /// stood still: the step itself, and the stretch from the earliest fix at most
 /// `STILL_HALF_WINDOW_S` before it to the latest fix at most as long after it (never
@@ -135,8 +158,9 @@ impl StillWindow {
             a += 1;
         }
         let reports_moving = |f: &Fix| !f.speed_derived && f.speed_kmh >= super::events::MOVING_KMH;
-        let still = haversine_m(at(self.at(a)), at(self.at(b))) <= STILL_MAX_M
-            && haversine_m(at(&from), at(&to)) <= STILL_MAX_M
+        let (wa, wb) = (self.at(a), self.at(b));
+        let still = haversine_m(at(wa), at(wb)) <= still_max_m(wa, wb)
+            && haversine_m(at(&from), at(&to)) <= still_max_m(&from, &to)
             && !reports_moving(&from)
             && !reports_moving(&to);
         (self.a, self.b, self.next) = (a, b, k + 1);
@@ -317,7 +341,7 @@ impl SpanWalk {
                 continue;
             }
             let across_gap = fix.ts - good.ts > gap_s;
-            let standing = still || (across_gap && step <= STILL_MAX_M);
+            let standing = still || (across_gap && step <= still_max_m(&good, &fix));
             let step_s = fix.ts - good.ts;
             let moved_kmh = step / step_s.max(1) as f64 * 3.6;
             let driving = good.speed_kmh >= super::events::MOVING_KMH
@@ -500,8 +524,9 @@ mod tests {
                 b += 1;
             }
             still.push(
-                haversine_m(at(&fixes[a]), at(&fixes[b])) <= STILL_MAX_M
-                    && haversine_m(at(&fixes[k]), at(&fixes[k + 1])) <= STILL_MAX_M
+                haversine_m(at(&fixes[a]), at(&fixes[b])) <= still_max_m(&fixes[a], &fixes[b])
+                    && haversine_m(at(&fixes[k]), at(&fixes[k + 1]))
+                        <= still_max_m(&fixes[k], &fixes[k + 1])
                     && !reports_moving(&fixes[k])
                     && !reports_moving(&fixes[k + 1]),
             );
@@ -526,7 +551,8 @@ mod tests {
                 continue;
             }
             let across_gap = fixes[k].ts - fixes[good].ts > gap_s;
-            let standing = still[k - 1] || (across_gap && step <= STILL_MAX_M);
+            let standing =
+                still[k - 1] || (across_gap && step <= still_max_m(&fixes[good], &fixes[k]));
             good = k;
             if standing {
                 // Noise while standing: not added, and the point counted to stays
