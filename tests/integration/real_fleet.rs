@@ -563,3 +563,54 @@ fn rounded_coordinates_make_no_km_while_parked() {
         "the drive, rounded: {km} km (2.7 unrounded)"
     );
 }
+
+/// Regression (a real taxi fleet: the import kept a bad first fix and rejected the
+/// three good ones after it, and their speeding came from it): the real car's drive
+/// with a first fix 100 km away keeps every fix of the drive and sets the bad one
+/// aside, counted and listed in `--rejects`.
+#[test]
+fn a_bad_first_fix_is_set_aside_and_the_drive_after_it_kept() {
+    let dir = TempDir::new("bad-first");
+    let drive = car_drive();
+    let t = |ts: i64| {
+        jiff::Timestamp::from_second(ts)
+            .unwrap()
+            .strftime("%Y-%m-%d %H:%M:%S")
+            .to_string()
+    };
+    let mut csv = format!(
+        "plate,time_utc,lat,lon\nCAR,{},46.2,13.71\n",
+        t(drive[0].0 - 10)
+    );
+    for (ts, lat, lon) in &drive {
+        csv += &format!("CAR,{},{lat},{lon}\n", t(*ts));
+    }
+    let file = dir.join("car.csv");
+    std::fs::write(&file, csv).unwrap();
+    let db = dir.join("fleet.db");
+    let rejects = dir.join("rejects.csv");
+    run(fleetctl(&[
+        "--db",
+        db.to_str().unwrap(),
+        "import",
+        "--time-zone",
+        "Europe/Zagreb",
+        "--rejects",
+        rejects.to_str().unwrap(),
+        file.to_str().unwrap(),
+    ]))
+    .ok();
+    let stored: i64 = crate::harness::open(&db)
+        .query_row("SELECT count(*) FROM positions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(stored, drive.len() as i64);
+    let listed = std::fs::read_to_string(&rejects).unwrap();
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+    assert!(
+        listed.contains(",2,impossible_jump,") && listed.contains("lone first fix"),
+        "{listed}"
+    );
+    let speeds = trip_speeds(&db, "2020-12-18", "2020-12-18");
+    assert_eq!(speeds.len(), 1, "{speeds:?}");
+    assert!(speeds[0].1 < 120.0, "no speed from the bad fix: {speeds:?}");
+}

@@ -1079,6 +1079,41 @@ mod tests {
         assert!(s.kept.iter().all(|k| k.fix.speed_derived));
     }
 
+    /// Regression (a real taxi fleet: the import kept a bad first fix and rejected
+    /// the three good ones after it): a first fix that the three after it, agreeing
+    /// with each other, all jump from is the one rejected; a bad fix later on is
+    /// still judged from the good ones before it.
+    #[test]
+    fn a_bad_first_fix_does_not_condemn_the_good_ones_after_it() {
+        let rows = vec![
+            staged(1, 0, 15.600, -90.5, None), // 111 km away
+            staged(2, 15, 14.600, -90.5, None),
+            staged(3, 30, 14.601, -90.5, None),
+            staged(4, 45, 14.602, -90.5, None),
+            staged(5, 60, 14.603, -90.5, None),
+            staged(6, 75, 15.603, -90.5, None), // a jump later on
+            staged(7, 90, 14.604, -90.5, None),
+        ];
+        let s = settle(rows);
+        assert_eq!(
+            reasons(&s),
+            vec![
+                (1, RejectReason::ImpossibleJump),
+                (6, RejectReason::ImpossibleJump)
+            ]
+        );
+        let lines: Vec<u64> = s.kept.iter().map(|k| k.line).collect();
+        assert_eq!(lines, [2, 3, 4, 5, 7]);
+        // Two that agree are not enough to outvote it.
+        let rows = vec![
+            staged(1, 0, 15.600, -90.5, None),
+            staged(2, 15, 14.600, -90.5, None),
+            staged(3, 30, 14.601, -90.5, None),
+        ];
+        let s = settle(rows);
+        assert_eq!(s.kept.iter().map(|k| k.line).collect::<Vec<_>>(), [1]);
+    }
+
     #[test]
     fn a_stored_fix_wins_over_the_rows_at_its_instant() {
         let rows = vec![

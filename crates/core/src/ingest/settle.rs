@@ -87,6 +87,11 @@ pub struct Carry {
     stands: Option<Staged>,
 }
 
+/// Rows in a row that agree with each other and not with the vehicle's first fix
+/// (each an impossible jump from it) that make it the bad one: a bad first fix does
+/// not condemn the good ones after it.
+const FIRST_FIX_OUTVOTED: usize = 3;
+
 /// A row's time in milliseconds.
 pub(crate) fn millis(s: &Staged) -> i64 {
     s.fix.ts * 1000 + s.ts_ms
@@ -144,6 +149,11 @@ pub fn settle_window(
     // The last fix that stands, kept or stored: the jump rule's reference.
     let mut stands: Option<Staged> = carry.stands.or_else(|| kept.last().cloned());
     let mut rejected = Vec::new();
+    // The vehicle's first fix, while nothing before or after it confirms it, and the
+    // rows rejected as jumps from it since, agreeing with each other: when
+    // `FIRST_FIX_OUTVOTED` of them do, the first fix was the bad one.
+    let mut unconfirmed_first = stands.is_none();
+    let mut outvoting: Vec<usize> = Vec::new();
     let rows = place_repeated_times(rows, &mut rejected);
     let mut rows = rows.into_iter().peekable();
     // The rows at one instant; one buffer for every instant (most hold one row).
@@ -159,6 +169,7 @@ pub fn settle_window(
             let mut stored = group[0].clone();
             (stored.fix.lat, stored.fix.lon) = (lat, lon);
             stands = Some(stored);
+            (unconfirmed_first, outvoting) = (false, Vec::new());
             for s in group.drain(..) {
                 let reason = if same_place(&s.fix, lat, lon) {
                     R::AlreadyStored
@@ -227,10 +238,43 @@ pub fn settle_window(
                     d_m / 1000.0,
                     prev.line
                 );
+                let agrees = outvoting.last().is_none_or(|&r| {
+                    let before = &rejected[r].0;
+                    let d_m = haversine_m(
+                        LatLon::new(before.fix.lat, before.fix.lon),
+                        LatLon::new(keep.fix.lat, keep.fix.lon),
+                    );
+                    let dt_s = (millis(&keep) - millis(before)) as f64 / 1000.0;
+                    !crate::analyze::is_jump(d_m, dt_s, teleport_kmh)
+                });
+                if unconfirmed_first && kept.len() == 1 && agrees {
+                    outvoting.push(rejected.len());
+                } else {
+                    outvoting.clear();
+                }
                 rejected.push((keep, R::ImpossibleJump, detail));
+                if outvoting.len() == FIRST_FIX_OUTVOTED {
+                    // The first fix is the jump: it goes, and the rows after it stand.
+                    let first = kept.pop().expect("the first fix");
+                    let mut agreeing: Vec<Staged> = Vec::new();
+                    for &r in outvoting.iter().rev() {
+                        agreeing.push(rejected.remove(r).0);
+                    }
+                    agreeing.reverse();
+                    let detail = format!(
+                        "a lone first fix: the {FIRST_FIX_OUTVOTED} after it (from line {}) agree with each other, not with it",
+                        agreeing[0].line
+                    );
+                    rejected.push((first, R::ImpossibleJump, detail));
+                    stands = agreeing.last().cloned();
+                    kept.extend(agreeing);
+                    (unconfirmed_first, outvoting) = (false, Vec::new());
+                }
                 continue;
             }
         }
+        unconfirmed_first &= kept.is_empty();
+        outvoting.clear();
         stands = Some(keep.clone());
         kept.push(keep);
     }
