@@ -614,3 +614,67 @@ fn a_bad_first_fix_is_set_aside_and_the_drive_after_it_kept() {
     assert_eq!(speeds.len(), 1, "{speeds:?}");
     assert!(speeds[0].1 < 120.0, "no speed from the bad fix: {speeds:?}");
 }
+
+/// Regression (a real fleet: an out-and-back spike of 2.9 km, slower than the
+/// 250 km/h jump rule, became speeding at 159 and 191 km/h and +52 % on the day's
+/// km): the real car standing for 41 s between two fixes, a fix 600 m away added
+/// between them (legs of about 108 km/h): it is set aside as a spike, listed in
+/// `--rejects`, makes no km and no speed, and importing the file again adds nothing.
+#[test]
+fn an_out_and_back_spike_is_set_aside_and_makes_no_km_or_speed() {
+    let dir = TempDir::new("spike");
+    let drive = car_drive();
+    let t = |ts: i64| {
+        jiff::Timestamp::from_second(ts)
+            .unwrap()
+            .strftime("%Y-%m-%d %H:%M:%S")
+            .to_string()
+    };
+    // The fixes at 06:19:56 and 06:20:37Z: standing, 41 s apart.
+    let k = drive
+        .windows(2)
+        .position(|w| w[1].0 - w[0].0 == 41)
+        .expect("the 41-s interval");
+    let mut csv = String::from("plate,time_utc,lat,lon\n");
+    for (i, (ts, lat, lon)) in drive.iter().enumerate() {
+        csv += &format!("CAR,{},{lat},{lon}\n", t(*ts));
+        if i == k {
+            csv += &format!("CAR,{},{},{lon}\n", t(ts + 20), lat + 0.0054);
+        }
+    }
+    let file = dir.join("car.csv");
+    std::fs::write(&file, csv).unwrap();
+    let db = dir.join("fleet.db");
+    let import = |rejects: &std::path::Path| {
+        run(fleetctl(&[
+            "--db",
+            db.to_str().unwrap(),
+            "import",
+            "--time-zone",
+            "Europe/Zagreb",
+            "--rejects",
+            rejects.to_str().unwrap(),
+            file.to_str().unwrap(),
+        ]))
+        .ok()
+    };
+    let stored = || -> i64 {
+        crate::harness::open(&db)
+            .query_row("SELECT count(*) FROM positions", [], |r| r.get(0))
+            .unwrap()
+    };
+    import(&dir.join("rejects.csv"));
+    assert_eq!(stored(), drive.len() as i64);
+    let listed = std::fs::read_to_string(dir.join("rejects.csv")).unwrap();
+    assert!(listed.contains(&format!(",{},spike,", k + 3)), "{listed}");
+    let day = query_json(&db, &["trip", "CAR", "--date", "2020-12-18"]);
+    let km = day["distance_km"].as_f64().unwrap();
+    assert!((2.5..2.9).contains(&km), "{km} km (2.7 without the spike)");
+    let speeds = trip_speeds(&db, "2020-12-18", "2020-12-18");
+    assert!(speeds.iter().all(|s| s.1 < 100.0), "{speeds:?}");
+    // Again: nothing added, the spike still set aside.
+    let again = import(&dir.join("again.csv"));
+    assert_eq!(stored(), drive.len() as i64, "{}", again.stdout);
+    let listed = std::fs::read_to_string(dir.join("again.csv")).unwrap();
+    assert!(listed.contains(",spike,"), "{listed}");
+}

@@ -1114,6 +1114,34 @@ mod tests {
         assert_eq!(s.kept.iter().map(|k| k.line).collect::<Vec<_>>(), [1]);
     }
 
+    /// A lone fix out and back, far and fast, is a spike; a vehicle turning back at
+    /// driving speed, or driving on, is not.
+    #[test]
+    fn a_spike_is_set_aside_and_a_turn_is_not() {
+        // 0.0054° of latitude is 600 m: 20 s out and 20 s back, 108 km/h each way.
+        let rows = vec![
+            staged(1, 0, 14.600, -90.5, None),
+            staged(2, 20, 14.6054, -90.5, None),
+            staged(3, 40, 14.600, -90.5, None),
+            staged(4, 60, 14.6001, -90.5, None),
+        ];
+        assert_eq!(reasons(&settle(rows)), vec![(2, RejectReason::Spike)]);
+        // Out and back at 54 km/h (0.0027°, 300 m, in 20 s each way): driving.
+        let turn = vec![
+            staged(1, 0, 14.600, -90.5, None),
+            staged(2, 20, 14.6027, -90.5, None),
+            staged(3, 40, 14.600, -90.5, None),
+        ];
+        assert_eq!(reasons(&settle(turn)), vec![]);
+        // Fast and far, but on along the road: driving.
+        let on = vec![
+            staged(1, 0, 14.600, -90.5, None),
+            staged(2, 20, 14.6054, -90.5, None),
+            staged(3, 40, 14.6108, -90.5, None),
+        ];
+        assert_eq!(reasons(&settle(on)), vec![]);
+    }
+
     #[test]
     fn a_stored_fix_wins_over_the_rows_at_its_instant() {
         let rows = vec![

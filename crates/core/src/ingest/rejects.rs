@@ -47,6 +47,9 @@ pub enum RejectReason {
     TimeOutOfRange,
     /// Reaching it from the vehicle's previous fix would take over 250 km/h.
     ImpossibleJump,
+    /// A lone fix that leaves the track and comes back: far and fast from the fixes
+    /// on both sides, which are close to each other.
+    Spike,
     /// The same vehicle, time and place as another row of this import.
     ExactDuplicate,
     /// The same vehicle, time and place as a fix already in the database.
@@ -58,7 +61,7 @@ pub enum RejectReason {
 
 impl RejectReason {
     /// Every reason, in the order summaries list them.
-    pub const ALL: [RejectReason; 21] = [
+    pub const ALL: [RejectReason; 22] = [
         RejectReason::MalformedRow,
         RejectReason::MissingPlate,
         RejectReason::BadPlate,
@@ -77,6 +80,7 @@ impl RejectReason {
         RejectReason::FutureTime,
         RejectReason::TimeOutOfRange,
         RejectReason::ImpossibleJump,
+        RejectReason::Spike,
         RejectReason::ExactDuplicate,
         RejectReason::AlreadyStored,
         RejectReason::ConflictingDuplicate,
@@ -103,6 +107,7 @@ impl RejectReason {
             RejectReason::FutureTime => "future_time",
             RejectReason::TimeOutOfRange => "time_out_of_range",
             RejectReason::ImpossibleJump => "impossible_jump",
+            RejectReason::Spike => "spike",
             RejectReason::ExactDuplicate => "exact_duplicate",
             RejectReason::AlreadyStored => "already_stored",
             RejectReason::ConflictingDuplicate => "conflicting_duplicate",

@@ -85,6 +85,68 @@ pub struct Carry {
     /// The last row that stands (kept, or already stored), when it is newer than
     /// `held`: the next row's jump is judged from it.
     stands: Option<Staged>,
+    /// What stood before `held` when it was kept: with the next fix that stands,
+    /// the sides `held` is judged a spike against.
+    held_left: Option<Staged>,
+}
+
+/// A lone fix is a spike when it lies over this far from the fixes on both sides…
+const SPIKE_MIN_M: f64 = 300.0;
+/// …reaching it and leaving it implies over this speed…
+const SPIKE_KMH: f64 = 100.0;
+/// …and the fixes on both sides are closer to each other than this share of the
+/// way out and back: it left the track and came back.
+const SPIKE_RETURN_SHARE: f64 = 0.25;
+
+/// Whether `p` is a spike between `a` before it and `b` after it (see `SPIKE_*`):
+/// out and back, far and fast, in a way no vehicle drives between two fixes.
+fn is_spike(a: &Staged, p: &Staged, b: &Staged) -> bool {
+    let leg = |x: &Staged, y: &Staged| {
+        let d_m = haversine_m(
+            LatLon::new(x.fix.lat, x.fix.lon),
+            LatLon::new(y.fix.lat, y.fix.lon),
+        );
+        let dt_s = ((millis(y) - millis(x)) as f64 / 1000.0).max(0.001);
+        (d_m, d_m / dt_s * 3.6)
+    };
+    let ((out_m, out_kmh), (back_m, back_kmh)) = (leg(a, p), leg(p, b));
+    let (direct_m, _) = leg(a, b);
+    out_m > SPIKE_MIN_M
+        && back_m > SPIKE_MIN_M
+        && out_kmh > SPIKE_KMH
+        && back_kmh > SPIKE_KMH
+        && direct_m < SPIKE_RETURN_SHARE * (out_m + back_m)
+}
+
+/// Sets the last kept fix aside as a spike when `next` (the next fix that stands,
+/// kept or stored) and what stood before it (`last_left`) are its sides and it
+/// left the track between them; what stood before it stands again. A fix written
+/// already (the window's first, `appended_already`) is not judged again.
+fn set_aside_spike(
+    kept: &mut Vec<Staged>,
+    appended_already: usize,
+    last_left: &mut Option<Staged>,
+    next: &Staged,
+    stands: &mut Option<Staged>,
+    rejected: &mut Vec<(Staged, RejectReason, String)>,
+) {
+    let (Some(left), Some(p)) = (last_left.as_ref(), kept.last()) else {
+        return;
+    };
+    let newest_stands = stands.as_ref().is_some_and(|s| millis(s) == millis(p));
+    if kept.len() <= appended_already || !newest_stands || !is_spike(left, p, next) {
+        return;
+    }
+    let (p, left) = (
+        kept.pop().expect("checked above"),
+        last_left.take().expect("checked above"),
+    );
+    let detail = format!(
+        "out and back between line {} and line {}",
+        left.line, next.line
+    );
+    rejected.push((p, RejectReason::Spike, detail));
+    *stands = Some(left);
 }
 
 /// Rows in a row that agree with each other and not with the vehicle's first fix
@@ -146,6 +208,8 @@ pub fn settle_window(
     let appended_already = usize::from(carry.appended.is_some());
     kept.extend(carry.appended);
     kept.extend(carry.held);
+    // What stood before the last kept fix when it was kept (its left side).
+    let mut last_left: Option<Staged> = carry.held_left;
     // The last fix that stands, kept or stored: the jump rule's reference.
     let mut stands: Option<Staged> = carry.stands.or_else(|| kept.last().cloned());
     let mut rejected = Vec::new();
@@ -168,6 +232,15 @@ pub fn settle_window(
         if let Some((lat, lon)) = stored_at(ts, ms)? {
             let mut stored = group[0].clone();
             (stored.fix.lat, stored.fix.lon) = (lat, lon);
+            set_aside_spike(
+                &mut kept,
+                appended_already,
+                &mut last_left,
+                &stored,
+                &mut stands,
+                &mut rejected,
+            );
+            last_left = None;
             stands = Some(stored);
             (unconfirmed_first, outvoting) = (false, Vec::new());
             for s in group.drain(..) {
@@ -223,6 +296,14 @@ pub fn settle_window(
             let detail = format!("same as line {}", keep.line);
             rejected.push((s, R::ExactDuplicate, detail));
         }
+        set_aside_spike(
+            &mut kept,
+            appended_already,
+            &mut last_left,
+            &keep,
+            &mut stands,
+            &mut rejected,
+        );
         if let Some(prev) = &stands
             && could_be_jump(prev, &keep, teleport_kmh)
         {
@@ -275,7 +356,7 @@ pub fn settle_window(
         }
         unconfirmed_first &= kept.is_empty();
         outvoting.clear();
-        stands = Some(keep.clone());
+        last_left = stands.replace(keep.clone());
         kept.push(keep);
     }
     derive_speeds(&mut kept);
@@ -286,6 +367,7 @@ pub fn settle_window(
         let stands = stands.filter(|s| held.as_ref().is_none_or(|h| millis(s) > millis(h)));
         Carry {
             appended: kept.last().cloned(),
+            held_left: last_left.filter(|_| held.is_some() && stands.is_none()),
             held,
             stands,
         }
