@@ -81,7 +81,7 @@ impl Window {
 #[derive(Debug, Clone, Default)]
 pub struct Carry {
     appended: Option<Staged>,
-    held: Option<Staged>,
+    held: Vec<Staged>,
     /// The last row that stands (kept, or already stored), when it is newer than
     /// `held`: the next row's jump is judged from it.
     stands: Option<Staged>,
@@ -363,11 +363,20 @@ pub fn settle_window(
     let carry = if last {
         Carry::default()
     } else {
-        let held = kept.pop();
-        let stands = stands.filter(|s| held.as_ref().is_none_or(|h| millis(s) > millis(h)));
+        // The last fix waits for its right neighbour (its derived speed); while it
+        // may still be set aside as a spike, so does the one before it, whose
+        // derived speed it would change.
+        let pending = last_left.is_some()
+            && stands
+                .as_ref()
+                .zip(kept.last())
+                .is_some_and(|(s, k)| millis(s) == millis(k));
+        let hold = (1 + usize::from(pending)).min(kept.len().saturating_sub(appended_already));
+        let held = kept.split_off(kept.len() - hold);
+        let stands = stands.filter(|s| held.last().is_none_or(|h| millis(s) > millis(h)));
         Carry {
             appended: kept.last().cloned(),
-            held_left: last_left.filter(|_| held.is_some() && stands.is_none()),
+            held_left: last_left.filter(|_| !held.is_empty() && stands.is_none()),
             held,
             stands,
         }
@@ -521,7 +530,7 @@ mod tests {
     use super::*;
 
     /// Rows with every case the settling decides: duplicates (exact and in other
-    /// places), jumps, missing speeds, several rows at one instant.
+    /// places), jumps, spikes, missing speeds, several rows at one instant.
     fn rows() -> Vec<Staged> {
         let mut rows = Vec::new();
         let mut line = 0;
@@ -537,6 +546,8 @@ mod tests {
                 3 => add(i * 10, lat, speed),           // sent twice
                 5 => add(i * 10, lat + 0.01, speed),    // two places at one instant
                 8 => add(i * 10 + 5, lat + 1.0, speed), // a jump
+                // A spike: 322 m out and back in 5 s each way (232 km/h).
+                11 => add(i * 10 + 5, lat + 0.0029, speed),
                 _ => {}
             }
         }
