@@ -9,6 +9,27 @@ const CAR: &str = concat!(
     "/fixtures/real/car-visnjan-etrex20x.gpx"
 );
 
+/// Imports `file` into `db` in the car's zone (Europe/Zagreb), with `extra` flags.
+fn import_zagreb(
+    db: &std::path::Path,
+    file: impl AsRef<std::path::Path>,
+    extra: &[&str],
+) -> crate::harness::Run {
+    let (db, file) = (db.to_str().unwrap(), file.as_ref().to_str().unwrap());
+    let mut args = vec!["--db", db, "import", "--time-zone", "Europe/Zagreb"];
+    args.extend_from_slice(extra);
+    args.push(file);
+    run(fleetctl(&args)).ok()
+}
+
+/// A UTC epoch second as the CSV cell `time_utc` reads.
+fn utc(ts: i64) -> String {
+    jiff::Timestamp::from_second(ts)
+        .unwrap()
+        .strftime("%Y-%m-%d %H:%M:%S")
+        .to_string()
+}
+
 /// The car's real drive (a 2.7 km loop, a fix a second, 06:15:50–06:24:24Z): its
 /// fixes as (UTC epoch seconds, lat, lon).
 fn car_drive() -> Vec<(i64, f64, f64)> {
@@ -42,8 +63,8 @@ fn rides_a_few_minutes_apart_are_separate_trips_and_the_gap_is_a_setting() {
     let (first, last) = (drive[0].0, drive[drive.len() - 1].0);
     let mut csv = String::from("plate,time_utc,lat,lon\n");
     let mut row = |ts: i64, lat: f64, lon: f64| {
-        let t = jiff::Timestamp::from_second(ts).unwrap();
-        csv += &format!("TAXI,{},{lat},{lon}\n", t.strftime("%Y-%m-%d %H:%M:%S"));
+        let t = utc(ts);
+        csv += &format!("TAXI,{},{lat},{lon}\n", t);
     };
     for &(ts, lat, lon) in &drive {
         row(ts, lat, lon);
@@ -55,15 +76,7 @@ fn rides_a_few_minutes_apart_are_separate_trips_and_the_gap_is_a_setting() {
     let file = dir.join("rides.csv");
     std::fs::write(&file, csv).unwrap();
     let db = dir.join("fleet.db");
-    run(fleetctl(&[
-        "--db",
-        db.to_str().unwrap(),
-        "import",
-        "--time-zone",
-        "Europe/Zagreb",
-        file.to_str().unwrap(),
-    ]))
-    .ok();
+    import_zagreb(&db, &file, &[]);
     let trips = |db: &std::path::Path| -> Vec<(String, f64)> {
         let answer = query_json(db, &["trips", "--from", "2020-12-18", "--to", "2020-12-18"]);
         answer["trips"]["items"]
@@ -148,34 +161,16 @@ fn trip_speeds(db: &std::path::Path, from: &str, to: &str) -> Vec<(f64, f64, f64
 fn a_speed_field_stuck_at_zero_hides_no_driving_and_no_average_tops_its_maximum() {
     let dir = TempDir::new("stuck-speed");
     let derived = dir.join("derived.db");
-    run(fleetctl(&[
-        "--db",
-        derived.to_str().unwrap(),
-        "import",
-        "--time-zone",
-        "Europe/Zagreb",
-        "--plate",
-        "CAR",
-        CAR,
-    ]))
-    .ok();
+    import_zagreb(&derived, CAR, &["--plate", "CAR"]);
     let mut csv = String::from("plate,time_utc,lat,lon,speed_kmh\n");
     for (ts, lat, lon) in car_drive() {
-        let t = jiff::Timestamp::from_second(ts).unwrap();
-        csv += &format!("CAR,{},{lat},{lon},0\n", t.strftime("%Y-%m-%d %H:%M:%S"));
+        let t = utc(ts);
+        csv += &format!("CAR,{},{lat},{lon},0\n", t);
     }
     let file = dir.join("stuck.csv");
     std::fs::write(&file, csv).unwrap();
     let stuck = dir.join("stuck.db");
-    run(fleetctl(&[
-        "--db",
-        stuck.to_str().unwrap(),
-        "import",
-        "--time-zone",
-        "Europe/Zagreb",
-        file.to_str().unwrap(),
-    ]))
-    .ok();
+    import_zagreb(&stuck, &file, &[]);
     let day = "2020-12-18";
     let (with_speeds, at_zero) = (
         trip_speeds(&derived, day, day),
@@ -429,12 +424,8 @@ fn car_rows(plate: &str, later_s: i64, east_deg: f64, range: std::ops::Range<usi
             );
             m / (ts - t0) as f64 * 3.6
         };
-        let t = jiff::Timestamp::from_second(ts + later_s).unwrap();
-        out += &format!(
-            "{plate},{},{lat},{},{kmh:.1}\n",
-            t.strftime("%Y-%m-%d %H:%M:%S"),
-            lon + east_deg
-        );
+        let t = utc(ts + later_s);
+        out += &format!("{plate},{},{lat},{},{kmh:.1}\n", t, lon + east_deg);
     }
     out
 }
@@ -459,15 +450,7 @@ fn silence_between_rides_is_no_signal_loss_but_a_gap_mid_drive_is() {
     )
     .unwrap();
     let db = dir.join("fleet.db");
-    run(fleetctl(&[
-        "--db",
-        db.to_str().unwrap(),
-        "import",
-        "--time-zone",
-        "Europe/Zagreb",
-        file.to_str().unwrap(),
-    ]))
-    .ok();
+    import_zagreb(&db, &file, &[]);
     let losses = |plate: &str| {
         let answer = query_json(
             &db,
@@ -509,35 +492,17 @@ fn rounded_coordinates_make_no_km_while_parked() {
     for k in 0..24 * 60 {
         let f = standing[k % 7];
         let (lat, lon) = (45.2735 + f.1 - mlat, 13.7145 + f.2 - mlon);
-        let t = jiff::Timestamp::from_second(day0 + 60 * k as i64).unwrap();
-        csv += &format!(
-            "PARKED,{},{:.3},{:.3},0\n",
-            t.strftime("%Y-%m-%d %H:%M:%S"),
-            round3(lat),
-            round3(lon)
-        );
+        let t = utc(day0 + 60 * k as i64);
+        csv += &format!("PARKED,{},{:.3},{:.3},0\n", t, round3(lat), round3(lon));
     }
     for (ts, lat, lon) in &drive {
-        let t = jiff::Timestamp::from_second(*ts).unwrap();
-        csv += &format!(
-            "ROUNDED,{},{:.3},{:.3}\n",
-            t.strftime("%Y-%m-%d %H:%M:%S"),
-            round3(*lat),
-            round3(*lon)
-        );
+        let t = utc(*ts);
+        csv += &format!("ROUNDED,{},{:.3},{:.3}\n", t, round3(*lat), round3(*lon));
     }
     let file = dir.join("rounded.csv");
     std::fs::write(&file, csv).unwrap();
     let db = dir.join("fleet.db");
-    run(fleetctl(&[
-        "--db",
-        db.to_str().unwrap(),
-        "import",
-        "--time-zone",
-        "Europe/Zagreb",
-        file.to_str().unwrap(),
-    ]))
-    .ok();
+    import_zagreb(&db, &file, &[]);
     let hops: std::collections::HashSet<(String, String)> = std::fs::read_to_string(&file)
         .unwrap()
         .lines()
@@ -572,12 +537,7 @@ fn rounded_coordinates_make_no_km_while_parked() {
 fn a_bad_first_fix_is_set_aside_and_the_drive_after_it_kept() {
     let dir = TempDir::new("bad-first");
     let drive = car_drive();
-    let t = |ts: i64| {
-        jiff::Timestamp::from_second(ts)
-            .unwrap()
-            .strftime("%Y-%m-%d %H:%M:%S")
-            .to_string()
-    };
+    let t = utc;
     let mut csv = format!(
         "plate,time_utc,lat,lon\nCAR,{},46.2,13.71\n",
         t(drive[0].0 - 10)
@@ -589,17 +549,7 @@ fn a_bad_first_fix_is_set_aside_and_the_drive_after_it_kept() {
     std::fs::write(&file, csv).unwrap();
     let db = dir.join("fleet.db");
     let rejects = dir.join("rejects.csv");
-    run(fleetctl(&[
-        "--db",
-        db.to_str().unwrap(),
-        "import",
-        "--time-zone",
-        "Europe/Zagreb",
-        "--rejects",
-        rejects.to_str().unwrap(),
-        file.to_str().unwrap(),
-    ]))
-    .ok();
+    import_zagreb(&db, &file, &["--rejects", rejects.to_str().unwrap()]);
     let stored: i64 = crate::harness::open(&db)
         .query_row("SELECT count(*) FROM positions", [], |r| r.get(0))
         .unwrap();
@@ -624,12 +574,7 @@ fn a_bad_first_fix_is_set_aside_and_the_drive_after_it_kept() {
 fn an_out_and_back_spike_is_set_aside_and_makes_no_km_or_speed() {
     let dir = TempDir::new("spike");
     let drive = car_drive();
-    let t = |ts: i64| {
-        jiff::Timestamp::from_second(ts)
-            .unwrap()
-            .strftime("%Y-%m-%d %H:%M:%S")
-            .to_string()
-    };
+    let t = utc;
     // The fixes at 06:19:56 and 06:20:37Z: standing, 41 s apart.
     let k = drive
         .windows(2)
@@ -646,17 +591,7 @@ fn an_out_and_back_spike_is_set_aside_and_makes_no_km_or_speed() {
     std::fs::write(&file, csv).unwrap();
     let db = dir.join("fleet.db");
     let import = |rejects: &std::path::Path| {
-        run(fleetctl(&[
-            "--db",
-            db.to_str().unwrap(),
-            "import",
-            "--time-zone",
-            "Europe/Zagreb",
-            "--rejects",
-            rejects.to_str().unwrap(),
-            file.to_str().unwrap(),
-        ]))
-        .ok()
+        import_zagreb(&db, &file, &["--rejects", rejects.to_str().unwrap()])
     };
     let stored = || -> i64 {
         crate::harness::open(&db)
