@@ -1642,27 +1642,7 @@ fn bench_incremental(dir: &Path, quick: bool) {
     for &(vehicles, days) in cases {
         let db = dir.join(format!("incremental-{vehicles}x{days}.db"));
         generate_in_child(&db, vehicles, days, false);
-        let last: Vec<(String, i64, f64, f64)> = {
-            let conn = rusqlite::Connection::open(&db).expect("open");
-            conn.execute_batch("UPDATE vehicles SET device_id = plate")
-                .expect("device ids");
-            let mut st = conn
-                .prepare("SELECT v.plate, f.ts, f.lat, f.lon FROM latest_fix f JOIN vehicles v ON v.id = f.vehicle_id")
-                .expect("query");
-            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-                .expect("rows")
-                .collect::<rusqlite::Result<_>>()
-                .expect("rows")
-        };
-        let (mut writer, mut analyser) = live::open(
-            &db,
-            live::Options {
-                auto_register: None,
-                osmand_speed: fleetctl::ingest::units::SpeedUnit::Kmh,
-                outbox: false,
-            },
-        )
-        .expect("open the feed");
+        let (last, mut writer, mut analyser) = open_feed(&db);
         let mut pending = Vec::new();
         let (mut committing, mut analysing) = (Duration::ZERO, Duration::ZERO);
         // Round 0 analyses each vehicle whole and round 1's commit stores that:
@@ -2170,6 +2150,42 @@ fn tool_request(addr: &str, token: &str, name: &str, arguments: &serde_json::Val
     )
 }
 
+/// A vehicle's newest fix: plate, UTC epoch seconds, lat, lon.
+type LastFix = (String, i64, f64, f64);
+
+/// Each vehicle's device id made its plate, its newest fix (plate, ts, lat, lon),
+/// and the live feed opened on `db` in-process.
+fn open_feed(
+    db: &Path,
+) -> (
+    Vec<LastFix>,
+    fleetctl::live::Writer,
+    fleetctl::live::Analyser,
+) {
+    let last = {
+        let conn = rusqlite::Connection::open(db).expect("open");
+        conn.execute_batch("UPDATE vehicles SET device_id = plate")
+            .expect("device ids");
+        let mut st = conn
+            .prepare("SELECT v.plate, f.ts, f.lat, f.lon FROM latest_fix f JOIN vehicles v ON v.id = f.vehicle_id")
+            .expect("query");
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .expect("rows")
+            .collect::<rusqlite::Result<_>>()
+            .expect("rows")
+    };
+    let (writer, analyser) = fleetctl::live::open(
+        db,
+        fleetctl::live::Options {
+            auto_register: None,
+            osmand_speed: fleetctl::ingest::units::SpeedUnit::Kmh,
+            outbox: false,
+        },
+    )
+    .expect("open the feed");
+    (last, writer, analyser)
+}
+
 /// Live analysis against a vehicle's history: one parked for the whole span (a fix
 /// every 15 s, one stop going on) and one that works every day (8 hours of driving
 /// with a stop every hour, parked overnight), 1 and 90 days of it imported, then
@@ -2188,27 +2204,7 @@ fn bench_live_history(dir: &Path, quick: bool) {
         write_history_csv(&csv, end_ts, days);
         let db = dir.join(format!("history-{days}.db"));
         let (_, _, rows, _) = import_in_child(&db, &csv);
-        let last: Vec<(String, i64, f64, f64)> = {
-            let conn = rusqlite::Connection::open(&db).expect("open");
-            conn.execute_batch("UPDATE vehicles SET device_id = plate")
-                .expect("device ids");
-            let mut st = conn
-                .prepare("SELECT v.plate, f.ts, f.lat, f.lon FROM latest_fix f JOIN vehicles v ON v.id = f.vehicle_id")
-                .expect("query");
-            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-                .expect("rows")
-                .collect::<rusqlite::Result<_>>()
-                .expect("rows")
-        };
-        let (mut writer, mut analyser) = live::open(
-            &db,
-            live::Options {
-                auto_register: None,
-                osmand_speed: fleetctl::ingest::units::SpeedUnit::Kmh,
-                outbox: false,
-            },
-        )
-        .expect("open the feed");
+        let (last, mut writer, mut analyser) = open_feed(&db);
         let mut pending = Vec::new();
         // One round: each vehicle's fix at `ts_of(its newest)`; the analysis's time.
         let mut round = |ts_of: &dyn Fn(i64) -> i64| {
