@@ -613,3 +613,53 @@ fn an_out_and_back_spike_is_set_aside_and_makes_no_km_or_speed() {
     let listed = std::fs::read_to_string(dir.join("again.csv")).unwrap();
     assert!(listed.contains(",spike,"), "{listed}");
 }
+
+/// Regression (a real fleet: a cluster of bad fixes was accepted once enough seconds
+/// had passed to bring its implied speed under 250 km/h, and the good fixes after it
+/// were rejected instead): 30 s of the real car's drive replaced by fixes 1.5 km
+/// north, as multipath gives. The cluster goes — its first fixes as impossible
+/// jumps, the rest as a spike — the track after it stays, and no speed or km comes
+/// from it.
+#[test]
+fn a_cluster_of_bad_fixes_mid_drive_is_set_aside_and_the_track_after_it_kept() {
+    let dir = TempDir::new("cluster");
+    let drive = car_drive();
+    // The 30 s with the most fixes (the receiver records more often when driving).
+    let within = |k: usize| {
+        (k..drive.len())
+            .take_while(|&i| drive[i].0 < drive[k].0 + 30)
+            .count()
+    };
+    let k = (1..drive.len() - 1).max_by_key(|&k| within(k)).unwrap();
+    let n = within(k);
+    assert!(n >= 20 && k + n < drive.len(), "{n} fixes from {k}");
+    let mut csv = String::from("plate,time_utc,lat,lon\n");
+    for (i, (ts, lat, lon)) in drive.iter().enumerate() {
+        let lat = if (k..k + n).contains(&i) {
+            lat + 0.0135
+        } else {
+            *lat
+        };
+        csv += &format!("CAR,{},{lat},{lon}\n", utc(*ts));
+    }
+    let file = dir.join("car.csv");
+    std::fs::write(&file, csv).unwrap();
+    let db = dir.join("fleet.db");
+    import_zagreb(
+        &db,
+        &file,
+        &["--rejects", dir.join("rejects.csv").to_str().unwrap()],
+    );
+    let listed = std::fs::read_to_string(dir.join("rejects.csv")).unwrap();
+    let lines: Vec<&str> = listed.lines().skip(1).collect();
+    assert_eq!(lines.len(), n, "the cluster and nothing else: {listed}");
+    assert!(listed.contains(",spike,"), "{listed}");
+    let day = query_json(&db, &["trip", "CAR", "--date", "2020-12-18"]);
+    let km = day["distance_km"].as_f64().unwrap();
+    assert!(
+        (2.4..2.9).contains(&km),
+        "{km} km (2.7 without the cluster)"
+    );
+    let speeds = trip_speeds(&db, "2020-12-18", "2020-12-18");
+    assert!(speeds.iter().all(|s| s.1 < 100.0), "{speeds:?}");
+}

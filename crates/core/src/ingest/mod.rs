@@ -1142,6 +1142,43 @@ mod tests {
         assert_eq!(reasons(&settle(on)), vec![]);
     }
 
+    /// A cluster of bad fixes 2.9 km off the track: the first ones are impossible
+    /// jumps; the later ones come in slowly enough to pass the jump rule alone, yet
+    /// the cluster went out and came back, so all of it goes and the track after it
+    /// stays. A vehicle that drove there and stayed is kept.
+    #[test]
+    fn a_cluster_of_bad_fixes_is_set_aside_however_long_it_lasts() {
+        let mut rows: Vec<Staged> = (0..8)
+            .map(|i| staged(i + 1, i as i64 * 15, 14.600 + i as f64 * 1e-4, -90.5, None))
+            .collect();
+        // Six fixes at 15 s, 0.026° (2.9 km) north: 696, 348, 232 km/h… from the track.
+        for k in 0..6u64 {
+            let ts = 120 + k as i64 * 15;
+            rows.push(staged(100 + k, ts, 14.626, -90.5, None));
+        }
+        // Back on the track, a little further on, and on.
+        for i in 0..8u64 {
+            let ts = 210 + i as i64 * 15;
+            rows.push(staged(200 + i, ts, 14.6008 + i as f64 * 1e-4, -90.5, None));
+        }
+        let s = settle(rows.clone());
+        let why = reasons(&s);
+        assert!(
+            why.iter().all(|(l, _)| (100..106).contains(l)),
+            "only the cluster goes: {why:?}"
+        );
+        assert_eq!(why.len(), 6, "all of the cluster goes: {why:?}");
+        assert!(why.contains(&(105, RejectReason::Spike)), "{why:?}");
+        assert!(
+            s.kept.iter().all(|k| k.fix.speed_kmh < 10.0),
+            "no speed from it"
+        );
+        // Had the vehicle stayed there (no way back), what came in slowly enough stays.
+        let stayed: Vec<Staged> = rows.into_iter().filter(|r| r.line < 200).collect();
+        let s = settle(stayed);
+        assert!(s.kept.iter().any(|k| k.line == 105), "{:?}", reasons(&s));
+    }
+
     #[test]
     fn a_stored_fix_wins_over_the_rows_at_its_instant() {
         let rows = vec![

@@ -75,7 +75,7 @@ impl Window {
     }
 }
 
-/// What a vehicle's next window needs of the one before: its last two kept fixes.
+/// What a vehicle's next window needs of the one before: its last kept fixes.
 /// The last is not appended yet (its derived speed waits for its next neighbour);
 /// the one before it was.
 #[derive(Debug, Clone, Default)]
@@ -85,68 +85,127 @@ pub struct Carry {
     /// The last row that stands (kept, or already stored), when it is newer than
     /// `held`: the next row's jump is judged from it.
     stands: Option<Staged>,
-    /// What stood before `held` when it was kept: with the next fix that stands,
-    /// the sides `held` is judged a spike against.
-    held_left: Option<Staged>,
+    /// The run of kept fixes that may still be a spike (the last `run.len` of
+    /// `held`), and what stood before it.
+    run: Run,
 }
 
-/// A lone fix is a spike when it lies over this far from the fixes on both sides…
-const SPIKE_MIN_M: f64 = 300.0;
-/// …reaching it and leaving it implies over this speed…
-const SPIKE_KMH: f64 = 100.0;
-/// …and the fixes on both sides are closer to each other than this share of the
-/// way out and back: it left the track and came back.
-const SPIKE_RETURN_SHARE: f64 = 0.25;
+/// The kept fixes that left the track at once and have not come back yet: the last
+/// `len` kept, and the fix that stood before them (`left`). With the next fix that
+/// stands, they are judged a spike, one fix or a cluster of them.
+#[derive(Debug, Clone, Default)]
+struct Run {
+    left: Option<Staged>,
+    len: usize,
+}
 
-/// Whether `p` is a spike between `a` before it and `b` after it (see `SPIKE_*`):
-/// out and back, far and fast, in a way no vehicle drives between two fixes.
-fn is_spike(a: &Staged, p: &Staged, b: &Staged) -> bool {
-    let leg = |x: &Staged, y: &Staged| {
-        let d_m = haversine_m(
-            LatLon::new(x.fix.lat, x.fix.lon),
-            LatLon::new(y.fix.lat, y.fix.lon),
-        );
-        let dt_s = ((millis(y) - millis(x)) as f64 / 1000.0).max(0.001);
-        (d_m, d_m / dt_s * 3.6)
+/// A run of fixes is a spike when each lies over this far from the fixes on both
+/// sides…
+const SPIKE_MIN_M: f64 = 300.0;
+/// …reaching its first and leaving its last implies over this speed…
+const SPIKE_KMH: f64 = 100.0;
+/// …the fixes on both sides are closer to each other than this share of the way
+/// out and back: it left the track and came back…
+const SPIKE_RETURN_SHARE: f64 = 0.25;
+/// …and it lasts at most this long, seconds: a vehicle that really drove off that
+/// fast and back had time to do something in between.
+const SPIKE_RUN_MAX_S: i64 = 300;
+
+/// Distance and implied speed from `x` to `y`.
+fn leg(x: &Staged, y: &Staged) -> (f64, f64) {
+    let d_m = haversine_m(
+        LatLon::new(x.fix.lat, x.fix.lon),
+        LatLon::new(y.fix.lat, y.fix.lon),
+    );
+    let dt_s = ((millis(y) - millis(x)) as f64 / 1000.0).max(0.001);
+    (d_m, d_m / dt_s * 3.6)
+}
+
+/// Whether `run` (one fix or several) is a spike between `a` before it and `b`
+/// after it (see `SPIKE_*`): out and back, far and fast, in a way no vehicle
+/// drives.
+fn is_spike(a: &Staged, run: &[Staged], b: &Staged) -> bool {
+    let (Some(first), Some(last)) = (run.first(), run.last()) else {
+        return false;
     };
-    let ((out_m, out_kmh), (back_m, back_kmh)) = (leg(a, p), leg(p, b));
+    let ((out_m, out_kmh), (back_m, back_kmh)) = (leg(a, first), leg(last, b));
     let (direct_m, _) = leg(a, b);
     out_m > SPIKE_MIN_M
         && back_m > SPIKE_MIN_M
         && out_kmh > SPIKE_KMH
         && back_kmh > SPIKE_KMH
         && direct_m < SPIKE_RETURN_SHARE * (out_m + back_m)
+        && millis(last) - millis(first) <= SPIKE_RUN_MAX_S * 1000
+        && run
+            .iter()
+            .all(|p| leg(a, p).0 > SPIKE_MIN_M && leg(p, b).0 > SPIKE_MIN_M)
 }
 
-/// Sets the last kept fix aside as a spike when `next` (the next fix that stands,
-/// kept or stored) and what stood before it (`last_left`) are its sides and it
-/// left the track between them; what stood before it stands again. A fix written
+/// Sets the run of last kept fixes aside as a spike when `next` (the next fix that
+/// stands, kept or stored) and what stood before the run are its sides and it left
+/// the track between them; what stood before it stands again. A fix written
 /// already (the window's first, `appended_already`) is not judged again.
 fn set_aside_spike(
     kept: &mut Vec<Staged>,
     appended_already: usize,
-    last_left: &mut Option<Staged>,
+    run: &mut Run,
     next: &Staged,
     stands: &mut Option<Staged>,
     rejected: &mut Vec<(Staged, RejectReason, String)>,
 ) {
-    let (Some(left), Some(p)) = (last_left.as_ref(), kept.last()) else {
+    let (Some(left), Some(p)) = (run.left.as_ref(), kept.last()) else {
         return;
     };
     let newest_stands = stands.as_ref().is_some_and(|s| millis(s) == millis(p));
-    if kept.len() <= appended_already || !newest_stands || !is_spike(left, p, next) {
+    let from = kept.len().saturating_sub(run.len);
+    if run.len == 0
+        || from < appended_already
+        || !newest_stands
+        || !is_spike(left, &kept[from..], next)
+    {
         return;
     }
-    let (p, left) = (
-        kept.pop().expect("checked above"),
-        last_left.take().expect("checked above"),
-    );
-    let detail = format!(
-        "out and back between line {} and line {}",
-        left.line, next.line
-    );
-    rejected.push((p, RejectReason::Spike, detail));
+    let left = run.left.take().expect("checked above");
+    let n = run.len;
+    let detail = if n == 1 {
+        format!(
+            "out and back between line {} and line {}",
+            left.line, next.line
+        )
+    } else {
+        format!(
+            "out and back between line {} and line {}, {n} fixes",
+            left.line, next.line
+        )
+    };
+    for p in kept.drain(from..) {
+        rejected.push((p, RejectReason::Spike, detail.clone()));
+    }
+    run.len = 0;
     *stands = Some(left);
+}
+
+impl Run {
+    /// The run after `keep` is kept, `before` standing before it: a leap off the
+    /// track (see `SPIKE_*`) begins one, a fix beside a run goes on with it while it
+    /// is short enough to be a spike, and anything else ends it.
+    fn after(&mut self, before: Option<Staged>, keep: &Staged, kept: &[Staged]) {
+        let leap = before.as_ref().is_some_and(|b| {
+            let (d_m, kmh) = leg(b, keep);
+            d_m > SPIKE_MIN_M && kmh > SPIKE_KMH
+        });
+        let first = kept.len().checked_sub(self.len).and_then(|i| kept.get(i));
+        if leap {
+            (self.left, self.len) = (before, 1);
+        } else if self.left.is_some()
+            && self.len > 0
+            && first.is_some_and(|f| millis(keep) - millis(f) <= SPIKE_RUN_MAX_S * 1000)
+        {
+            self.len += 1;
+        } else {
+            *self = Run::default();
+        }
+    }
 }
 
 /// Rows in a row that agree with each other and not with the vehicle's first fix
@@ -208,8 +267,8 @@ pub fn settle_window(
     let appended_already = usize::from(carry.appended.is_some());
     kept.extend(carry.appended);
     kept.extend(carry.held);
-    // What stood before the last kept fix when it was kept (its left side).
-    let mut last_left: Option<Staged> = carry.held_left;
+    // The kept fixes that may still be a spike, and what stood before them.
+    let mut run: Run = carry.run;
     // The last fix that stands, kept or stored: the jump rule's reference.
     let mut stands: Option<Staged> = carry.stands.or_else(|| kept.last().cloned());
     let mut rejected = Vec::new();
@@ -235,12 +294,12 @@ pub fn settle_window(
             set_aside_spike(
                 &mut kept,
                 appended_already,
-                &mut last_left,
+                &mut run,
                 &stored,
                 &mut stands,
                 &mut rejected,
             );
-            last_left = None;
+            run = Run::default();
             stands = Some(stored);
             (unconfirmed_first, outvoting) = (false, Vec::new());
             for s in group.drain(..) {
@@ -299,7 +358,7 @@ pub fn settle_window(
         set_aside_spike(
             &mut kept,
             appended_already,
-            &mut last_left,
+            &mut run,
             &keep,
             &mut stands,
             &mut rejected,
@@ -349,6 +408,7 @@ pub fn settle_window(
                     rejected.push((first, R::ImpossibleJump, detail));
                     stands = agreeing.last().cloned();
                     kept.extend(agreeing);
+                    run = Run::default();
                     (unconfirmed_first, outvoting) = (false, Vec::new());
                 }
                 continue;
@@ -356,29 +416,39 @@ pub fn settle_window(
         }
         unconfirmed_first &= kept.is_empty();
         outvoting.clear();
-        last_left = stands.replace(keep.clone());
+        let before = stands.replace(keep.clone());
+        run.after(before, &keep, &kept);
         kept.push(keep);
     }
     derive_speeds(&mut kept);
     let carry = if last {
         Carry::default()
     } else {
-        // The last fix waits for its right neighbour (its derived speed); while it
-        // may still be set aside as a spike, so does the one before it, whose
-        // derived speed it would change.
-        let pending = last_left.is_some()
+        // The last fix waits for its right neighbour (its derived speed); while a
+        // run may still be set aside as a spike, so do its fixes and the one before
+        // them, whose derived speed the run would change.
+        let pending = run.left.is_some()
             && stands
                 .as_ref()
                 .zip(kept.last())
                 .is_some_and(|(s, k)| millis(s) == millis(k));
-        let hold = (1 + usize::from(pending)).min(kept.len().saturating_sub(appended_already));
+        let hold = if pending { run.len + 1 } else { 1 };
+        let hold = hold.min(kept.len().saturating_sub(appended_already));
         let held = kept.split_off(kept.len() - hold);
         let stands = stands.filter(|s| held.last().is_none_or(|h| millis(s) > millis(h)));
+        let run = if pending && stands.is_none() {
+            Run {
+                len: run.len.min(held.len()),
+                ..run
+            }
+        } else {
+            Run::default()
+        };
         Carry {
             appended: kept.last().cloned(),
-            held_left: last_left.filter(|_| !held.is_empty() && stands.is_none()),
             held,
             stands,
+            run,
         }
     };
     let kept = kept.split_off(appended_already.min(kept.len()));
@@ -548,6 +618,12 @@ mod tests {
                 8 => add(i * 10 + 5, lat + 1.0, speed), // a jump
                 // A spike: 322 m out and back in 5 s each way (232 km/h).
                 11 => add(i * 10 + 5, lat + 0.0029, speed),
+                // A cluster of three, in 5 s (232 km/h) and back in 3 s.
+                14 => {
+                    for t in 5..8 {
+                        add(i * 10 + t, lat + 0.0029, speed);
+                    }
+                }
                 _ => {}
             }
         }
