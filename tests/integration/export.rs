@@ -196,7 +196,7 @@ fn a_dataset_partitioned_by_date_has_a_hive_folder_per_day_and_every_row_once() 
 }
 
 /// Every row of a paged range report, following its cursors.
-fn all_rows(db: &Path, report: &str, list: &str, range: &[&str]) -> Vec<Value> {
+pub(crate) fn all_rows(db: &Path, report: &str, list: &str, range: &[&str]) -> Vec<Value> {
     let mut rows = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
@@ -214,7 +214,7 @@ fn all_rows(db: &Path, report: &str, list: &str, range: &[&str]) -> Vec<Value> {
     }
 }
 
-fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+pub(crate) fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
     let text = std::fs::read_to_string(path).unwrap();
     let mut lines = text.lines();
     let header: Vec<String> = lines

@@ -220,19 +220,16 @@ fn a_speed_field_stuck_at_zero_hides_no_driving_and_no_average_tops_its_maximum(
 /// Regression (the demo through the MCP server: P-701JFG on 2026-11-24 drove 143
 /// min in `trip_summary` and 1.72 h in `daily_summary`; idled 101 min in one and
 /// 140 in the other): every vehicle-day of the demo, and of every real fixture, has
-/// one driving time and one idle time, whichever report says it, and no trip of the
-/// day drives longer than its day.
+/// one driving time, one idle time, one parked time, one count of stops and trips,
+/// and one speeding time, whichever report or export says it: a day's figures are
+/// its trips' and stops', and a speeding episode lasts its span.
 #[test]
-fn every_vehicle_day_drives_and_idles_the_same_in_every_report() {
-    let checked = same_driving_everywhere(
-        crate::harness::fixture_db(),
-        "2026-11-18",
-        "2026-11-25",
-        usize::MAX,
-    );
+fn every_vehicle_day_has_the_same_figures_in_every_report_and_export() {
+    let dir = TempDir::new("one-figure");
+    let checked =
+        same_figures_everywhere(crate::harness::fixture_db(), &dir.join("demo"), usize::MAX);
     assert!(checked > 80, "{checked} vehicle-days");
-    // And over every real fixture (its first 40 vehicle-days).
-    let dir = TempDir::new("one-driving");
+    // And over every real fixture (the reports of its first 40 vehicle-days).
     for (name, flags) in crate::distance::REAL_FILES {
         let db = dir.join(&format!("{name}.db"));
         let mut args = vec!["--db", db.to_str().unwrap(), "import"];
@@ -240,71 +237,197 @@ fn every_vehicle_day_drives_and_idles_the_same_in_every_report() {
         let path = format!("{}/fixtures/real/{name}", env!("CARGO_MANIFEST_DIR"));
         args.push(&path);
         run(fleetctl(&args)).ok();
-        let (from, to): (String, String) = crate::harness::open(&db)
-            .query_row("SELECT min(date), max(date) FROM daily", [], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .unwrap();
-        assert!(same_driving_everywhere(&db, &from, &to, 40) > 0, "{name}");
+        assert!(
+            same_figures_everywhere(&db, &dir.join(name), 40) > 0,
+            "{name}"
+        );
     }
 }
 
-/// Checks up to `most` vehicle-days of `db` in the dates given: `daily` and
-/// `trip_summary` give one driving and one idle time, and no trip that ends that
-/// day drives longer than the day. Returns the vehicle-days checked.
-fn same_driving_everywhere(db: &std::path::Path, from: &str, to: &str, most: usize) -> usize {
-    let mut days = Vec::new();
-    let mut cursor = None::<String>;
-    loop {
-        let mut args = vec!["daily", "--from", from, "--to", to];
-        if let Some(c) = &cursor {
-            args.extend(["--cursor", c]);
-        }
-        let answer = query_json(db, &args);
-        days.extend(answer["days"]["items"].as_array().unwrap().iter().cloned());
-        match answer["days"]["next_cursor"].as_str() {
-            Some(c) => cursor = Some(c.to_string()),
-            None => break,
+/// Checks every vehicle-day of `db`: its `daily` export row against the sums of
+/// the `trips`, `stops` and `events` exports (to their rounding), and, for up to
+/// `most` of them, `daily` and `trip_summary` against that row. Returns the
+/// vehicle-days checked.
+fn same_figures_everywhere(db: &std::path::Path, dir: &std::path::Path, most: usize) -> usize {
+    use std::collections::HashMap;
+    std::fs::create_dir_all(dir).unwrap();
+    let export = |what: &str| {
+        let file = dir.join(format!("{what}.csv"));
+        let (db, out) = (db.to_str().unwrap(), file.to_str().unwrap());
+        run(fleetctl(&["--db", db, "export", what, "-o", out])).ok();
+        crate::export::csv_rows(&file)
+    };
+    let num = |r: &HashMap<String, String>, k: &str| -> f64 {
+        r[k].parse().unwrap_or_else(|_| panic!("{k}: {r:?}"))
+    };
+    // Per (plate, date): trips, driving, idle (trips' and stops'), stops, speeding
+    // episodes and their seconds, signal losses, the fastest trip.
+    #[derive(Default, Debug)]
+    struct Sums {
+        trips: usize,
+        driving_min: f64,
+        idle_min: f64,
+        stops: usize,
+        speeding: usize,
+        speeding_s: f64,
+        losses: usize,
+        trip_max_kmh: f64,
+    }
+    let mut sums: HashMap<(String, String), Sums> = HashMap::new();
+    // The stop each vehicle is in now, minutes observed.
+    let mut ongoing: HashMap<String, f64> = HashMap::new();
+    let key = |r: &HashMap<String, String>| (r["plate"].clone(), r["date"].clone());
+    let secs = |t: &str| t.parse::<jiff::Timestamp>().unwrap().as_second() as f64;
+    for t in export("trips") {
+        let s = sums.entry(key(&t)).or_default();
+        s.trips += 1;
+        s.driving_min += num(&t, "driving_min");
+        s.idle_min += num(&t, "idle_min");
+        s.trip_max_kmh = s.trip_max_kmh.max(num(&t, "max_speed_kmh"));
+    }
+    for st in export("stops") {
+        let s = sums.entry(key(&st)).or_default();
+        s.stops += 1;
+        s.idle_min += num(&st, "idle_min");
+        if st["ongoing"] == "true" {
+            ongoing.insert(st["plate"].clone(), num(&st, "minutes"));
         }
     }
-    days.truncate(most);
-    for day in &days {
-        let (plate, date) = (
-            day["plate"].as_str().unwrap(),
-            day["date"].as_str().unwrap(),
-        );
-        let summary = query_json(db, &["trip", plate, "--date", date]);
-        let f =
-            |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k}: {v}"));
-        let what = format!("{} {plate} {date}", db.display());
-        // Hours are given to 0.01 (0.6 min), minutes to 0.1.
-        assert!(
-            (f(day, "driving_h") * 60.0 - f(&summary, "driving_min")).abs() <= 0.4,
-            "{what}: driving {} h in daily, {} min in trip_summary",
-            f(day, "driving_h"),
-            f(&summary, "driving_min")
-        );
-        assert!(
-            (f(day, "idle_h") * 60.0 - f(&summary, "idle_min")).abs() <= 0.4,
-            "{what}: idle {} h in daily, {} min in trip_summary",
-            f(day, "idle_h"),
-            f(&summary, "idle_min")
-        );
-        let trips = query_json(
-            db,
-            &["trips", "--plate", plate, "--from", date, "--to", date],
-        );
-        for t in trips["trips"]["items"].as_array().unwrap() {
-            if !t["end"].as_str().unwrap().starts_with(date) {
-                continue; // past midnight: the next day holds the rest
+    for e in export("events") {
+        let s = sums.entry(key(&e)).or_default();
+        let span_s = secs(&e["until_utc"]) - secs(&e["at_utc"]);
+        match e["kind"].as_str() {
+            "speeding" => {
+                s.speeding += 1;
+                s.speeding_s += span_s;
             }
+            "signal_loss" => s.losses += 1,
+            _ => {}
+        }
+    }
+    let days = export("daily");
+    for day in &days {
+        let what = format!("{} {:?}", db.display(), key(day));
+        let s = sums.remove(&key(day)).unwrap_or_default();
+        // Each piece is rounded to 0.1 min, the day to 0.01 h.
+        let slack = |pieces: usize| 0.3 + 0.05 * pieces as f64;
+        let pairs = [
+            (
+                "driving",
+                num(day, "driving_h") * 60.0,
+                s.driving_min,
+                s.trips,
+            ),
+            (
+                "idle",
+                num(day, "idle_h") * 60.0,
+                s.idle_min,
+                s.trips + s.stops,
+            ),
+        ];
+        for (figure, of_day, of_pieces, n) in pairs {
             assert!(
-                f(t, "driving_min") <= f(&summary, "driving_min") + 0.1,
-                "{what}: a trip drives {} min of a day's {}",
-                f(t, "driving_min"),
-                f(&summary, "driving_min")
+                (of_day - of_pieces).abs() <= slack(n),
+                "{what}: {figure} {of_day:.1} min in daily, {of_pieces:.1} in its trips and stops"
             );
         }
+        assert_eq!(num(day, "trips") as usize, s.trips, "{what}: trips");
+        assert_eq!(num(day, "stops") as usize, s.stops, "{what}: stops");
+        assert_eq!(
+            num(day, "speeding_count") as usize,
+            s.speeding,
+            "{what}: speeding"
+        );
+        assert!(
+            (num(day, "speeding_min") - s.speeding_s / 60.0).abs() <= 0.051,
+            "{what}: speeding {} min in daily, {} s in its events",
+            num(day, "speeding_min"),
+            s.speeding_s
+        );
+        assert_eq!(
+            num(day, "signal_losses") as usize,
+            s.losses,
+            "{what}: losses"
+        );
+        assert!(
+            num(day, "max_speed_kmh") >= s.trip_max_kmh - 0.05,
+            "{what}: a trip at {} km/h on a day whose top is {}",
+            s.trip_max_kmh,
+            num(day, "max_speed_kmh")
+        );
+    }
+    assert!(
+        sums.values().all(|s| s.trips == 0 && s.stops == 0),
+        "{sums:?}"
+    );
+    // Stopped: the vehicles stopped now are those whose stop goes on, observed as
+    // long as the stop's row says.
+    let stopped = query_json(db, &["stopped", "--min-minutes", "0"]);
+    let stopped = stopped["vehicles"]["items"].as_array().unwrap();
+    for v in stopped {
+        let plate = v["plate"].as_str().unwrap();
+        assert_eq!(
+            v["observed_min"].as_f64(),
+            ongoing.get(plate).copied(),
+            "{}: {plate} stopped",
+            db.display()
+        );
+    }
+    assert_eq!(
+        stopped.len(),
+        ongoing.len(),
+        "{}: {ongoing:?}",
+        db.display()
+    );
+    // A speeding episode lasts its span, in the events' answer as in the files.
+    let date = |d: &HashMap<String, String>| d["date"].clone();
+    let (from, to) = (
+        days.iter().map(date).min().unwrap(),
+        days.iter().map(date).max().unwrap(),
+    );
+    let range = ["--from", &from, "--to", &to, "--kind", "speeding"];
+    for e in crate::export::all_rows(db, "events", "events", &range) {
+        let span_s = secs(e["until"].as_str().unwrap()) - secs(e["at"].as_str().unwrap());
+        assert_eq!(e["detail"]["duration_s"].as_f64(), Some(span_s), "{e}");
+    }
+    for (plate_date, day) in days.iter().take(most).map(|d| (key(d), d)) {
+        let (plate, date) = plate_date;
+        let what = format!("{} {plate} {date}", db.display());
+        let summary = query_json(db, &["trip", &plate, "--date", &date]);
+        let daily = query_json(
+            db,
+            &["daily", "--plate", &plate, "--from", &date, "--to", &date],
+        );
+        let row = &daily["days"]["items"][0];
+        let f =
+            |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k}: {v}"));
+        for k in [
+            "driving_h",
+            "idle_h",
+            "speeding_min",
+            "max_speed_kmh",
+            "distance_km",
+        ] {
+            assert_eq!(
+                f(row, k),
+                num(day, k),
+                "{what}: {k} in daily and its export"
+            );
+        }
+        // Hours are given to 0.01 (0.6 min), minutes to 0.1.
+        for (h, min) in [("driving_h", "driving_min"), ("idle_h", "idle_min")] {
+            assert!(
+                (f(row, h) * 60.0 - f(&summary, min)).abs() <= 0.4,
+                "{what}: {} h in daily, {} min in trip_summary",
+                f(row, h),
+                f(&summary, min)
+            );
+        }
+        assert_eq!(
+            f(&summary, "trips") as usize,
+            num(day, "trips") as usize,
+            "{what}"
+        );
     }
     days.len()
 }

@@ -373,11 +373,9 @@ pub struct SpeedingDetail {
     /// How far over, km/h.
     pub over_limit_kmh: f64,
     /// What its fixes prove, seconds: from the first to the last fix above the
-    /// limit, plus at each end half the interval to the next fix, at most
-    /// `analyze::events::SPEEDING_EDGE_MAX_S`.
+    /// limit (the event's span).
     pub duration_s: i64,
-    /// The fixes above the limit it rests on (one, at a sparse cadence, is one
-    /// reading: the vehicle may have been over the limit a second or a minute).
+    /// The fixes above the limit it rests on.
     #[serde(default)]
     pub fixes: usize,
     /// Where it began, for people.

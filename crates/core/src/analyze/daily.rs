@@ -11,11 +11,10 @@ use crate::model::{DailyRollup, Fix};
 /// that a day's figures are worked out once however it is cut into windows (a live
 /// vehicle's open day is not measured again at every fix).
 ///
-/// A day's distance and how its time was spent (driving, idling, standing: the one
-/// definition, `distance::SpanTime`, a trip's too) are the one span walk over that
-/// day's fixes, counted from the vehicle's last fix before it (the step across
-/// midnight is the new day's). The counts of trips, stops and events are left to
-/// the caller (0 here).
+/// A day's distance is the one span walk over that day's fixes, counted from the
+/// vehicle's last fix before it (the step across midnight is the new day's). How
+/// its time was spent (driving, idling, parked) and the counts of trips, stops and
+/// events are its trips' and stops', left to the caller (0 here).
 #[derive(Debug, Clone, Default)]
 pub struct Rollup {
     /// The next fix to read (the vehicle's index).
@@ -100,8 +99,7 @@ impl Acc {
 
     fn row(self, vehicle_id: i64, date: Date) -> DailyRollup {
         let a = self;
-        let (distance, time) = a.distance.finish_with_time();
-        let driving_h = time.driving_s as f64 / 3600.0;
+        let distance = a.distance.finish();
         DailyRollup {
             vehicle_id,
             date: date.to_string(),
@@ -109,17 +107,13 @@ impl Acc {
             gap_km: distance.gap_km,
             odometer_distance_km: distance.odometer_km,
             odometer_rejected: distance.odometer_rejected,
-            moving_min: time.driving_s as f64 / 60.0,
-            idle_min: time.idle_s as f64 / 60.0,
-            parked_min: time.standing_s as f64 / 60.0,
+            moving_min: 0.0,
+            idle_min: 0.0,
+            parked_min: 0.0,
             trips: 0,
             stops: 0,
             max_speed_kmh: a.max_speed,
-            avg_moving_speed_kmh: if driving_h > 0.0 {
-                distance.gps_km / driving_h
-            } else {
-                0.0
-            },
+            avg_moving_speed_kmh: 0.0,
             first_ts: a.first_ts,
             last_ts: a.last_ts,
             signal_losses: 0,

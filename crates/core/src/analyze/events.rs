@@ -29,19 +29,13 @@ fn event(f: &Fix, kind: EventKind, end_ts: i64, detail: EventDetail) -> Event {
     }
 }
 
-/// At most this many seconds are added at each end of a speeding episode beyond its
-/// first and last fast fix (half the interval to the neighbouring fix, when shorter).
-pub const SPEEDING_EDGE_MAX_S: f64 = 7.5;
-
 /// Speeding: a run of fixes above the limit, consecutive ones less than the
-/// signal-loss threshold apart, whose fixes prove at least `speeding_min_s`: the
-/// span from the first fast fix to the last, plus at each end half the interval to
-/// the neighbour, at most `SPEEDING_EDGE_MAX_S` (the moment the vehicle crossed the
-/// limit is unknown between two fixes). So one fast fix, which proves 15 s at most,
-/// is never an episode, whatever the cadence (a single reading may be a spike); two
-/// in a row at 15 s or 60 s are. The event runs from the first fast fix to the last;
-/// its `duration_s` is that proved span, and `fixes` says how many fast fixes it
-/// rests on. A neighbour across a signal loss stands for no time.
+/// signal-loss threshold apart, whose fixes prove at least `speeding_min_s`: from
+/// the first fast fix to the last. So one fast fix is never an episode, whatever
+/// the cadence (a single reading may be a spike), nor two 15 s apart (15 s proved,
+/// under the 20 s); three at 15 s are, two at 60 s are. The event runs from the
+/// first fast fix to the last, and its `duration_s` is that span, the one figure
+/// every report and export gives; `fixes` says how many fast fixes it rests on.
 ///
 /// `limits_kmh` holds each fix's limit; `limit_at` says where a fix's limit comes from
 /// (asked only for an episode's fixes, so that a vehicle's millions of fixes carry a
@@ -54,12 +48,6 @@ pub fn speeding(
     namer: &Namer,
 ) -> Vec<Event> {
     let max_gap_s = th.signal_loss_s();
-    // Half the interval to a neighbour; none across a signal loss (a fix hours from
-    // the next says nothing of how long it was fast).
-    let half = |a: usize, b: usize| {
-        let dt = fixes[b].ts - fixes[a].ts;
-        if dt > max_gap_s { 0.0 } else { dt as f64 / 2.0 }
-    };
     let fast = |k: usize| fixes[k].speed_kmh > limits_kmh[k];
     let mut out = Vec::new();
     let mut i = 0;
@@ -72,15 +60,7 @@ pub fn speeding(
         while j + 1 < fixes.len() && fast(j + 1) && fixes[j + 1].ts - fixes[j].ts <= max_gap_s {
             j += 1;
         }
-        let before = if i > 0 { half(i - 1, i) } else { 0.0 };
-        let after = if j + 1 < fixes.len() {
-            half(j, j + 1)
-        } else {
-            0.0
-        };
-        let span_s = (fixes[j].ts - fixes[i].ts) as f64;
-        let duration_s = (span_s + before.min(SPEEDING_EDGE_MAX_S) + after.min(SPEEDING_EDGE_MAX_S))
-            .round() as i64;
+        let duration_s = fixes[j].ts - fixes[i].ts;
         if duration_s >= th.speeding_min_s {
             let max = fixes[i..=j].iter().map(|f| f.speed_kmh).fold(0.0, f64::max);
             // The episode broke the lowest limit that applied during it.

@@ -618,13 +618,13 @@ mod tests {
         let crate::model::EventDetail::Speeding(d) = &ep[0].detail else {
             panic!("a speeding detail")
         };
-        // 30 s from the first fast fix to the last, and half an interval each side.
-        assert_eq!((d.max_speed_kmh, d.duration_s), (104.0, 45));
+        // 30 s from the first fast fix to the last, the event's span.
+        assert_eq!((d.max_speed_kmh, d.duration_s), (104.0, 30));
+        assert_eq!(ep[0].end_ts - ep[0].start_ts, 30);
         assert_eq!(d.fixes, 3);
         // Regression (a real fleet at a fix a minute: 16 episodes of one fix): a fix
         // every 60 s, one fast: it may stand for a minute, but it proves one
-        // reading, 7.5 s each side: 15 s, under the 20 s asked, no episode. Two in
-        // a row prove 68 s (60 s apart, 7.5 s before; the last fix has none after).
+        // reading, no time: no episode. Two in a row prove the 60 s between them.
         let sparse: Vec<Fix> = fixes
             .iter()
             .step_by(4)
@@ -651,7 +651,7 @@ mod tests {
         let crate::model::EventDetail::Speeding(d) = &ep[0].detail else {
             panic!("a speeding detail")
         };
-        assert_eq!((d.duration_s, d.fixes), (68, 2));
+        assert_eq!((d.duration_s, d.fixes), (60, 2));
         // One fast fix between hour-long gaps (a sampled extract) says nothing of
         // how long it lasted: no episode.
         let gaps: Vec<Fix> = (0..3)

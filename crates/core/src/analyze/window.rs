@@ -16,10 +16,10 @@
 //! vehicle.
 
 use super::{Context, daily, events, motion};
-use crate::clock::Date;
+use crate::clock::{Date, FleetZone};
 use crate::error::Result;
 use crate::geo::LatLon;
-use crate::model::{Event, EventDetail, EventKind, Fix, Stop, VehicleAnalysis};
+use crate::model::{Event, EventDetail, EventKind, Fix, Stop, Trip, VehicleAnalysis};
 use std::collections::BTreeMap;
 
 /// Fixes read per window by the pipeline: 80 MB of fixes, far more than any
@@ -36,13 +36,66 @@ enum Pass {
     Grow,
 }
 
-/// The trips, stops and events found that start on one local day: its row's counts.
+/// The trips, stops and events found that start on one local day: its row's counts;
+/// and its part of their time (a trip's driving and idling, a stop's idling and
+/// parking), seconds.
 #[derive(Debug, Clone, Copy, Default)]
 struct DayCounts {
     trips: i64,
     stops: i64,
     events: i64,
     signal_losses: i64,
+    driving_s: i64,
+    idle_s: i64,
+    parked_s: i64,
+    /// The fastest trip that starts on it (a trip's top speed may come from its
+    /// positions, when the tracker's speed field says less).
+    trip_max_kmh: f64,
+}
+
+/// Adds a trip's driving and idling to the days it covers: all to its day, or,
+/// across midnight, to each day in proportion to the part of the trip on it (whole
+/// seconds; the last day takes what rounding left).
+fn add_trip_time(days: &mut BTreeMap<Date, DayCounts>, zone: &FleetZone, t: &Trip) {
+    let (mut date, mut from) = (zone.local_date(t.start_ts), t.start_ts);
+    let (mut driving_s, mut idle_s) = (t.moving_s, t.idle_s);
+    let first = days.entry(date).or_default();
+    first.trip_max_kmh = first.trip_max_kmh.max(t.max_speed_kmh);
+    loop {
+        let until = zone.day_end(date).min(t.end_ts);
+        let day = days.entry(date).or_default();
+        if until >= t.end_ts {
+            day.driving_s += driving_s;
+            day.idle_s += idle_s;
+            break;
+        }
+        let part = |s: i64| {
+            (s as f64 * (until - from) as f64 / (t.end_ts - t.start_ts) as f64).round() as i64
+        };
+        let (d, i) = (part(t.moving_s), part(t.idle_s));
+        (day.driving_s, day.idle_s) = (day.driving_s + d, day.idle_s + i);
+        (driving_s, idle_s) = (driving_s - d, idle_s - i);
+        (date, from) = (date.add_days(1), until);
+    }
+}
+
+/// Adds a stop's idling and parking (the stretch `fixes` of it: a stop cut while it
+/// goes on is added a stretch at a time) to the days its steps fall on, a step
+/// across midnight split there: by the rule of [`motion::stops`].
+fn add_stop_time(days: &mut BTreeMap<Date, DayCounts>, zone: &FleetZone, fixes: &[Fix]) {
+    for w in fixes.windows(2) {
+        let mut from = w[0].ts;
+        while from < w[1].ts {
+            let date = zone.local_date(from);
+            let until = zone.day_end(date).min(w[1].ts);
+            let day = days.entry(date).or_default();
+            match w[0].ignition {
+                Some(true) => day.idle_s += until - from,
+                _ => day.parked_s += until - from,
+            }
+            from = until;
+        }
+    }
 }
 
 /// One vehicle's detection in progress: what the rules carry from one window to the
@@ -125,6 +178,9 @@ impl Run {
         );
 
         let mut found_stops = motion::stops(fixes, &stops, &ctx.namer);
+        for &(a, b, _) in &stops {
+            add_stop_time(&mut self.day_counts, &ctx.zone, &fixes[a..=b]);
+        }
         if let (Some(before), Some(rest)) = (&rest_of, found_stops.first_mut()) {
             *rest = joined(before, rest);
         }
@@ -139,7 +195,11 @@ impl Run {
             .into_iter()
             .filter(|s| s.0 < until)
             .collect();
-        self.found.trips.extend(motion::trips(fixes, &spans, th));
+        let found_trips = motion::trips(fixes, &spans, th);
+        for t in &found_trips {
+            add_trip_time(&mut self.day_counts, &ctx.zone, t);
+        }
+        self.found.trips.extend(found_trips);
         let events = &mut self.found.events;
         events.extend(events::long_stops(&self.found.stops[new_stops..], th));
 
@@ -176,6 +236,7 @@ impl Run {
             let so_far = motion::stops(fixes, &[(stay.start, k, stay.centre)], &ctx.namer)
                 .pop()
                 .expect("one range");
+            add_stop_time(&mut self.day_counts, &ctx.zone, &fixes[stay.start..=k]);
             let so_far = match self.going_on.take() {
                 Some(before) => joined(&before, &so_far),
                 None => {
@@ -201,6 +262,15 @@ impl Run {
             let c = self.day_counts.remove(&date).unwrap_or_default();
             (row.trips, row.stops, row.events, row.signal_losses) =
                 (c.trips, c.stops, c.events, c.signal_losses);
+            let minutes = |s: i64| s as f64 / 60.0;
+            row.max_speed_kmh = row.max_speed_kmh.max(c.trip_max_kmh);
+            (row.moving_min, row.idle_min, row.parked_min) =
+                (minutes(c.driving_s), minutes(c.idle_s), minutes(c.parked_s));
+            row.avg_moving_speed_kmh = if c.driving_s > 0 {
+                row.gps_distance_km / (c.driving_s as f64 / 3600.0)
+            } else {
+                0.0
+            };
             self.found.daily.push(row);
         }
 

@@ -1159,12 +1159,11 @@ mod tests {
             );
         }
         assert_eq!((resumed, rebuilt), (19, 1));
-        // Announced once, as soon as its fixes prove 20 s over the limit: two fixes
-        // 15 s apart, and half the interval at each end; going on, for the newest
-        // fix is one of them.
+        // Announced once, as soon as its fixes prove 20 s over the limit: three
+        // fixes 15 s apart; going on, for the newest fix is one of them.
         assert_eq!(
             announced,
-            vec![(6, crate::model::EventKind::Speeding, t0 + 5 * 15, true)]
+            vec![(7, crate::model::EventKind::Speeding, t0 + 5 * 15, true)]
         );
         let a = step(push(t0 + 7, 14.6, 26.6));
         assert_eq!((a.resumed, a.rebuilt), (0, 1));

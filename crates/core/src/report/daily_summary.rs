@@ -48,9 +48,9 @@ pub struct DayRow {
     /// End of the day's last trip.
     #[schemars(extend("format" = "date-time"))]
     pub last_return: Option<String>,
-    /// Hours driving: the positions moved, or a fix reported 5 km/h or more (as trips and trip_summary count it).
+    /// Hours driving: the day's trips' driving_min added up (a trip across midnight shared by its time on each day).
     pub driving_h: f64,
-    /// Hours not driving with the ignition reported on (stopped or in traffic).
+    /// Hours not driving with the ignition reported on: the day's trips' and stops' idle_min added up.
     pub idle_h: f64,
     /// Hours with the ignition on (driving plus idle); null when the tracker does not report the ignition.
     pub engine_h: Option<f64>,
@@ -185,7 +185,7 @@ fn day_row(
     reports_ignition: bool,
     extra: read::DayExtras,
 ) -> Result<DayRow> {
-    // The day's driving and idling, by the one definition (`distance::SpanTime`).
+    // The day's driving and idling: its trips' and stops' (docs/definitions.md).
     let driving_h = d.moving_min / 60.0;
     let idle_h = d.idle_min / 60.0;
     let v = db.vehicle_of(d.vehicle_id)?;

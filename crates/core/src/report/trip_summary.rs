@@ -104,11 +104,11 @@ pub struct TripSummaryReport {
     pub first_fix_at: Option<String>,
     /// Last fix of the day.
     pub last_fix_at: Option<String>,
-    /// Minutes driving (the day's, as `daily_summary`'s `driving_h`).
+    /// Minutes driving: the day's trips' (as `daily_summary`'s `driving_h`).
     pub driving_min: f64,
-    /// Minutes not driving with the ignition reported on (idling).
+    /// Minutes not driving with the ignition reported on: the day's trips' and stops' idle_min.
     pub idle_min: f64,
-    /// Minutes not driving with the ignition off or unreported.
+    /// Minutes stopped with the ignition off or unreported: the day's stops' minutes less their idling.
     pub parked_min: f64,
     /// Trips (movements of at least 500 m between stops).
     pub trips: i64,
