@@ -222,7 +222,7 @@ pub struct Trip {
     pub max_speed_kmh: f64,
     /// Seconds driving (`analyze::distance::SpanTime`: the positions moved, or a
     /// fix reported walking pace or faster).
-    pub moving_s: i64,
+    pub driving_s: i64,
     /// Seconds standing with the ignition reported on: idling in traffic.
     pub idle_s: i64,
     /// Start point.
@@ -488,12 +488,13 @@ pub struct DailyRollup {
     pub odometer_distance_km: Option<f64>,
     /// Why the day's odometer readings were not used, when every fix had one.
     pub odometer_rejected: Option<OdometerRejected>,
-    /// Minutes driving, by the one definition (`analyze::distance::SpanTime`;
-    /// the stored column keeps its first name, `moving_min`).
-    pub moving_min: f64,
-    /// Minutes not driving with the ignition reported on (idling).
+    /// Minutes driving: the day's trips' (the stored column keeps its first
+    /// name, `moving_min`).
+    pub driving_min: f64,
+    /// Minutes not driving with the ignition reported on: the day's trips' and
+    /// stops' idling.
     pub idle_min: f64,
-    /// Minutes not driving with the ignition off or unreported.
+    /// Minutes in the day's stops with the ignition off or unreported.
     pub parked_min: f64,
     /// Trips that began this day.
     pub trips: i64,
@@ -502,7 +503,7 @@ pub struct DailyRollup {
     /// Highest speed, km/h.
     pub max_speed_kmh: f64,
     /// GPS distance over driving time, km/h.
-    pub avg_moving_speed_kmh: f64,
+    pub avg_driving_speed_kmh: f64,
     /// First fix, UTC epoch seconds.
     pub first_ts: i64,
     /// Last fix, UTC epoch seconds.

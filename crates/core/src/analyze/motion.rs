@@ -191,7 +191,7 @@ pub fn stop_ranges(
 /// nothing of moving, and the spell already keeps within the stop's radius.
 fn crawling(fixes: &[Fix], gap_s: i64) -> bool {
     let still = super::distance::still_steps(fixes, gap_s);
-    let (mut moving_s, mut seen_s) = (0, 0);
+    let (mut driving_s, mut seen_s) = (0, 0);
     for (w, still) in fixes.windows(2).zip(&still) {
         let dt = w[1].ts - w[0].ts;
         if dt > gap_s {
@@ -199,10 +199,10 @@ fn crawling(fixes: &[Fix], gap_s: i64) -> bool {
         }
         seen_s += dt;
         if !still {
-            moving_s += dt;
+            driving_s += dt;
         }
     }
-    moving_s * 2 > seen_s
+    driving_s * 2 > seen_s
 }
 
 /// Builds the stops of one vehicle's fixes (time-ordered).
@@ -309,7 +309,7 @@ pub fn trips(fixes: &[Fix], spans: &[(usize, usize)], th: &Thresholds) -> Vec<Tr
                 odometer_km: d.odometer_km,
                 gap_km: d.gap_km,
                 max_speed_kmh,
-                moving_s: time.driving_s,
+                driving_s: time.driving_s,
                 idle_s: time.idle_s,
                 start_lat: fixes[a].lat,
                 start_lon: fixes[a].lon,

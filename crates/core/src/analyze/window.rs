@@ -58,7 +58,7 @@ struct DayCounts {
 /// seconds; the last day takes what rounding left).
 fn add_trip_time(days: &mut BTreeMap<Date, DayCounts>, zone: &FleetZone, t: &Trip) {
     let (mut date, mut from) = (zone.local_date(t.start_ts), t.start_ts);
-    let (mut driving_s, mut idle_s) = (t.moving_s, t.idle_s);
+    let (mut driving_s, mut idle_s) = (t.driving_s, t.idle_s);
     let first = days.entry(date).or_default();
     first.trip_max_kmh = first.trip_max_kmh.max(t.max_speed_kmh);
     loop {
@@ -72,7 +72,7 @@ fn add_trip_time(days: &mut BTreeMap<Date, DayCounts>, zone: &FleetZone, t: &Tri
         let part = |s: i64| {
             (s as f64 * (until - from) as f64 / (t.end_ts - t.start_ts) as f64).round() as i64
         };
-        let (d, i) = (part(t.moving_s), part(t.idle_s));
+        let (d, i) = (part(t.driving_s), part(t.idle_s));
         (day.driving_s, day.idle_s) = (day.driving_s + d, day.idle_s + i);
         (driving_s, idle_s) = (driving_s - d, idle_s - i);
         (date, from) = (date.add_days(1), until);
@@ -264,9 +264,9 @@ impl Run {
                 (c.trips, c.stops, c.events, c.signal_losses);
             let minutes = |s: i64| s as f64 / 60.0;
             row.max_speed_kmh = row.max_speed_kmh.max(c.trip_max_kmh);
-            (row.moving_min, row.idle_min, row.parked_min) =
+            (row.driving_min, row.idle_min, row.parked_min) =
                 (minutes(c.driving_s), minutes(c.idle_s), minutes(c.parked_s));
-            row.avg_moving_speed_kmh = if c.driving_s > 0 {
+            row.avg_driving_speed_kmh = if c.driving_s > 0 {
                 row.gps_distance_km / (c.driving_s as f64 / 3600.0)
             } else {
                 0.0

@@ -186,7 +186,7 @@ fn day_row(
     extra: read::DayExtras,
 ) -> Result<DayRow> {
     // The day's driving and idling: its trips' and stops' (docs/definitions.md).
-    let driving_h = d.moving_min / 60.0;
+    let driving_h = d.driving_min / 60.0;
     let idle_h = d.idle_min / 60.0;
     let v = db.vehicle_of(d.vehicle_id)?;
     Ok(DayRow {

@@ -225,12 +225,14 @@ pub fn run(db: &Db, req: &TripSummaryRequest) -> Result<TripSummaryReport> {
             .map(|(a, b)| round1((b - a) as f64 / 60.0)),
         first_fix_at: day.as_ref().map(|d| db.time(d.first_ts)),
         last_fix_at: day.as_ref().map(|d| db.time(d.last_ts)),
-        driving_min: day.as_ref().map_or(0.0, |d| round1(d.moving_min)),
+        driving_min: day.as_ref().map_or(0.0, |d| round1(d.driving_min)),
         idle_min: day.as_ref().map_or(0.0, |d| round1(d.idle_min)),
         parked_min: day.as_ref().map_or(0.0, |d| round1(d.parked_min)),
         trips: trips.len() as i64,
         max_speed_kmh: day.as_ref().map_or(0.0, |d| round1(d.max_speed_kmh)),
-        avg_driving_speed_kmh: day.as_ref().map_or(0.0, |d| round1(d.avg_moving_speed_kmh)),
+        avg_driving_speed_kmh: day
+            .as_ref()
+            .map_or(0.0, |d| round1(d.avg_driving_speed_kmh)),
         stops_count: stops.len(),
         stops_total_min,
         stops: List::capped(stop_rows),

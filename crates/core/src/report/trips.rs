@@ -147,7 +147,7 @@ pub fn trip_row(
             at: db.time(e.start_ts),
         })
         .collect();
-    let driving_h = t.moving_s as f64 / 3600.0;
+    let driving_h = t.driving_s as f64 / 3600.0;
     Ok(TripRow {
         plate: db.vehicle_of(t.vehicle_id)?.plate.clone(),
         start: db.time(t.start_ts),
@@ -158,7 +158,7 @@ pub fn trip_row(
         distance_source: DistanceSource::of(&t.distance()),
         gap_km: round2(t.gap_km),
         duration_min: round1((t.end_ts - t.start_ts) as f64 / 60.0),
-        driving_min: round1(t.moving_s as f64 / 60.0),
+        driving_min: round1(t.driving_s as f64 / 60.0),
         idle_min: round1(t.idle_s as f64 / 60.0),
         max_speed_kmh: round1(t.max_speed_kmh),
         avg_speed_kmh: if driving_h > 0.0 {
