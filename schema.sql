@@ -147,7 +147,7 @@ CREATE TABLE trips (
     odometer_km   REAL,                 -- the odometer's, only when it earned its use; NULL otherwise
     gap_km        REAL NOT NULL,        -- straight line across signal losses, not in distance_km
     max_speed_kmh REAL NOT NULL,
-    moving_s      INTEGER NOT NULL,     -- between fixes at 5 km/h or more
+    moving_s      INTEGER NOT NULL,     -- driving (docs/definitions.md; the column's first name)
     idle_s        INTEGER NOT NULL,     -- slower, the ignition reported on (traffic, lights)
     start_lat_e7  INTEGER NOT NULL,     -- the first fix's latitude × 10^7 (as positions keep it)
     start_lon_e7  INTEGER NOT NULL,
@@ -216,7 +216,7 @@ CREATE TABLE daily (
     gap_km               REAL NOT NULL,  -- straight line across signal losses, not in gps_distance_km
     odometer_distance_km REAL,           -- NULL without an odometer, or one that did not earn its use
     odometer_rejected    TEXT,           -- decreasing | implausible: why the readings were not used
-    moving_min           REAL NOT NULL,
+    moving_min           REAL NOT NULL,  -- driving: the day's trips' (the column's first name)
     idle_min             REAL NOT NULL,
     parked_min           REAL NOT NULL,
     trips                INTEGER NOT NULL,

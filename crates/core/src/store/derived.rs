@@ -2,10 +2,11 @@
 //! written by detection, one vehicle's analysis at a time, their indexes dropped
 //! during a full rewrite and built again after it.
 
+use super::tables::{Cell, Derived};
 use super::*;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::VehicleAnalysis;
-use rusqlite::{Connection, params};
+use rusqlite::Connection;
 
 /// Derived indexes of older schemas that newer ones replaced (an analyze or import
 /// builds the new ones and drops these).
@@ -99,11 +100,11 @@ impl<'c> DerivedWriter<'c> {
         if let Some(f) = &a.latest {
             insert_latest_fix(c, f)?;
         }
-        insert_stops(c, &a.stops)?;
-        insert_trips(c, &a.trips)?;
-        insert_events(c, &a.events)?;
-        insert_visits(c, &a.visits)?;
-        insert_daily(c, &a.daily)
+        insert(c, &a.stops)?;
+        insert(c, &a.trips)?;
+        insert(c, &a.events)?;
+        insert(c, &a.visits)?;
+        insert(c, &a.daily)
     }
 }
 
@@ -138,15 +139,15 @@ pub fn write_rows(c: &Connection, a: &VehicleAnalysis) -> Result<WrittenRows> {
             written.tables.push((table, last - n as i64 + 1..=last));
         }
     };
-    insert_stops(c, &a.stops)?;
+    insert(c, &a.stops)?;
     added("stops", a.stops.len());
-    insert_trips(c, &a.trips)?;
+    insert(c, &a.trips)?;
     added("trips", a.trips.len());
-    insert_events(c, &a.events)?;
+    insert(c, &a.events)?;
     added("events", a.events.len());
-    insert_visits(c, &a.visits)?;
+    insert(c, &a.visits)?;
     added("visits", a.visits.len());
-    insert_daily(c, &a.daily)?;
+    insert(c, &a.daily)?;
     added("daily", a.daily.len());
     Ok(written)
 }
@@ -165,150 +166,47 @@ pub fn delete_rows(c: &Connection, rows: &WrittenRows) -> Result<()> {
 
 /// The vehicle's newest fix, for the live reports.
 fn insert_latest_fix(c: &Connection, f: &crate::model::Fix) -> Result<()> {
-    c.prepare_cached(&format!(
-        "INSERT INTO latest_fix ({FIX_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
-    ))
-    .and_then(|mut st| {
-        st.execute(params![
-            f.vehicle_id,
-            f.ts,
-            f.lat,
-            f.lon,
-            f.speed_kmh,
-            f.speed_derived,
-            f.heading_deg,
-            f.ignition,
-            f.odometer_km
-        ])
-    })
-    .map_err(db_write_err)?;
-    Ok(())
+    insert(c, std::slice::from_ref(f))
 }
 
-/// Stops, as detection found them.
-fn insert_stops(c: &Connection, rows: &[crate::model::Stop]) -> Result<()> {
-    let mut st = c
-        .prepare_cached(
-            "INSERT INTO stops (vehicle_id, start_ts, end_ts, lat, lon, idle_s, parked_s, ongoing, place, unknown_s) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        )
-        .map_err(db_write_err)?;
-    for s in rows {
-        st.execute(params![
-            s.vehicle_id,
-            s.start_ts,
-            s.end_ts,
-            s.lat,
-            s.lon,
-            s.idle_s,
-            s.parked_s,
-            s.ongoing,
-            s.place,
-            s.unknown_s
-        ])
-        .map_err(db_write_err)?;
+/// Rows of one derived table, as its declaration (`tables`) says.
+fn insert<R: Derived>(c: &Connection, rows: &[R]) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
     }
-    Ok(())
-}
-
-/// Trips.
-fn insert_trips(c: &Connection, rows: &[crate::model::Trip]) -> Result<()> {
     let mut st = c
-        .prepare_cached(
-            "INSERT INTO trips (vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat_e7, start_lon_e7, end_lat_e7, end_lon_e7, gap_km, moving_s, idle_s, odometer_km) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        )
+        .prepare_cached(&R::TABLE.sqlite_insert())
         .map_err(db_write_err)?;
-    for t in rows {
-        st.execute(params![
-            t.vehicle_id,
-            t.start_ts,
-            t.end_ts,
-            t.distance_km,
-            t.max_speed_kmh,
-            positions::e7(t.start_lat),
-            positions::e7(t.start_lon),
-            positions::e7(t.end_lat),
-            positions::e7(t.end_lon),
-            t.gap_km,
-            t.driving_s,
-            t.idle_s,
-            t.odometer_km
-        ])
-        .map_err(db_write_err)?;
-    }
-    Ok(())
-}
-
-/// Events, each detail as JSON.
-fn insert_events(c: &Connection, rows: &[crate::model::Event]) -> Result<()> {
-    let mut st = c
-        .prepare_cached(
-            "INSERT INTO events (vehicle_id, kind, start_ts, end_ts, lat, lon, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )
-        .map_err(db_write_err)?;
-    for e in rows {
-        let detail = serde_json::to_string(&e.detail).map_err(|err| {
-            Error::internal(format!("an event's detail did not serialise: {err}"))
-        })?;
-        st.execute(params![
-            e.vehicle_id,
-            event_kinds::code(e.kind),
-            e.start_ts,
-            e.end_ts,
-            e.lat,
-            e.lon,
-            detail
-        ])
-        .map_err(db_write_err)?;
-    }
-    Ok(())
-}
-
-/// Geofence visits.
-fn insert_visits(c: &Connection, rows: &[crate::model::Visit]) -> Result<()> {
-    let mut st = c
-        .prepare_cached("INSERT INTO visits (vehicle_id, geofence_id, enter_ts, exit_ts) VALUES (?1, ?2, ?3, ?4)")
-        .map_err(db_write_err)?;
-    for v in rows {
-        st.execute(params![v.vehicle_id, v.geofence_id, v.enter_ts, v.exit_ts])
+    for row in rows {
+        let cells = row.cells()?;
+        st.execute(rusqlite::params_from_iter(&cells))
             .map_err(db_write_err)?;
     }
     Ok(())
 }
 
-/// Daily rollups.
-fn insert_daily(c: &Connection, rows: &[crate::model::DailyRollup]) -> Result<()> {
-    let mut st = c
-        .prepare_cached(
-            "INSERT INTO daily (vehicle_id, date, gps_distance_km, odometer_distance_km, moving_min, idle_min, parked_min, \
-             trips, stops, max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses, gap_km, odometer_rejected, events) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-        )
-        .map_err(db_write_err)?;
-    for d in rows {
-        st.execute(params![
-            d.vehicle_id,
-            d.date,
-            d.gps_distance_km,
-            d.odometer_distance_km,
-            d.driving_min,
-            d.idle_min,
-            d.parked_min,
-            d.trips,
-            d.stops,
-            d.max_speed_kmh,
-            d.avg_driving_speed_kmh,
-            d.first_ts,
-            d.last_ts,
-            d.signal_losses,
-            d.gap_km,
-            d.odometer_rejected.map(|r| r.as_str()),
-            d.events
-        ])
-        .map_err(db_write_err)?;
+impl rusqlite::ToSql for Cell<'_> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::{ToSqlOutput, Value, ValueRef};
+        Ok(match self {
+            Cell::Int(v) => ToSqlOutput::Owned(Value::Integer(*v)),
+            Cell::OptInt(v) => v.map_or(ToSqlOutput::Owned(Value::Null), |v| {
+                ToSqlOutput::Owned(Value::Integer(v))
+            }),
+            Cell::Real(v) => ToSqlOutput::Owned(Value::Real(*v)),
+            Cell::OptReal(v) => v.map_or(ToSqlOutput::Owned(Value::Null), |v| {
+                ToSqlOutput::Owned(Value::Real(v))
+            }),
+            Cell::Flag(v) => ToSqlOutput::Owned(Value::Integer(i64::from(*v))),
+            Cell::OptFlag(v) => v.map_or(ToSqlOutput::Owned(Value::Null), |v| {
+                ToSqlOutput::Owned(Value::Integer(i64::from(v)))
+            }),
+            Cell::Text(t) => ToSqlOutput::Borrowed(ValueRef::Text(t.as_bytes())),
+            Cell::OptText(t) => t.map_or(ToSqlOutput::Owned(Value::Null), |t| {
+                ToSqlOutput::Borrowed(ValueRef::Text(t.as_bytes()))
+            }),
+        })
     }
-    Ok(())
 }
 
 #[cfg(test)]

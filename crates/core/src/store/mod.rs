@@ -26,6 +26,7 @@ pub mod pg;
 pub mod positions;
 pub mod read;
 pub mod sql;
+pub mod tables;
 mod writer;
 
 pub use derived::{DerivedWriter, WrittenRows, delete_rows, write_rows};
@@ -506,10 +507,8 @@ pub fn read_geofences(conn: &dyn sql::Sql) -> Result<Vec<Geofence>> {
     Ok(out)
 }
 
-/// A fix's columns, in the order `fix_from_row` reads them (positions and
-/// latest_fix share them).
-pub(crate) const FIX_COLUMNS: &str =
-    "vehicle_id, ts, lat, lon, speed_kmh, speed_derived, heading_deg, ignition, odometer_km";
+/// A fix's columns, in the order `fix_from_row` reads them: latest_fix's.
+pub(crate) const FIX_COLUMNS: tables::Names = tables::Names(&tables::LATEST_FIX, None);
 
 fn fix_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Fix> {
     Ok(Fix {

@@ -2,6 +2,7 @@
 //! a handful of rows: the reports' latency budget is a couple of milliseconds.
 
 use super::sql::{Arg, Dialect, Row, Sql};
+use super::tables::{self, Names};
 use super::{FIX_COLUMNS, event_kinds, positions};
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::{DailyRollup, Event, EventDetail, EventKind, Fix, Stop, Trip, Vehicle, Visit};
@@ -179,8 +180,7 @@ fn stop_from_row(r: &dyn Row) -> Result<Stop> {
     })
 }
 
-const STOP_COLUMNS: &str =
-    "vehicle_id, start_ts, end_ts, lat, lon, idle_s, parked_s, ongoing, place, unknown_s";
+const STOP_COLUMNS: Names = Names(&tables::STOPS, None);
 
 /// A vehicle's newest fix and its stop still going on (the latest begun, if
 /// several are marked so), in one query: one round trip on PostgreSQL instead of
@@ -189,22 +189,15 @@ pub fn last_fix_and_ongoing_stop(
     conn: &dyn Sql,
     vehicle_id: i64,
 ) -> Result<Option<(Fix, Option<Stop>)>> {
-    let qualified = |columns: &str, table: &str| {
-        columns
-            .split(", ")
-            .map(|c| format!("{table}.{c}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     let sql = format!(
         "SELECT {}, {} FROM latest_fix f LEFT JOIN stops s ON s.vehicle_id = f.vehicle_id \
          AND s.ongoing = {truth} AND s.start_ts = (SELECT max(start_ts) FROM stops \
          WHERE vehicle_id = ?1 AND ongoing = {truth}) WHERE f.vehicle_id = ?1",
-        qualified(FIX_COLUMNS, "f"),
-        qualified(STOP_COLUMNS, "s"),
+        Names(&tables::LATEST_FIX, Some("f")),
+        Names(&tables::STOPS, Some("s")),
         truth = conn.truth(),
     );
-    let fix_columns = FIX_COLUMNS.split(", ").count();
+    let fix_columns = tables::LATEST_FIX.columns.len();
     conn.first(&sql, &[int(vehicle_id)], |r| {
         let fix = fix_from(r)?;
         let stop_row = Shifted {
@@ -279,7 +272,7 @@ fn trip_from_row(r: &dyn Row) -> Result<Trip> {
     })
 }
 
-const TRIP_COLUMNS: &str = "vehicle_id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat_e7, start_lon_e7, end_lat_e7, end_lon_e7, gap_km, moving_s, idle_s, odometer_km";
+const TRIP_COLUMNS: Names = Names(&tables::TRIPS, None);
 
 /// ` AND kind IN (…)` for these kinds (nothing for none). The kinds come from the
 /// closed `EventKind` set, never from user text.
@@ -356,9 +349,7 @@ pub fn visits_overlapping(
     )
 }
 
-const DAILY_COLUMNS: &str = "d.vehicle_id, d.date, d.gps_distance_km, d.odometer_distance_km, d.moving_min, d.idle_min, \
-     d.parked_min, d.trips, d.stops, d.max_speed_kmh, d.avg_moving_speed_kmh, d.first_ts, d.last_ts, d.signal_losses, \
-     d.gap_km, d.odometer_rejected, d.events";
+const DAILY_COLUMNS: Names = Names(&tables::DAILY, Some("d"));
 
 fn daily_from_row(r: &dyn Row) -> Result<DailyRollup> {
     Ok(DailyRollup {
@@ -477,21 +468,7 @@ pub struct VehicleDay {
     pub events: Vec<Event>,
 }
 
-/// The PostgreSQL types of [`DAILY_COLUMNS`], [`TRIP_COLUMNS`], [`STOP_COLUMNS`]
-/// and [`EVENT_COLUMNS`], in their order: a branch of [`vehicle_day`]'s union
-/// gives the other tables' columns as NULLs of these types, for PostgreSQL
-/// resolves a union's column types a pair of branches at a time, and a column NULL
-/// in the first two would be taken for text. (SQLite accepts the names and keeps
-/// the NULLs.)
-const DAILY_TYPES: &str = "bigint, date, double precision, double precision, double precision, \
-     double precision, double precision, bigint, bigint, double precision, double precision, bigint, \
-     bigint, bigint, double precision, text, bigint";
-const TRIP_TYPES: &str = "bigint, bigint, bigint, double precision, double precision, integer, \
-     integer, integer, integer, double precision, bigint, bigint, double precision";
-const STOP_TYPES: &str = "bigint, bigint, bigint, double precision, double precision, bigint, bigint, boolean, text, bigint";
-const EVENT_COLUMNS: &str = "vehicle_id, kind, start_ts, end_ts, lat, lon, detail";
-const EVENT_TYPES: &str =
-    "bigint, smallint, bigint, bigint, double precision, double precision, jsonb";
+const EVENT_COLUMNS: Names = Names(&tables::EVENTS, None);
 
 /// A row read `by` columns further on: one table's columns among several side by
 /// side.
@@ -512,14 +489,12 @@ impl Row for Shifted<'_> {
     }
 }
 
-/// The tables of a vehicle's day, in [`vehicle_day`]'s order: their columns and
-/// those columns' types.
-const DAY_TABLES: [(&str, &str); 4] = [
-    (DAILY_COLUMNS, DAILY_TYPES),
-    (TRIP_COLUMNS, TRIP_TYPES),
-    (STOP_COLUMNS, STOP_TYPES),
-    (EVENT_COLUMNS, EVENT_TYPES),
-];
+/// The tables of a vehicle's day, in [`vehicle_day`]'s order: their select lists.
+/// A branch of its union gives the other tables' columns as NULLs of their
+/// PostgreSQL types, for PostgreSQL resolves a union's column types a pair of
+/// branches at a time, and a column NULL in the first two would be taken for text.
+/// (SQLite accepts the names and keeps the NULLs.)
+const DAY_TABLES: [Names; 4] = [DAILY_COLUMNS, TRIP_COLUMNS, STOP_COLUMNS, EVENT_COLUMNS];
 
 /// A vehicle's rollup for local `date` and its trips, stops and events begun in
 /// `[from_ts, to_ts)` (that date's bounds), in one query: one round trip on
@@ -538,15 +513,11 @@ pub fn vehicle_day(
             DAY_TABLES
                 .iter()
                 .enumerate()
-                .map(|(t, (names, types))| {
+                .map(|(t, names)| {
                     if t == b {
-                        (*names).to_string()
+                        names.to_string()
                     } else {
-                        types
-                            .split(", ")
-                            .map(|ty| format!("CAST(NULL AS {ty})"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        names.0.typed_nulls()
                     }
                 })
                 .collect::<Vec<_>>()
@@ -567,7 +538,7 @@ pub fn vehicle_day(
     });
     let mut offsets = [3; 4];
     for t in 1..4 {
-        offsets[t] = offsets[t - 1] + DAY_TABLES[t - 1].1.split(", ").count();
+        offsets[t] = offsets[t - 1] + DAY_TABLES[t - 1].0.columns.len();
     }
     let mut day = VehicleDay::default();
     conn.each(
@@ -1217,18 +1188,4 @@ pub fn vehicle_speed_limits(conn: &dyn Sql) -> Result<std::collections::HashMap<
         |r| Ok((r.int(0)?, r.real(1)?)),
     )?;
     Ok(limits.into_iter().collect())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_days_tables_name_a_type_for_every_column() {
-        for (columns, types) in super::DAY_TABLES {
-            assert_eq!(
-                columns.split(',').count(),
-                types.split(", ").count(),
-                "{columns}"
-            );
-        }
-    }
 }

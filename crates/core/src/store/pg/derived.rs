@@ -9,8 +9,9 @@ use super::load::escape_into;
 use crate::error::{Error, Result};
 use crate::model::{Fix, VehicleAnalysis};
 use crate::store::derived::DERIVED_TABLES;
+use crate::store::read;
 use crate::store::sql::PgConn;
-use crate::store::{event_kinds, positions, read};
+use crate::store::tables::{Cell, Derived};
 use std::fmt::Write as _;
 use std::io::Write as _;
 
@@ -128,136 +129,24 @@ pub fn append_analysis(
                 &[&f.vehicle_id],
             )
             .map_err(|e| target.failed("write", e))?;
-        rows.line(&[
-            Cell::Int(f.vehicle_id),
-            Cell::Int(f.ts),
-            Cell::Real(f.lat),
-            Cell::Real(f.lon),
-            Cell::Real(f.speed_kmh),
-            Cell::Flag(f.speed_derived),
-            Cell::OptReal(f.heading_deg),
-            Cell::OptFlag(f.ignition),
-            Cell::OptReal(f.odometer_km),
-        ]);
     }
-    rows.copy(client, target, "latest_fix", crate::store::FIX_COLUMNS)?;
+    rows.copy_all(client, target, a.latest.as_slice(), None)?;
     // Ids number a vehicle's rows in detection's order (the key is the vehicle's
     // and the id): equal instants keep their order, as in SQLite.
     written.stops = (next.stops..).take(a.stops.len()).collect();
-    for (id, s) in (next.stops..).zip(&a.stops) {
-        rows.line(&[
-            Cell::Int(s.vehicle_id),
-            Cell::Int(id),
-            Cell::Int(s.start_ts),
-            Cell::Int(s.end_ts),
-            Cell::Real(s.lat),
-            Cell::Real(s.lon),
-            Cell::Int(s.idle_s),
-            Cell::Int(s.parked_s),
-            Cell::Flag(s.ongoing),
-            Cell::Text(&s.place),
-            Cell::Int(s.unknown_s),
-        ]);
-    }
-    rows.copy(
-        client,
-        target,
-        "stops",
-        "vehicle_id, id, start_ts, end_ts, lat, lon, idle_s, parked_s, ongoing, place, unknown_s",
-    )?;
+    rows.copy_all(client, target, &a.stops, Some(next.stops))?;
     written.trips = (next.trips..).take(a.trips.len()).collect();
-    for (id, t) in (next.trips..).zip(&a.trips) {
-        rows.line(&[
-            Cell::Int(t.vehicle_id),
-            Cell::Int(id),
-            Cell::Int(t.start_ts),
-            Cell::Int(t.end_ts),
-            Cell::Real(t.distance_km),
-            Cell::Real(t.max_speed_kmh),
-            Cell::Int(positions::e7(t.start_lat)),
-            Cell::Int(positions::e7(t.start_lon)),
-            Cell::Int(positions::e7(t.end_lat)),
-            Cell::Int(positions::e7(t.end_lon)),
-            Cell::Real(t.gap_km),
-            Cell::Int(t.driving_s),
-            Cell::Int(t.idle_s),
-            Cell::OptReal(t.odometer_km),
-        ]);
-    }
-    rows.copy(
-        client,
-        target,
-        "trips",
-        "vehicle_id, id, start_ts, end_ts, distance_km, max_speed_kmh, start_lat_e7, start_lon_e7, \
-         end_lat_e7, end_lon_e7, gap_km, moving_s, idle_s, odometer_km",
-    )?;
+    rows.copy_all(client, target, &a.trips, Some(next.trips))?;
     written.events = (next.events..).take(a.events.len()).collect();
-    for (id, e) in (next.events..).zip(&a.events) {
-        let detail = serde_json::to_string(&e.detail).map_err(|err| {
-            Error::internal(format!("an event's detail did not serialise: {err}"))
-        })?;
-        rows.line(&[
-            Cell::Int(e.vehicle_id),
-            Cell::Int(id),
-            Cell::Int(event_kinds::code(e.kind)),
-            Cell::Int(e.start_ts),
-            Cell::Int(e.end_ts),
-            Cell::Real(e.lat),
-            Cell::Real(e.lon),
-            Cell::Text(&detail),
-        ]);
-    }
-    rows.copy(
-        client,
-        target,
-        "events",
-        "vehicle_id, id, kind, start_ts, end_ts, lat, lon, detail",
-    )?;
-    for v in &a.visits {
-        written.visits.push((v.geofence_id, v.enter_ts));
-        rows.line(&[
-            Cell::Int(v.vehicle_id),
-            Cell::Int(v.geofence_id),
-            Cell::Int(v.enter_ts),
-            Cell::OptInt(v.exit_ts),
-        ]);
-    }
-    rows.copy(
-        client,
-        target,
-        "visits",
-        "vehicle_id, geofence_id, enter_ts, exit_ts",
-    )?;
-    for d in &a.daily {
-        written.daily.push(d.date.clone());
-        rows.line(&[
-            Cell::Int(d.vehicle_id),
-            Cell::Text(&d.date),
-            Cell::Real(d.gps_distance_km),
-            Cell::OptReal(d.odometer_distance_km),
-            Cell::Real(d.driving_min),
-            Cell::Real(d.idle_min),
-            Cell::Real(d.parked_min),
-            Cell::Int(d.trips),
-            Cell::Int(d.stops),
-            Cell::Real(d.max_speed_kmh),
-            Cell::Real(d.avg_driving_speed_kmh),
-            Cell::Int(d.first_ts),
-            Cell::Int(d.last_ts),
-            Cell::Int(d.signal_losses),
-            Cell::Real(d.gap_km),
-            Cell::OptText(d.odometer_rejected.map(|r| r.as_str())),
-            Cell::Int(d.events),
-        ]);
-    }
-    rows.copy(
-        client,
-        target,
-        "daily",
-        "vehicle_id, date, gps_distance_km, odometer_distance_km, moving_min, idle_min, parked_min, \
-         trips, stops, max_speed_kmh, avg_moving_speed_kmh, first_ts, last_ts, signal_losses, gap_km, \
-         odometer_rejected, events",
-    )?;
+    rows.copy_all(client, target, &a.events, Some(next.events))?;
+    written.visits = a
+        .visits
+        .iter()
+        .map(|v| (v.geofence_id, v.enter_ts))
+        .collect();
+    rows.copy_all(client, target, &a.visits, None)?;
+    written.daily = a.daily.iter().map(|d| d.date.clone()).collect();
+    rows.copy_all(client, target, &a.daily, None)?;
     next.stops += a.stops.len() as i64;
     next.trips += a.trips.len() as i64;
     next.events += a.events.len() as i64;
@@ -396,24 +285,15 @@ pub fn tidy_derived(target: &Target, sharded: bool) -> Result<()> {
         .map_err(|e| target.failed("tidy the analysed tables of", e))
 }
 
-/// A value in COPY's text format.
-enum Cell<'a> {
-    Int(i64),
-    OptInt(Option<i64>),
-    Real(f64),
-    OptReal(Option<f64>),
-    Flag(bool),
-    OptFlag(Option<bool>),
-    Text(&'a str),
-    OptText(Option<&'a str>),
-}
-
 /// Lines of one table's COPY, sent when [`Rows::copy`] is called.
 #[derive(Default)]
 struct Rows(String);
 
 impl Rows {
-    fn line(&mut self, cells: &[Cell]) {
+    fn line(&mut self, id: Option<i64>, cells: &[Cell]) {
+        if let Some(id) = id {
+            let _ = write!(self.0, "{id}\t");
+        }
         for (i, cell) in cells.iter().enumerate() {
             if i > 0 {
                 self.0.push('\t');
@@ -426,7 +306,11 @@ impl Rows {
                 Cell::Flag(v) | Cell::OptFlag(Some(v)) => {
                     write!(self.0, "{}", if v { 't' } else { 'f' })
                 }
-                Cell::Text(t) | Cell::OptText(Some(t)) => {
+                Cell::Text(ref t) => {
+                    escape_into(&mut self.0, t);
+                    Ok(())
+                }
+                Cell::OptText(Some(t)) => {
                     escape_into(&mut self.0, t);
                     Ok(())
                 }
@@ -439,6 +323,26 @@ impl Rows {
             };
         }
         self.0.push('\n');
+    }
+
+    /// Copies `rows` into their table, numbered from `first_id` on when the table
+    /// is (see [`crate::store::tables::Table::numbered`]).
+    fn copy_all<R: Derived>(
+        &mut self,
+        client: &mut postgres::Client,
+        target: &Target,
+        rows: &[R],
+        first_id: Option<i64>,
+    ) -> Result<()> {
+        for (k, row) in rows.iter().enumerate() {
+            self.line(first_id.map(|f| f + k as i64), &row.cells()?);
+        }
+        let table = R::TABLE;
+        let columns = match first_id {
+            Some(_) => format!("id, {}", table.names(None)),
+            None => table.names(None),
+        };
+        self.copy(client, target, table.name, &columns)
     }
 
     /// Sends the lines into `table`'s `columns` and starts again empty.
@@ -530,14 +434,17 @@ mod tests {
     #[test]
     fn copy_lines_write_nulls_flags_and_exact_floats() {
         let mut rows = Rows::default();
-        rows.line(&[
-            Cell::Int(-3),
-            Cell::OptInt(None),
-            Cell::Real(0.1 + 0.2),
-            Cell::Flag(true),
-            Cell::OptFlag(Some(false)),
-            Cell::Text("a\tb"),
-        ]);
-        assert_eq!(rows.0, "-3\t\\N\t0.30000000000000004\tt\tf\ta\\tb\n");
+        rows.line(
+            Some(7),
+            &[
+                Cell::Int(-3),
+                Cell::OptInt(None),
+                Cell::Real(0.1 + 0.2),
+                Cell::Flag(true),
+                Cell::OptFlag(Some(false)),
+                Cell::Text("a\tb".into()),
+            ],
+        );
+        assert_eq!(rows.0, "7\t-3\t\\N\t0.30000000000000004\tt\tf\ta\\tb\n");
     }
 }

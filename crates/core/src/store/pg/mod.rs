@@ -27,7 +27,7 @@ pub use layout::Layout;
 pub use load::{Loaded, load_fleet};
 
 /// The Postgres schema, run in one transaction by [`init`].
-const SCHEMA_SQL: &str = include_str!("schema.sql");
+pub(crate) const SCHEMA_SQL: &str = include_str!("schema.sql");
 
 /// What a database holds, as far as fleetctl is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
