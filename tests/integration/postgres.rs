@@ -484,7 +484,7 @@ fn a_unit_of_work_whose_statement_failed_is_not_reported_written() {
     let url = db.url();
     run(fleetctl(&["--db", &url, "init", "--time-zone", "UTC"])).ok();
     let target = pg::Target::parse(&url).unwrap();
-    let conn = fleetctl_core::store::sql::PgConn::new(target.connect().unwrap(), target);
+    let conn = fleetctl_core::store::pg::PgConn::new(target.connect().unwrap(), target);
     let outcome = pg::in_transaction(&conn, || {
         pg::execute(
             &conn,

@@ -399,7 +399,7 @@ pub fn reanalyze_postgres(
 /// Re-runs detection for some vehicles of a PostgreSQL fleet (those an import
 /// touched), with its stored thresholds, inside the caller's transaction.
 pub fn detect_vehicles_postgres(
-    conn: &store::sql::PgConn,
+    conn: &store::pg::PgConn,
     vehicle_ids: &[i64],
 ) -> Result<AnalyzeSummary> {
     let started = std::time::Instant::now();
@@ -412,7 +412,7 @@ pub fn detect_vehicles_postgres(
 /// Analyses each of `vehicle_ids` from every fix stored, inside the caller's
 /// transaction, and adds what it found to `tally`.
 pub(crate) fn analyse_each_postgres(
-    conn: &store::sql::PgConn,
+    conn: &store::pg::PgConn,
     vehicle_ids: &[i64],
     ctx: &analyze::Context,
     tally: &mut Tally,

@@ -975,7 +975,7 @@ pub fn import(
 #[derive(Clone, Copy)]
 enum Backend<'c> {
     Sqlite(&'c rusqlite::Connection),
-    Postgres(&'c std::sync::Arc<store::sql::PgConn>),
+    Postgres(&'c std::sync::Arc<store::pg::PgConn>),
 }
 
 impl<'c> Backend<'c> {

@@ -13,7 +13,7 @@ use super::{
 use crate::analyze::{self, window::Tail};
 use crate::error::{Error, Result};
 use crate::model::{EventKey, Fix};
-use crate::store::{self, pg, sql::PgConn};
+use crate::store::{self, pg, pg::PgConn};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Opens a fleet on PostgreSQL for the feed: the writer's connection and the

@@ -42,7 +42,7 @@ impl<'c> Importer<'c> {
     }
 
     /// Appends to a PostgreSQL fleet (inside the caller's transaction).
-    pub fn postgres(conn: std::sync::Arc<super::sql::PgConn>) -> Result<Importer<'c>> {
+    pub fn postgres(conn: std::sync::Arc<super::pg::PgConn>) -> Result<Importer<'c>> {
         super::pg::import::CopyBehind::start(conn).map(Importer::Postgres)
     }
 
@@ -53,7 +53,7 @@ impl<'c> Importer<'c> {
     }
 
     /// PostgreSQL: the connection, once every row handed over is appended.
-    pub fn postgres_conn(&self) -> Option<Result<&super::sql::PgConn>> {
+    pub fn postgres_conn(&self) -> Option<Result<&super::pg::PgConn>> {
         match self {
             Importer::Sqlite(_) => None,
             Importer::Postgres(c) => Some(c.conn()),

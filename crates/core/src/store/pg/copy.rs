@@ -182,7 +182,7 @@ fn coordinate(e7: i64) -> Result<i32> {
 /// with binary `COPY … TO STDOUT`: the bulk reader of analysis, import and export
 /// (several times faster than a query's rows, and never all in memory at once).
 pub fn copy_positions_out(
-    conn: &crate::store::sql::PgConn,
+    conn: &crate::store::pg::PgConn,
     vehicle_id: i64,
     (from_ms, to_ms): (i64, i64),
     each: &mut dyn FnMut(&crate::model::Fix, i64),

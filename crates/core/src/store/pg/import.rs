@@ -4,7 +4,7 @@
 
 use crate::error::Result;
 use crate::store::import::Staged;
-use crate::store::sql::PgConn;
+use crate::store::pg::PgConn;
 use std::sync::{Arc, mpsc};
 
 /// The advisory lock every writer that adds vehicles (an import, `vehicles add`, a

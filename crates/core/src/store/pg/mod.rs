@@ -6,6 +6,7 @@
 //! index). Every failure names what to do, and a refused check changes
 //! nothing: the schema is created in one transaction, after the checks.
 
+mod conn;
 mod connect;
 mod copy;
 mod derived;
@@ -15,6 +16,7 @@ mod load;
 
 use crate::clock::{Date, FleetZone};
 use crate::error::{Error, ErrorCode, Result};
+pub use conn::PgConn;
 pub use connect::{Target, is_url, shown};
 pub use copy::{Partitions, copy_fixes, copy_positions_out};
 pub(crate) use derived::ANALYSIS_LOCK;
@@ -229,9 +231,9 @@ pub fn open(target: &Target) -> Result<postgres::Client> {
     }
 }
 
-/// Opens a fleetctl database for the store's reads ([`super::sql::PgConn`]), its
+/// Opens a fleetctl database for the store's reads ([`super::pg::PgConn`]), its
 /// schema first on the search path.
-pub fn open_reader(target: &Target) -> Result<super::sql::PgConn> {
+pub fn open_reader(target: &Target) -> Result<super::pg::PgConn> {
     let mut client = open(target)?;
     let deadlines = match *DEADLINES.lock().unwrap_or_else(|p| p.into_inner()) {
         Some(d) => format!(
@@ -244,7 +246,7 @@ pub fn open_reader(target: &Target) -> Result<super::sql::PgConn> {
     client
         .batch_execute(&format!("SET search_path TO fleetctl, public{deadlines}"))
         .map_err(|e| target.failed("read", e))?;
-    Ok(super::sql::PgConn::new(client, target.clone()))
+    Ok(super::pg::PgConn::new(client, target.clone()))
 }
 
 /// A connection for the reports (`report::Db`): [`open_reader`]'s, with each
@@ -255,7 +257,7 @@ pub fn open_reader(target: &Target) -> Result<super::sql::PgConn> {
 /// on every connection, which a server's fresh connections all pay at once when
 /// many clients come (docs/postgres.md: 50 clients on 2 replicas, the worst
 /// tool's p99 55–68 ms, then 45–47).
-pub fn open_for_reports(target: &Target) -> Result<super::sql::PgConn> {
+pub fn open_for_reports(target: &Target) -> Result<super::pg::PgConn> {
     let conn = open_reader(target)?;
     conn.with_client(|client| {
         client
@@ -271,7 +273,7 @@ pub fn open_for_reports(target: &Target) -> Result<super::sql::PgConn> {
 /// Makes a commit on `conn` durable before it returns: on the server's disk, and on
 /// a synchronous standby's where the server has one (`synchronous_commit = on`),
 /// whatever the server's default; a stricter setting (`remote_apply`) is kept.
-pub fn durable_commits(conn: &super::sql::PgConn) -> Result<()> {
+pub fn durable_commits(conn: &super::pg::PgConn) -> Result<()> {
     let target = conn.target().clone();
     let setting: String = conn.with_client(|c| {
         c.query_one("SHOW synchronous_commit", &[])
@@ -307,7 +309,7 @@ pub fn set_deadlines(deadlines: Deadlines) {
 /// Refuses to `what` (take pushes, import, analyse) on a hot standby: a replica
 /// takes no writes, and a writer started there would fail every request instead of
 /// refusing at once. Reads are welcome on a standby.
-pub fn refuse_standby(conn: &super::sql::PgConn, what: &str) -> Result<()> {
+pub fn refuse_standby(conn: &super::pg::PgConn, what: &str) -> Result<()> {
     let target = conn.target().clone();
     conn.with_client(|c| refuse_standby_client(c, &target, what))
 }
@@ -337,7 +339,7 @@ pub fn refuse_standby_client(
 
 /// Runs `sql`, statements that return no rows (a savepoint, a setting, a commit),
 /// on `conn`.
-pub fn execute(conn: &super::sql::PgConn, sql: &str) -> Result<()> {
+pub fn execute(conn: &super::pg::PgConn, sql: &str) -> Result<()> {
     conn.with_client(|client| {
         client
             .batch_execute(sql)
@@ -350,7 +352,7 @@ pub fn execute(conn: &super::sql::PgConn, sql: &str) -> Result<()> {
 /// rollback and no error, and a caller that had set that error aside would report
 /// as written what was not. The check is a statement sent with the `COMMIT`, which
 /// the server refuses in a failed transaction (and then does not commit).
-pub fn commit(conn: &super::sql::PgConn) -> Result<()> {
+pub fn commit(conn: &super::pg::PgConn) -> Result<()> {
     conn.with_client(|client| match client.batch_execute("SELECT 1; COMMIT") {
         Ok(()) => Ok(()),
         Err(e) => {
@@ -375,7 +377,7 @@ pub fn commit(conn: &super::sql::PgConn) -> Result<()> {
 
 /// Runs `f` in one transaction on `conn`: committed when it succeeds, rolled back
 /// when it fails (a lost connection rolls back on the server by itself).
-pub fn in_transaction<T>(conn: &super::sql::PgConn, f: impl FnOnce() -> Result<T>) -> Result<T> {
+pub fn in_transaction<T>(conn: &super::pg::PgConn, f: impl FnOnce() -> Result<T>) -> Result<T> {
     execute(conn, "BEGIN")?;
     match f() {
         Ok(out) => commit(conn).map(|()| out),
@@ -471,7 +473,7 @@ pub fn ensure_partitions(
 /// caller's transaction; how many went, and from which vehicles (to analyse again).
 /// Readers go on meanwhile: a delete locks rows, not the table.
 pub fn delete_positions_before(
-    conn: &super::sql::PgConn,
+    conn: &super::pg::PgConn,
     before_ts: i64,
 ) -> Result<(usize, Vec<i64>)> {
     use super::sql::{Arg, Sql};
@@ -491,7 +493,7 @@ pub fn delete_positions_before(
 /// Drops the monthly partitions wholly before `before_ts` that hold no position (a
 /// prune emptied them), each in a transaction of its own, so their space goes back
 /// to the disk; the names dropped.
-pub fn drop_empty_months_before(conn: &super::sql::PgConn, before_ts: i64) -> Result<Vec<String>> {
+pub fn drop_empty_months_before(conn: &super::pg::PgConn, before_ts: i64) -> Result<Vec<String>> {
     use super::sql::Sql;
     let sql: &dyn Sql = conn;
     let months = sql.rows(
@@ -537,7 +539,7 @@ fn month_of_partition(name: &str) -> Option<(i32, u32)> {
 /// inside the caller's transaction, asking the server once per month and
 /// connection. A failed transaction may have taken a new partition with it: the
 /// caller then calls [`forget_months`].
-pub fn ensure_partition_of(conn: &super::sql::PgConn, ms: i64) -> Result<()> {
+pub fn ensure_partition_of(conn: &super::pg::PgConn, ms: i64) -> Result<()> {
     let (year, month) = month_of(ms)?;
     let key = i64::from(year) * 100 + i64::from(month);
     if conn.known_months().contains(&key) {
@@ -560,7 +562,7 @@ pub fn ensure_partition_of(conn: &super::sql::PgConn, ms: i64) -> Result<()> {
 /// One try of half a second: another transaction that wrote positions (an import)
 /// blocks any new partition until it ends, and the writer must not wait on it (it
 /// tries again later; see `live::postgres`).
-pub fn make_months_ahead(conn: &super::sql::PgConn, now: i64) -> Result<()> {
+pub fn make_months_ahead(conn: &super::pg::PgConn, now: i64) -> Result<()> {
     let ms = now.saturating_mul(1000);
     let (year, month) = month_of(ms)?;
     let next = next_month((year, month));
@@ -612,13 +614,13 @@ fn make_partitions_trying(
 }
 
 /// Forgets which partitions exist (after a rollback, or a prune that dropped some).
-pub fn forget_months(conn: &super::sql::PgConn) {
+pub fn forget_months(conn: &super::pg::PgConn) {
     conn.known_months().clear();
 }
 
 /// Forgets the months whose partition `conn` made inside its current transaction
 /// (rolled back with it), keeping those made ahead in transactions of their own.
-pub fn forget_months_made_inside(conn: &super::sql::PgConn) {
+pub fn forget_months_made_inside(conn: &super::pg::PgConn) {
     let inside: Vec<i64> = conn.months_made_inside().drain().collect();
     let mut known = conn.known_months();
     for month in inside {
