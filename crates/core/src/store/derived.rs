@@ -91,7 +91,7 @@ impl<'c> DerivedWriter<'c> {
 
     /// Sets one `meta` entry.
     pub fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
-        write_meta(self.conn, key, value)
+        set_meta(self.conn, key, value)
     }
 
     /// Writes one vehicle's analysis.

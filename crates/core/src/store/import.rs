@@ -134,13 +134,8 @@ impl Sqlite<'_> {
         let (id, added) = match found {
             Some(id) => (id, false),
             None => {
-                self.conn
-                    .prepare_cached(
-                        "INSERT INTO vehicles (plate, kind, driver, active, route) VALUES (?1, 'unknown', '', 1, NULL)",
-                    )
-                    .and_then(|mut st| st.execute([plate]))
-                    .map_err(db_write_err)?;
-                (self.conn.last_insert_rowid(), true)
+                let id = super::insert_vehicle(self.conn, &super::NewVehicle::plate(plate))?;
+                (id, true)
             }
         };
         if device_id {

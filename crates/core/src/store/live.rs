@@ -162,18 +162,11 @@ pub fn add_vehicle(conn: &dyn Sql, plate: &str, device_id: Option<&str>) -> Resu
     if let Some(id) = device_id {
         device_taken(conn, id)?;
     }
-    let device = device_id.map_or(Arg::Int(None), Arg::Text);
-    conn.first(
-        &format!(
-            "INSERT INTO vehicles (id, plate, kind, driver, active, route, device_id) \
-             VALUES ({}, ?1, 'unknown', '', {}, NULL, ?2) RETURNING id",
-            super::next_id("vehicles"),
-            conn.truth()
-        ),
-        &[Arg::Text(plate), device],
-        |r| r.int(0),
-    )?
-    .ok_or_else(|| Error::internal("a vehicle's insert returned no id"))
+    let new = super::NewVehicle {
+        device_id,
+        ..super::NewVehicle::plate(plate)
+    };
+    super::insert_vehicle(conn, &new)
 }
 
 /// The vehicle whose tracker pushes with `device_id`, added (its plate the device

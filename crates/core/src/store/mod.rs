@@ -12,7 +12,7 @@ use crate::clock::FleetZone;
 use crate::error::{Error, ErrorCode, Result};
 use crate::geo::{Geofence, Shape};
 use crate::model::Fix;
-use rusqlite::{Connection, OpenFlags, params};
+use rusqlite::{Connection, OpenFlags};
 use sql::Arg;
 use std::path::{Path, PathBuf};
 
@@ -649,16 +649,76 @@ pub fn read_fixes<T>(
     })
 }
 
-/// Sets one `meta` entry inside the caller's transaction.
-pub fn write_meta(conn: &Connection, key: &str, value: &str) -> Result<()> {
-    set_meta_row(conn, key, value).map_err(db_write_err)
+/// The one write of a `meta` entry, on either backend, inside the caller's
+/// transaction: added, or replaced whole.
+pub fn set_meta(conn: &dyn sql::Sql, key: &str, value: &str) -> Result<()> {
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?1, ?2) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        &[sql::Arg::Text(key), sql::Arg::Text(value)],
+    )
+    .map(drop)
 }
 
-/// The one write of a `meta` entry.
-fn set_meta_row(conn: &Connection, key: &str, value: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")
-        .and_then(|mut st| st.execute(params![key, value]))
-        .map(drop)
+/// A vehicle to add: its id when the caller numbers it (a generated fleet, an
+/// import's vehicles chosen under a lock), else the next one.
+pub struct NewVehicle<'a> {
+    /// Its id, or none for the next.
+    pub id: Option<i64>,
+    /// Its plate.
+    pub plate: &'a str,
+    /// What kind of vehicle (`unknown` when the data does not say).
+    pub kind: &'a str,
+    /// Its driver's name (empty when unknown).
+    pub driver: &'a str,
+    /// In service.
+    pub active: bool,
+    /// The stored route it drives (a generated fleet's).
+    pub route: Option<&'a str>,
+    /// The device id its tracker pushes with.
+    pub device_id: Option<&'a str>,
+}
+
+impl<'a> NewVehicle<'a> {
+    /// A vehicle known only by its plate: kind unknown, no driver, in service.
+    pub fn plate(plate: &'a str) -> NewVehicle<'a> {
+        NewVehicle {
+            id: None,
+            plate,
+            kind: "unknown",
+            driver: "",
+            active: true,
+            route: None,
+            device_id: None,
+        }
+    }
+}
+
+/// The one insert of a vehicle, on either backend, inside the caller's
+/// transaction; its id.
+pub fn insert_vehicle(conn: &dyn sql::Sql, v: &NewVehicle<'_>) -> Result<i64> {
+    let active = match (v.active, conn.dialect()) {
+        (true, _) => conn.truth(),
+        (false, sql::Dialect::Sqlite) => "0",
+        (false, sql::Dialect::Postgres) => "FALSE",
+    };
+    conn.first(
+        &format!(
+            "INSERT INTO vehicles (id, plate, kind, driver, active, route, device_id) \
+             VALUES (COALESCE(?1, {}), ?2, ?3, ?4, {active}, ?5, ?6) RETURNING id",
+            next_id("vehicles")
+        ),
+        &[
+            sql::Arg::Int(v.id),
+            sql::Arg::Text(v.plate),
+            sql::Arg::Text(v.kind),
+            sql::Arg::Text(v.driver),
+            v.route.map_or(sql::Arg::Int(None), sql::Arg::Text),
+            v.device_id.map_or(sql::Arg::Int(None), sql::Arg::Text),
+        ],
+        |r| r.int(0),
+    )?
+    .ok_or_else(|| Error::internal("a vehicle's insert returned no id"))
 }
 
 #[cfg(test)]

@@ -61,7 +61,7 @@ impl Writer {
 
     /// Sets one `meta` entry.
     pub fn set_meta(&self, key: &str, value: &str) -> Result<()> {
-        set_meta_row(&self.conn, key, value).map_err(|e| self.fail(e))
+        super::set_meta(&self.conn, key, value)
     }
 
     /// Adds the demo's places.
@@ -71,11 +71,16 @@ impl Writer {
 
     /// Adds a vehicle with its id, and the route it drives (if synthetic).
     pub fn insert_vehicle(&self, v: &Vehicle, route: Option<&str>) -> Result<()> {
-        self.conn
-            .prepare_cached("INSERT INTO vehicles (id, plate, kind, driver, active, route) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
-            .and_then(|mut st| st.execute(params![v.id, v.plate, v.kind, v.driver, v.active, route]))
-            .map(drop)
-            .map_err(|e| self.fail(e))
+        let new = super::NewVehicle {
+            id: Some(v.id),
+            plate: &v.plate,
+            kind: &v.kind,
+            driver: &v.driver,
+            active: v.active,
+            route,
+            device_id: None,
+        };
+        super::insert_vehicle(&self.conn, &new).map(drop)
     }
 
     /// Adds a geofence.

@@ -396,20 +396,11 @@ pub fn delete_meta(conn: &PgConn, key: &str) -> Result<()> {
 
 /// Writes `meta` entries (each replaced whole) in one transaction of their own.
 pub fn write_meta(conn: &PgConn, entries: &[(&str, String)]) -> Result<()> {
-    let target = conn.target().clone();
-    conn.with_client(|client| {
-        let mut tx = client
-            .transaction()
-            .map_err(|e| target.failed("write", e))?;
+    super::in_transaction(conn, || {
         for (key, value) in entries {
-            tx.execute(
-                "INSERT INTO fleetctl.meta (key, value) VALUES ($1, $2) \
-                 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                &[key, value],
-            )
-            .map_err(|e| target.failed("write", e))?;
+            crate::store::set_meta(conn, key, value)?;
         }
-        tx.commit().map_err(|e| target.failed("write", e))
+        Ok(())
     })
 }
 

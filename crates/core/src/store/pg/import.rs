@@ -52,29 +52,18 @@ pub fn begin(
         }
     };
     if created {
-        let Some(zone) = new_zone else {
+        if new_zone.is_none() {
             return Err(crate::error::Error::invalid(format!(
                 "{} holds no fleet yet, and a new fleet needs its time zone",
                 target.display()
             ))
             .with_hint("add --time-zone with an IANA name, e.g. --time-zone Europe/London"));
-        };
+        }
         super::require_postgis(&mut client, target)?;
         client
             .batch_execute("BEGIN")
             .map_err(|e| target.failed("write", e))?;
         super::create_schema(&mut client, target)?;
-        for (key, value) in [
-            ("schema_version", crate::store::SCHEMA_VERSION.to_string()),
-            ("time_zone", zone.name.clone()),
-        ] {
-            client
-                .execute(
-                    "INSERT INTO fleetctl.meta (key, value) VALUES ($1, $2)",
-                    &[&key, &value],
-                )
-                .map_err(|e| target.failed("write", e))?;
-        }
     } else {
         client
             .batch_execute("BEGIN")
@@ -84,8 +73,14 @@ pub fn begin(
         .batch_execute("SET LOCAL search_path TO fleetctl, public")
         .map_err(|e| target.failed("write", e))?;
     let conn = PgConn::new(client, target.clone());
-    if created {
+    if let (true, Some(zone)) = (created, new_zone) {
         conn.mark_fleet_new();
+        crate::store::set_meta(
+            &conn,
+            "schema_version",
+            &crate::store::SCHEMA_VERSION.to_string(),
+        )?;
+        crate::store::set_meta(&conn, "time_zone", &zone.name)?;
     }
     Ok((conn, created))
 }
@@ -304,17 +299,11 @@ fn run(conn: &PgConn, work: Work) -> Result<()> {
         Work::Copy(rows) => insert_all(conn, &rows).map(|()| paused_for_a_test()),
         Work::Analysis(a) => super::write_new_vehicle_analysis(conn, &a),
         Work::AddVehicle { id, plate } => {
-            let target = conn.target().clone();
-            conn.with_client(|client| {
-                client
-                    .execute(
-                        "INSERT INTO fleetctl.vehicles (id, plate, kind, driver, active, route) \
-                         VALUES ($1, $2, 'unknown', '', TRUE, NULL)",
-                        &[&id, &plate],
-                    )
-                    .map(drop)
-                    .map_err(|e| target.failed("write", e))
-            })
+            let new = crate::store::NewVehicle {
+                id: Some(id),
+                ..crate::store::NewVehicle::plate(&plate)
+            };
+            crate::store::insert_vehicle(conn, &new).map(drop)
         }
         Work::DeviceId { id, device } => {
             let target = conn.target().clone();

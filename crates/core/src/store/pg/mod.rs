@@ -152,10 +152,14 @@ pub fn init(target: &Target, zone: &FleetZone) -> Result<()> {
         Found::Other { tables } => return Err(other_application(target, &tables)),
     }
     require_postgis(&mut client, target)?;
-    let mut tx = client
-        .transaction()
+    client
+        .batch_execute("BEGIN")
         .map_err(|e| target.failed("write", e))?;
-    create_schema(&mut tx, target)?;
+    create_schema(&mut client, target)?;
+    client
+        .batch_execute("SET LOCAL search_path TO fleetctl, public")
+        .map_err(|e| target.failed("write", e))?;
+    let conn = PgConn::new(client, target.clone());
     for (key, value) in [
         ("schema_version", super::SCHEMA_VERSION.to_string()),
         ("time_zone", zone.name.clone()),
@@ -164,13 +168,9 @@ pub fn init(target: &Target, zone: &FleetZone) -> Result<()> {
             super::live::CLOCK_META.1.to_string(),
         ),
     ] {
-        tx.execute(
-            "INSERT INTO fleetctl.meta (key, value) VALUES ($1, $2)",
-            &[&key, &value],
-        )
-        .map_err(|e| target.failed("write", e))?;
+        super::set_meta(&conn, key, &value)?;
     }
-    tx.commit().map_err(|e| target.failed("write", e))
+    commit(&conn)
 }
 
 /// Creates the schema inside the caller's transaction, in the layout the
