@@ -7,8 +7,10 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod feed;
 pub mod logging;
 pub mod mcp;
+pub mod threads;
 
 pub use fleetctl_core::{
     analyze, clock, error, export, geo, ingest, live, model, output, pipeline, report, scratch,

@@ -162,7 +162,7 @@ pub(super) fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
                     crate::ingest::units::SpeedUnit::NAMES
                 ))
             })?;
-        Some(crate::mcp::http::IngestOptions {
+        Some(crate::feed::IngestOptions {
             token: ingest_token,
             auto_register: args.auto_register.then_some(args.max_new_vehicles_per_day),
             osmand_speed,
@@ -170,7 +170,7 @@ pub(super) fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
                 .alert_webhook
                 .as_deref()
                 .map(|url| {
-                    let hook = crate::mcp::http::Webhook::parse(url)?;
+                    let hook = crate::feed::Webhook::parse(url)?;
                     match &args.alert_webhook_ca {
                         Some(ca) => hook.with_ca_file(ca),
                         None => Ok(hook),

@@ -31,9 +31,9 @@ impl ToolsLane {
             .map_err(|e| Error::internal(format!("starting the tools' HTTP runtime: {e}")))?;
         let handle = runtime.handle().clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = super::spawn_named("http-tools", move || {
+        let thread = crate::threads::spawn_named("http-tools", move || {
             if realtime {
-                let _ = super::priority::make_this_thread_realtime();
+                let _ = crate::threads::make_this_thread_realtime();
             }
             let _ = runtime.block_on(stopped);
         })?;

@@ -16,21 +16,18 @@
 //! that has not yet shown a token. SIGTERM stops accepting, lets requests in hand
 //! finish, and exits within `--request-timeout-s` + 1 s whatever the clients do.
 
-mod alerts;
 mod answer;
-pub mod ingest;
+mod ingest;
 mod io;
 mod lanes;
 pub mod openapi;
 pub mod policy;
-mod priority;
 mod request;
 mod slots;
+mod steps;
 mod token;
 pub mod worker;
 
-pub use alerts::Webhook;
-pub use ingest::IngestOptions;
 pub use openapi::openapi;
 use slots::{Leave, Registry, Slot, serve_connection, turn_away};
 pub use token::{read_ingest_token, read_token};
@@ -89,7 +86,7 @@ pub struct HttpOptions {
     /// How long a client may take to send one request (headers and body).
     pub request_timeout: Duration,
     /// The live feed's endpoints, when started with `--ingest`.
-    pub ingest: Option<ingest::IngestOptions>,
+    pub ingest: Option<crate::feed::IngestOptions>,
     /// The tool calls' threads (their event loop and the workers) under a
     /// real-time policy, ahead of ingest (`--realtime-tools`, with `--ingest`).
     pub realtime_tools: bool,
@@ -116,7 +113,7 @@ struct Shared {
     body_budget_kib: Arc<tokio::sync::Semaphore>,
     answer_budget_kib: Arc<tokio::sync::Semaphore>,
     registry: Arc<Mutex<Registry>>,
-    ingest: Option<ingest::Feed>,
+    ingest: Option<crate::feed::Feed>,
 }
 
 /// One connection, as its handler sees it.
@@ -127,18 +124,6 @@ struct Conn {
     local: String,
     clock: Arc<RequestClock>,
     authenticated: Arc<AtomicBool>,
-}
-
-/// Starts a thread of the server under a name of its own (`top -H` and panic
-/// messages show it).
-fn spawn_named<T: Send + 'static>(
-    name: &str,
-    run: impl FnOnce() -> T + Send + 'static,
-) -> Result<std::thread::JoinHandle<T>> {
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(run)
-        .map_err(|e| Error::internal(format!("starting the {name} thread: {e}")))
 }
 
 /// Starts the worker threads; each owns a read-only database connection.
@@ -157,10 +142,10 @@ fn start_workers(db_path: &Path, opts: &HttpOptions) -> Result<SyncSender<Task>>
         }
         warmed += server.warm();
         let realtime = opts.realtime_tools;
-        spawn_named("tool-worker", move || {
+        crate::threads::spawn_named("tool-worker", move || {
             if realtime {
                 // Allowed: `serve` asked the system before starting any thread.
-                let _ = priority::make_this_thread_realtime();
+                let _ = crate::threads::make_this_thread_realtime();
             }
             loop {
                 // A request waiting is taken at once; with none, the worker first
@@ -204,7 +189,7 @@ fn start_workers(db_path: &Path, opts: &HttpOptions) -> Result<SyncSender<Task>>
 /// Whether this process may put a thread under a real-time policy, asked of the
 /// system on a thread of its own before the server starts any.
 fn realtime_allowed() -> Result<()> {
-    let asked = std::thread::spawn(priority::make_this_thread_realtime)
+    let asked = std::thread::spawn(crate::threads::make_this_thread_realtime)
         .join()
         .unwrap_or_else(|_| Err("the thread that asked failed".into()));
     match asked {
@@ -264,7 +249,7 @@ pub fn serve(db_path: &Path, opts: HttpOptions) -> Result<()> {
     let ingest = opts
         .ingest
         .clone()
-        .map(|o| ingest::start(db_path, o))
+        .map(|o| crate::feed::start(db_path, o))
         .transpose()?;
     let jobs = start_workers(db_path, &opts)?;
     let shared = Arc::new(Shared {

@@ -3,11 +3,11 @@
 //! Workers are plain threads, each with its own read-only database connection.
 
 use super::policy::header_value;
-use super::priority::OrdinaryWhile;
 use crate::error::{Error, ErrorCode};
 use crate::mcp::jsonrpc::{self, Incoming};
 use crate::mcp::session::{self, Response, Server};
 use crate::report;
+use crate::threads::OrdinaryWhile;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 

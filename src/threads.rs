@@ -1,14 +1,28 @@
-//! Who waits when the cores are busy under `--ingest`: the analyser (a fix may take
+//! The servers' threads: each started under a name of its own, and who waits when
+//! the cores are busy under `--ingest`: the analyser (a fix may take
 //! up to a second to show in the answers), not a tool call nor a device's request
 //! (milliseconds). A Linux nice value, per thread; elsewhere every thread keeps the
 //! process's priority. With `--realtime-tools`, the tool calls' threads run under
 //! a real-time policy, ahead of every ordinary thread, except while they draw a
 //! picture (docs/live.md, "Tool calls ahead of ingest").
 
+use crate::error::{Error, Result};
 use std::cell::Cell;
 
+/// Starts a thread of the server under a name of its own (`top -H` and panic
+/// messages show it).
+pub fn spawn_named<T: Send + 'static>(
+    name: &str,
+    run: impl FnOnce() -> T + Send + 'static,
+) -> Result<std::thread::JoinHandle<T>> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(run)
+        .map_err(|e| Error::internal(format!("starting the {name} thread: {e}")))
+}
+
 /// The live analyser.
-pub(super) const ANALYSER_NICE: i32 = 10;
+pub const ANALYSER_NICE: i32 = 10;
 
 /// The real-time priority of the tools' threads: the lowest, above every ordinary
 /// thread and below any real-time thread the machine's owner runs.
@@ -23,7 +37,7 @@ thread_local! {
 /// Sets the calling thread's nice value (raising it needs no privilege); a refusal
 /// leaves the priority as it was. Threads started afterwards by this one inherit it,
 /// so call it once a thread has started the threads it needs.
-pub(super) fn lower_this_thread(nice: i32) {
+pub fn lower_this_thread(nice: i32) {
     #[cfg(target_os = "linux")]
     // SAFETY: two system calls on the calling thread; no memory is handed over. On
     // Linux the nice value is per thread, and PRIO_PROCESS with a thread id sets
@@ -38,7 +52,7 @@ pub(super) fn lower_this_thread(nice: i32) {
 
 /// Puts the calling thread under the round-robin real-time policy (processes it
 /// starts get the ordinary one back), or says why the system refused.
-pub(super) fn make_this_thread_realtime() -> Result<(), String> {
+pub fn make_this_thread_realtime() -> Result<(), String> {
     #[cfg(target_os = "linux")]
     {
         set_policy(libc::SCHED_RR, TOOLS_REALTIME_PRIORITY)?;
@@ -69,14 +83,14 @@ fn set_policy(policy: libc::c_int, priority: i32) -> Result<(), String> {
 /// While held, a real-time thread runs under the ordinary policy: a picture takes
 /// tens to hundreds of milliseconds of a core, which the devices' requests should
 /// not wait for. Nothing on a thread that is not real-time.
-pub(super) struct OrdinaryWhile {
+pub struct OrdinaryWhile {
     lowered: bool,
 }
 
 impl OrdinaryWhile {
     /// Lowers a real-time thread when `draws` says its call draws a picture
     /// (asked only on a real-time thread: nothing is looked up on the others).
-    pub(super) fn if_drawing(draws: impl FnOnce() -> bool) -> OrdinaryWhile {
+    pub fn if_drawing(draws: impl FnOnce() -> bool) -> OrdinaryWhile {
         #[cfg(target_os = "linux")]
         let lowered =
             REALTIME.with(Cell::get) && draws() && set_policy(libc::SCHED_OTHER, 0).is_ok();

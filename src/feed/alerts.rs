@@ -182,10 +182,12 @@ impl Alerts {
                 ));
             }
             let (at, named) = (path.to_path_buf(), Db::open(path)?);
-            super::spawn_named("alert-webhook", move || deliver(&at, named, hook, posted))?;
+            crate::threads::spawn_named("alert-webhook", move || {
+                deliver(&at, named, hook, posted)
+            })?;
         }
         let (events, queue) = mpsc::sync_channel(EVENT_QUEUE);
-        super::spawn_named("alerts", move || announce(db, queue))?;
+        crate::threads::spawn_named("alerts", move || announce(db, queue))?;
         Ok(Alerts { events })
     }
 
