@@ -227,7 +227,12 @@ fn hostile_lines(plate: &str) -> Vec<Vec<u8>> {
 
 fn bench_hostile(db: &Path) {
     use std::io::{BufRead, Read, Write};
-    let plate = Db::open(db).expect("open").vehicles[0].0.plate.clone();
+    let plate = Db::open(&store::Location::parse(db).expect("location"))
+        .expect("open")
+        .vehicles[0]
+        .0
+        .plate
+        .clone();
     // stdio, under the 2025-03-26 revision (which allows batches).
     let mut child = Command::new(env!("CARGO_BIN_EXE_fleetctl"))
         .args(["--db", db.to_str().unwrap(), "serve"])
@@ -647,7 +652,8 @@ fn bench_export(dir: &Path, quick: bool) {
 
 fn child_export(args: &[String]) {
     use fleetctl::formats::export::{ExportOptions, OutFormat, Partition};
-    let db = report::Db::open(Path::new(&args[0])).expect("open");
+    let db = report::Db::open(&store::Location::parse(Path::new(&args[0])).expect("location"))
+        .expect("open");
     let dataset = fleetctl::export::Dataset::parse(&args[1]).expect("dataset");
     let opts = ExportOptions {
         datasets: vec![dataset],
@@ -672,7 +678,7 @@ fn child_export(args: &[String]) {
 
 fn child_import(db: &str, file: &str) {
     let opts = fleetctl::ingest::ImportOptions {
-        db: PathBuf::from(db),
+        db: store::Location::parse(Path::new(db)).expect("location"),
         time_zone: Some("America/Guatemala".into()),
         wall_now: fleetctl::clock::wall_clock_now(),
         strict_units: false,
@@ -768,7 +774,7 @@ fn report_cases(db: &Db) -> Vec<(&'static str, Args)> {
 }
 
 fn bench_reports(path: &Path, label: &str, target_ms: f64) {
-    let db = Db::open(path).expect("open");
+    let db = Db::open(&store::Location::parse(path).expect("location")).expect("open");
     for (tool, args) in report_cases(&db) {
         let spec = report::find(tool).expect("registered");
         let mut times: Vec<f64> = (0..50)
@@ -791,7 +797,7 @@ fn bench_reports(path: &Path, label: &str, target_ms: f64) {
 /// Renders the busiest vehicle-day of the database (most fixes) as a route map and a
 /// speed chart, and the fleet at the data clock, as the CLI would.
 fn bench_map(path: &Path) {
-    let db = Db::open(path).expect("open");
+    let db = Db::open(&store::Location::parse(path).expect("location")).expect("open");
     let spec = report::find("route_map").expect("registered");
     // The vehicle-day with the most fixes, read straight from the file (the domain
     // keeps its connection to itself).
@@ -934,7 +940,7 @@ fn bench_serve(db: &Path) {
 
     let mut server = Server::start(db);
     server.ask(&initialize());
-    let report_db = Db::open(db).expect("open");
+    let report_db = Db::open(&store::Location::parse(db).expect("location")).expect("open");
     let mut calls = 0;
     for (tool, args) in report_cases(&report_db) {
         let mut times: Vec<f64> = (0..100)
@@ -1012,7 +1018,12 @@ fn vehicle_position_request(addr: &str, token: &str, plate: &str) -> String {
 fn bench_http(db: &Path) {
     let token = "bench-token-0123456789abcdef";
     let (mut child, addr) = start_http_server(db, token);
-    let plate = Db::open(db).expect("open").vehicles[0].0.plate.clone();
+    let plate = Db::open(&store::Location::parse(db).expect("location"))
+        .expect("open")
+        .vehicles[0]
+        .0
+        .plate
+        .clone();
     let request = vehicle_position_request(&addr, token, &plate);
     let (connections, per_connection) = (10, 400);
     let started = Instant::now();
@@ -1175,7 +1186,7 @@ fn bench_pages(dir: &Path) {
         .expect("copy rows");
     }
     drop(conn);
-    let db = Db::open(&path).expect("open");
+    let db = Db::open(&store::Location::parse(&path).expect("location")).expect("open");
     let depot = "Bodega Mixco";
     let range = json!({"from": "2026-08-26", "to": "2026-11-25"});
     let with = |extra: serde_json::Value| {
@@ -1399,7 +1410,7 @@ fn replay(source: &Path, addr: &str, connections: usize, limit: usize) -> Comman
 
 /// Every vehicle's plate in the fleet at `db` (a file or a URL).
 fn plates_of(db: &Path) -> Vec<String> {
-    Db::open(db)
+    Db::open(&store::Location::parse(db).expect("location"))
         .expect("open")
         .vehicles
         .iter()
@@ -2175,7 +2186,7 @@ fn open_feed(
             .expect("rows")
     };
     let (writer, analyser) = fleetctl::live::open(
-        db,
+        &store::Location::File(db.to_path_buf()),
         fleetctl::live::Options {
             auto_register: None,
             osmand_speed: fleetctl::ingest::units::SpeedUnit::Kmh,

@@ -92,25 +92,27 @@ impl clap::Args for ThresholdFlags {
     }
 }
 
-pub(super) fn analyze(path: PathBuf, args: AnalyzeArgs) -> Result<()> {
+pub(super) fn analyze(db: crate::store::Location, args: AnalyzeArgs) -> Result<()> {
     let adjust = |t: &mut crate::analyze::Thresholds| {
         for (spec, value) in &args.thresholds.0 {
             (spec.set)(t, *value);
         }
     };
-    if crate::store::pg::is_url(&path) {
-        let target = crate::store::pg::Target::parse(&path.to_string_lossy())?;
-        let mut bar = ProgressBar::new("analysing");
-        let summary = crate::pipeline::reanalyze_postgres(
-            &target,
-            &adjust,
-            args.shard.unwrap_or((1, 1)),
-            &mut |f| bar.set(f),
-        );
-        bar.finish();
-        let shown = PathBuf::from(target.display());
-        return print_stdout(&render::analyze_summary(&shown, &summary?));
-    }
+    let path = match db {
+        crate::store::Location::File(path) => path,
+        crate::store::Location::Postgres(target) => {
+            let mut bar = ProgressBar::new("analysing");
+            let summary = crate::pipeline::reanalyze_postgres(
+                &target,
+                &adjust,
+                args.shard.unwrap_or((1, 1)),
+                &mut |f| bar.set(f),
+            );
+            bar.finish();
+            let shown = PathBuf::from(target.display());
+            return print_stdout(&render::analyze_summary(&shown, &summary?));
+        }
+    };
     if let Some((i, n)) = args.shard {
         return Err(crate::error::Error::invalid(format!(
             "--shard {i}/{n}: a SQLite file is analysed by one process at a time"

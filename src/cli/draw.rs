@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::{render, report};
 use std::path::PathBuf;
 
-pub(super) fn draw(path: PathBuf, d: query::DrawArgs) -> Result<()> {
+pub(super) fn draw(path: crate::store::Location, d: query::DrawArgs) -> Result<()> {
     let json = d.json;
     draw_to_file(path, d).or_else(|e| {
         // With --format json a failure is the same error object the tool answers.
@@ -40,7 +40,7 @@ pub(super) fn default_file_name(tool: &str, answer: &serde_json::Value) -> Strin
     safe_file_name(&name)
 }
 
-pub(super) fn draw_to_file(path: PathBuf, d: query::DrawArgs) -> Result<()> {
+pub(super) fn draw_to_file(path: crate::store::Location, d: query::DrawArgs) -> Result<()> {
     let spec = report::find(d.tool)
         .filter(|s| s.draws)
         .ok_or_else(|| Error::internal(format!("no drawing report {}", d.tool)))?;

@@ -52,7 +52,7 @@ pub struct ExportArgs {
 }
 
 /// Runs `fleetctl export`.
-pub fn run(db_path: PathBuf, args: ExportArgs) -> Result<()> {
+pub fn run(db_path: crate::store::Location, args: ExportArgs) -> Result<()> {
     let datasets = args
         .datasets
         .iter()

@@ -36,7 +36,12 @@ pub(super) struct GenerateArgs {
     if_missing: bool,
 }
 
-pub(super) fn generate(path: PathBuf, args: GenerateArgs) -> Result<()> {
+pub(super) fn generate(db: store::Location, args: GenerateArgs) -> Result<()> {
+    // PostgreSQL's fleet is built in a scratch file first (`generate_into_postgres`).
+    let (path, postgres) = match db {
+        store::Location::File(path) => (path, None),
+        store::Location::Postgres(target) => (PathBuf::new(), Some(target)),
+    };
     let zone = FleetZone::default();
     let now_ts = match &args.ahora {
         Some(text) => zone.parse_local_minute(text)?,
@@ -52,8 +57,8 @@ pub(super) fn generate(path: PathBuf, args: GenerateArgs) -> Result<()> {
         zone,
     };
     synth::validate(&opts)?;
-    if store::pg::is_url(&opts.path) {
-        return generate_into_postgres(opts, args.if_missing);
+    if let Some(target) = postgres {
+        return generate_into_postgres(opts, &target, args.if_missing);
     }
     if args.if_missing {
         match store::probe(&opts.path)? {
@@ -97,11 +102,14 @@ pub(super) fn generate(path: PathBuf, args: GenerateArgs) -> Result<()> {
 /// `generate --db postgres://…`: the fleet is built in a scratch SQLite file (written
 /// in key order, the fast way), then copied into PostgreSQL in one transaction
 /// (`store::pg::load_fleet`), so both stores hold the same rows.
-fn generate_into_postgres(mut opts: synth::GenerateOptions, if_missing: bool) -> Result<()> {
-    let target = store::pg::Target::parse(&opts.path.to_string_lossy())?;
+fn generate_into_postgres(
+    mut opts: synth::GenerateOptions,
+    target: &store::pg::Target,
+    if_missing: bool,
+) -> Result<()> {
     // Said before the work: a fleet there is kept or refused, unless --force.
     let mut client = target.connect()?;
-    if let store::pg::Found::Fleet { schema_version } = store::pg::probe(&mut client, &target)? {
+    if let store::pg::Found::Fleet { schema_version } = store::pg::probe(&mut client, target)? {
         if if_missing {
             return print_stdout(&format!(
                 "{} holds a fleet already; kept it (pass --force to regenerate)\n",
@@ -110,7 +118,7 @@ fn generate_into_postgres(mut opts: synth::GenerateOptions, if_missing: bool) ->
         }
         if !opts.force {
             return Err(store::pg::holds_a_fleet(
-                &target,
+                target,
                 schema_version,
                 store::pg::FORCE_HINT,
             ));
@@ -126,7 +134,7 @@ fn generate_into_postgres(mut opts: synth::GenerateOptions, if_missing: bool) ->
     let mut summary = summary?;
     let source = store::open_read_only(&scratch.0)?;
     let mut bar = ProgressBar::new("copying into PostgreSQL");
-    store::pg::load_fleet(&source, &target, force, &mut |f| bar.set(f))?;
+    store::pg::load_fleet(&source, target, force, &mut |f| bar.set(f))?;
     bar.finish();
     summary.path = PathBuf::from(target.display());
     print_stdout(&render::generate_summary(&summary))

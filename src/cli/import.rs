@@ -165,7 +165,7 @@ impl ingest::RejectSink for RejectsFile {
 }
 
 /// Runs the import and prints its summary.
-pub fn run(db: PathBuf, args: ImportArgs) -> Result<()> {
+pub fn run(db: crate::store::Location, args: ImportArgs) -> Result<()> {
     let opts = read_options(&args)?;
     for f in &args.files {
         if !f.exists() {

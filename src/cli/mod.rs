@@ -253,19 +253,21 @@ pub struct McpConfigArgs {
 
 /// Parses `argv` and runs the command, writing its output to stdout.
 pub fn run(cli: Cli) -> Result<()> {
-    let db = cli.db.clone().unwrap_or_else(store::default_db_path);
-    if store::pg::is_url(&db) {
-        return on_postgres(&db.to_string_lossy(), cli.command);
-    }
+    // `--db` is read here, once: past this point it is a file or a database.
+    let location = store::Location::parse(&cli.db.clone().unwrap_or_else(store::default_db_path))?;
+    let db = match &location {
+        store::Location::Postgres(target) => return on_postgres(target, cli.command),
+        store::Location::File(path) => path.clone(),
+    };
     match cli.command {
-        Command::Generate(args) => generate(db, args),
-        Command::Analyze(args) => analyze(db, args),
+        Command::Generate(args) => generate(location, args),
+        Command::Analyze(args) => analyze(location, args),
         Command::Migrate => analyze::migrate(db),
-        Command::Import(args) => import::run(db, args),
-        Command::Export(args) => export::run(db, args),
-        Command::Places(cmd) => places::run_places(db, cmd),
-        Command::Geofences(cmd) => places::run_geofences(db, cmd),
-        Command::Vehicles(cmd) => vehicles::run(db, cmd),
+        Command::Import(args) => import::run(location, args),
+        Command::Export(args) => export::run(location, args),
+        Command::Places(cmd) => places::run_places(location, cmd),
+        Command::Geofences(cmd) => places::run_geofences(location, cmd),
+        Command::Vehicles(cmd) => vehicles::run(location, cmd),
         Command::Init { time_zone } => {
             let zone = crate::clock::FleetZone::named(&time_zone)?;
             crate::live::init(&db, &zone)?;
@@ -276,16 +278,16 @@ pub fn run(cli: Cli) -> Result<()> {
                 db.display()
             ))
         }
-        Command::Replay(args) => replay::run(db, args),
-        Command::Prune(args) => prune::run(db, args),
+        Command::Replay(args) => replay::run(location, args),
+        Command::Prune(args) => prune::run(location, args),
         Command::Settings => {
             let (zone, thresholds) = crate::pipeline::settings(&db)?;
             print_stdout(&render::settings(&db, &zone, &thresholds, &[]))
         }
-        Command::Query(q) => run_query(db, q),
-        Command::Map(args) => draw(db, args.0),
-        Command::Chart(args) => draw(db, args.0),
-        Command::Serve(args) => serve(db, args),
+        Command::Query(q) => run_query(location, q),
+        Command::Map(args) => draw(location, args.0),
+        Command::Chart(args) => draw(location, args.0),
+        Command::Serve(args) => serve(location, args),
         Command::McpConfig(args) => mcp_config(&db, args),
     }
 }
@@ -293,12 +295,12 @@ pub fn run(cli: Cli) -> Result<()> {
 /// A command on a PostgreSQL database (`--db postgres://…`): `init`, `migrate` and
 /// `settings` here, the others through the store's PostgreSQL paths; `mcp-config`
 /// runs on a SQLite file only, and says so before touching anything.
-fn on_postgres(url: &str, command: Command) -> Result<()> {
-    let target = store::pg::Target::parse(url)?;
+fn on_postgres(target: &store::pg::Target, command: Command) -> Result<()> {
+    let db = || store::Location::Postgres(Box::new(target.clone()));
     match command {
         Command::Init { time_zone } => {
             let zone = crate::clock::FleetZone::named(&time_zone)?;
-            store::pg::init(&target, &zone)?;
+            store::pg::init(target, &zone)?;
             print_stdout(&format!(
                 "Created a fleet in {} in {} (its clock: the wall clock)\nNext: fleetctl --db URL vehicles add PLATE --device-id ID\n",
                 target.display(),
@@ -306,7 +308,7 @@ fn on_postgres(url: &str, command: Command) -> Result<()> {
             ))
         }
         Command::Migrate => {
-            drop(store::pg::open(&target)?);
+            drop(store::pg::open(target)?);
             print_stdout(&format!(
                 "{} is at schema version {} already; nothing to do\n",
                 target.display(),
@@ -315,24 +317,24 @@ fn on_postgres(url: &str, command: Command) -> Result<()> {
         }
         Command::Settings => {
             let (zone, thresholds, under_way) =
-                crate::pipeline::settings_in_postgres(&target)?;
+                crate::pipeline::settings_in_postgres(target)?;
             let shown = std::path::Path::new(target.display());
             print_stdout(&render::settings(shown, &zone, &thresholds, &under_way))
         }
         // These read through report::Db, which opens either store.
-        Command::Generate(args) => generate(PathBuf::from(url), args),
-        Command::Query(q) => run_query(PathBuf::from(url), q),
-        Command::Map(args) => draw(PathBuf::from(url), args.0),
-        Command::Chart(args) => draw(PathBuf::from(url), args.0),
-        Command::Serve(args) => serve(PathBuf::from(url), args),
-        Command::Analyze(args) => analyze(PathBuf::from(url), args),
-        Command::Export(args) => export::run(PathBuf::from(url), args),
-        Command::Import(args) => import::run(PathBuf::from(url), args),
-        Command::Places(cmd) => places::run_places(PathBuf::from(url), cmd),
-        Command::Geofences(cmd) => places::run_geofences(PathBuf::from(url), cmd),
-        Command::Vehicles(cmd) => vehicles::run(PathBuf::from(url), cmd),
-        Command::Prune(args) => prune::run(PathBuf::from(url), args),
-        Command::Replay(args) => replay::run(PathBuf::from(url), args),
+        Command::Generate(args) => generate(db(), args),
+        Command::Query(q) => run_query(db(), q),
+        Command::Map(args) => draw(db(), args.0),
+        Command::Chart(args) => draw(db(), args.0),
+        Command::Serve(args) => serve(db(), args),
+        Command::Analyze(args) => analyze(db(), args),
+        Command::Export(args) => export::run(db(), args),
+        Command::Import(args) => import::run(db(), args),
+        Command::Places(cmd) => places::run_places(db(), cmd),
+        Command::Geofences(cmd) => places::run_geofences(db(), cmd),
+        Command::Vehicles(cmd) => vehicles::run(db(), cmd),
+        Command::Prune(args) => prune::run(db(), args),
+        Command::Replay(args) => replay::run(db(), args),
         other => Err(Error::new(
             ErrorCode::InvalidArgument,
             format!(
@@ -456,7 +458,7 @@ fn mcp_paths(db: &std::path::Path) -> Result<(PathBuf, PathBuf)> {
     Ok((exe, db))
 }
 
-fn run_query(path: PathBuf, q: query::QueryArgs) -> Result<()> {
+fn run_query(path: store::Location, q: query::QueryArgs) -> Result<()> {
     let spec =
         report::find(q.tool).ok_or_else(|| Error::internal(format!("no report {}", q.tool)))?;
     let format = q.format.unwrap_or(if std::io::stdout().is_terminal() {

@@ -75,12 +75,12 @@ fn not_found(what: &str, name: &str) -> Error {
         .with_hint(format!("`fleetctl {what}s list` shows them"))
 }
 
-fn reanalysed(db: &Path, summary: &pipeline::AnalyzeSummary) -> String {
-    render::analyze_summary(Path::new(&store::pg::shown(db)), summary)
+fn reanalysed(db: &store::Location, summary: &pipeline::AnalyzeSummary) -> String {
+    render::analyze_summary(Path::new(&db.shown()), summary)
 }
 
 /// Runs a `places` subcommand.
-pub fn run_places(db: PathBuf, cmd: PlacesCommand) -> Result<()> {
+pub fn run_places(db: store::Location, cmd: PlacesCommand) -> Result<()> {
     let text = match cmd {
         PlacesCommand::Import(args) => {
             let loaded = files::read_places(&args.file)?;
@@ -145,7 +145,7 @@ pub fn run_places(db: PathBuf, cmd: PlacesCommand) -> Result<()> {
 }
 
 /// Runs a `geofences` subcommand.
-pub fn run_geofences(db: PathBuf, cmd: GeofencesCommand) -> Result<()> {
+pub fn run_geofences(db: store::Location, cmd: GeofencesCommand) -> Result<()> {
     let text = match cmd {
         GeofencesCommand::Import { file } => {
             let loaded = files::read_geofences(&file)?;

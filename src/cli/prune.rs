@@ -26,7 +26,7 @@ pub(super) struct PruneArgs {
     archive: Option<PathBuf>,
 }
 
-pub(super) fn run(db_path: PathBuf, args: PruneArgs) -> Result<()> {
+pub(super) fn run(db_path: crate::store::Location, args: PruneArgs) -> Result<()> {
     let text = args.older_than.trim();
     let days: i64 = text
         .strip_suffix('d')

@@ -61,7 +61,7 @@ struct Tally {
     latencies_us: Vec<u64>,
 }
 
-pub(super) fn run(db: PathBuf, args: ReplayArgs) -> Result<()> {
+pub(super) fn run(db: store::Location, args: ReplayArgs) -> Result<()> {
     let (host, port) = http_target(&args.to)?;
     let token = crate::mcp::http::read_ingest_token(args.ingest_token_file.as_deref())?;
     if !(args.speed >= 0.0 && args.speed.is_finite()) {
@@ -91,7 +91,7 @@ pub(super) fn run(db: PathBuf, args: ReplayArgs) -> Result<()> {
     if ids.is_empty() {
         return Err(Error::new(
             ErrorCode::NoData,
-            format!("{} has no positions to replay", store::pg::shown(&db)),
+            format!("{} has no positions to replay", db.shown()),
         ));
     }
     let first_ts = store::read::oldest_fix_ts(conn.as_ref())?.unwrap_or(0);
@@ -211,7 +211,7 @@ fn refused(status: u16, refused: usize, sent: usize, first: &str) -> Error {
 }
 
 /// A share of the vehicles' fixes, each with the id it pushes as, in time order.
-fn share_fixes(db: &std::path::Path, share: &[(i64, String)]) -> Result<Vec<(String, Fix)>> {
+fn share_fixes(db: &store::Location, share: &[(i64, String)]) -> Result<Vec<(String, Fix)>> {
     let conn = store::open_for_reading(db)?;
     let mut out = Vec::new();
     for (vehicle, device) in share {

@@ -119,7 +119,7 @@ pub(super) struct ServeArgs {
     realtime_tools: bool,
 }
 
-pub(super) fn serve(db: PathBuf, args: ServeArgs) -> Result<()> {
+pub(super) fn serve(db: crate::store::Location, args: ServeArgs) -> Result<()> {
     crate::logging::init(args.verbose);
     let Some(addr) = args.http else {
         let tiles = args

@@ -6,7 +6,6 @@
 use crate::error::{Error, Result};
 use crate::{pipeline, report, store};
 use clap::Subcommand;
-use std::path::PathBuf;
 
 /// `fleetctl vehicles` subcommands.
 #[derive(Debug, Subcommand)]
@@ -74,7 +73,7 @@ fn device_id_arg(text: &str) -> Result<Option<String>> {
 }
 
 /// Runs a `vehicles` subcommand on the database at `db`.
-pub fn run(db: PathBuf, cmd: VehiclesCommand) -> Result<()> {
+pub fn run(db: store::Location, cmd: VehiclesCommand) -> Result<()> {
     match cmd {
         VehiclesCommand::Add { plate, device_id } => {
             let plate = plate.trim().to_string();
@@ -128,7 +127,7 @@ pub fn run(db: PathBuf, cmd: VehiclesCommand) -> Result<()> {
 
 /// `vehicles remove`: refused while the vehicle has positions, unless their number
 /// is given (so that a typo never deletes a week of someone's fixes).
-fn remove(db: &std::path::Path, plate: &str, delete_positions: Option<i64>) -> Result<()> {
+fn remove(db: &store::Location, plate: &str, delete_positions: Option<i64>) -> Result<()> {
     let removed = store::with_write(db, |conn| {
         store::live::remove_vehicle(conn, plate, delete_positions)
     })?;
@@ -136,7 +135,7 @@ fn remove(db: &std::path::Path, plate: &str, delete_positions: Option<i64>) -> R
 }
 
 fn set_speed_limit(
-    db: &std::path::Path,
+    db: &store::Location,
     vehicle: &crate::model::Vehicle,
     text: &str,
 ) -> Result<()> {

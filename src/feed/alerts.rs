@@ -168,7 +168,7 @@ impl Alerts {
     /// the alerts posted (or given up) out of the outbox: on a SQLite file through
     /// the feed's writer, whose connection alone writes there.
     pub(super) fn start(
-        path: &Path,
+        path: &crate::store::Location,
         webhook: Option<Webhook>,
         posted: Box<dyn Fn(i64) + Send>,
     ) -> Result<Alerts> {
@@ -181,7 +181,7 @@ impl Alerts {
                     "alerts: {queued} alerts kept from before are posted first"
                 ));
             }
-            let (at, named) = (path.to_path_buf(), Db::open(path)?);
+            let (at, named) = (path.clone(), Db::open(path)?);
             crate::threads::spawn_named("alert-webhook", move || {
                 deliver(&at, named, hook, posted)
             })?;
@@ -258,7 +258,12 @@ fn body_of(db: &Db, new: &NewEvent, found_ts: i64) -> Result<String> {
 /// servers may share the queue, an alert is claimed (a row lock others skip) in
 /// a transaction that takes it out when its POST is done, so that each is posted
 /// by one server, and again only if that server dies meanwhile.
-fn deliver(path: &Path, mut db: Db, hook: Webhook, posted: Box<dyn Fn(i64) + Send>) {
+fn deliver(
+    path: &crate::store::Location,
+    mut db: Db,
+    hook: Webhook,
+    posted: Box<dyn Fn(i64) + Send>,
+) {
     let agent = hook.agent();
     let mut conn = None;
     let mut after_id = 0;

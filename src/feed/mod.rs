@@ -16,7 +16,6 @@ use crate::live;
 use crate::model::Fix;
 use crate::{clock, logging};
 use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
@@ -80,7 +79,7 @@ pub struct Feed {
     /// What `/healthz` says of it.
     pub health: Arc<Health>,
     /// The database, when alerts wait there for a webhook.
-    outbox: Option<std::path::PathBuf>,
+    outbox: Option<crate::store::Location>,
 }
 
 /// Whether the feed can store what devices push: `/healthz` answers 503 with the
@@ -229,8 +228,8 @@ impl Feed {
 /// Opens the writing connection (WAL, `synchronous = FULL`) and starts the writer
 /// and analyser threads; before the workers open theirs, so that they find the
 /// database in WAL mode.
-pub fn start(db: &Path, opts: IngestOptions) -> Result<Feed> {
-    let outbox = opts.alert_webhook.as_ref().map(|_| db.to_path_buf());
+pub fn start(db: &crate::store::Location, opts: IngestOptions) -> Result<Feed> {
+    let outbox = opts.alert_webhook.as_ref().map(|_| db.clone());
     if outbox.is_some() {
         crate::store::with_write(db, crate::store::live::outbox_create)?;
     }

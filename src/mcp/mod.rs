@@ -10,19 +10,14 @@ pub mod session;
 pub mod stdio;
 pub mod tools;
 
-use std::path::Path;
-
 /// Serves MCP on stdin/stdout until stdin closes; `tiles` go under route maps.
 pub fn serve_stdio(
-    db_path: &Path,
+    db_path: &crate::store::Location,
     tiles: Option<crate::report::route_map::TileSource>,
 ) -> std::io::Result<()> {
     let mut server = session::Server::new(db_path);
     server.set_tiles(tiles);
-    crate::logging::info(&format!(
-        "serve: ready on stdio, database {}",
-        crate::store::pg::shown(db_path)
-    ));
+    crate::logging::info(&format!("serve: ready on stdio, database {db_path}"));
     let stdin = std::io::stdin().lock();
     let stdout = std::io::stdout().lock();
     stdio::serve(&mut server, stdin, stdout)

@@ -17,7 +17,6 @@ use crate::error::Error;
 use crate::logging;
 use crate::report::{Args, Db};
 use serde_json::{Map, Value, json};
-use std::path::Path;
 use std::time::Instant;
 
 /// The handshake revisions, newest first.
@@ -42,8 +41,8 @@ pub const UNSUPPORTED_VERSION: i64 = -32022;
 /// from it, and the legacy session, if a client opened one.
 pub struct Server {
     db: Result<Db, Error>,
-    /// The database file, to open again when it was unavailable.
-    path: std::path::PathBuf,
+    /// The database, to open again when it was unavailable.
+    path: crate::store::Location,
     /// Tiles given while the database was unavailable, for when it is back.
     tiles_waiting: Option<crate::report::route_map::TileSource>,
     /// Made from the database when first asked for after a change (a live feed
@@ -161,14 +160,14 @@ or `fleetctl import` has made it (the next call after that finds it; no restart 
 impl Server {
     /// A server over the database at `path` (read-only). A missing or broken
     /// database does not stop it: tools answer `db_unavailable`.
-    pub fn new(path: &Path) -> Server {
+    pub fn new(path: &crate::store::Location) -> Server {
         let db = Db::open(path).map_err(tools::unavailable);
         if let Err(e) = &db {
             logging::info(&format!("serve: database unavailable: {}", e.message));
         }
         Server {
             db,
-            path: path.to_path_buf(),
+            path: path.clone(),
             tiles_waiting: None,
             instructions: None,
             legacy_version: None,
@@ -180,7 +179,7 @@ impl Server {
 
     /// A server for a transport without sessions (HTTP): each legacy request stands
     /// alone, so `initialize` is always answered and nothing waits for it.
-    pub fn stateless(path: &Path) -> Server {
+    pub fn stateless(path: &crate::store::Location) -> Server {
         Server {
             stateless: true,
             ..Server::new(path)

@@ -107,7 +107,7 @@ fn exported_daily_km(db: &Path, dir: &TempDir, name: &str) -> HashMap<(String, S
 /// number of vehicle-days compared and the km of all of them.
 fn compare_every_vehicle_day(name: &str, path: &Path, dir: &TempDir) -> (usize, f64) {
     let exported = exported_daily_km(path, dir, name);
-    let db = Db::open(path).unwrap();
+    let db = Db::open(&fleetctl::store::Location::File(path.to_path_buf())).unwrap();
     let days: Vec<(String, String)> = {
         let conn = open(path);
         let mut st = conn
@@ -231,7 +231,7 @@ fn an_odometer_that_goes_down_is_not_believed() {
         "mps",
     ]))
     .ok();
-    let fleet = Db::open(&db).unwrap();
+    let fleet = Db::open(&fleetctl::store::Location::File(db.clone())).unwrap();
     let mileage = answer(
         &fleet,
         "mileage_ranking",

@@ -233,24 +233,26 @@ pub fn stored_context(conn: &dyn store::sql::Sql) -> Result<analyze::Context> {
     .with_vehicle_limits(store::read::vehicle_speed_limits(conn)?))
 }
 
-/// Removes every position before `before_ts` from the fleet at `path` (a file or a
-/// `postgres://` URL) and analyses the vehicles that had some again, in one write
-/// transaction, so every derived row is what a full analysis of the positions kept
-/// gives; how many positions went, and from how many vehicles.
-pub fn prune_before(path: &Path, before_ts: i64) -> Result<(usize, usize)> {
-    if store::pg::is_url(path) {
-        let target = store::pg::Target::parse(&path.to_string_lossy())?;
-        let conn = store::pg::open_reader(&target)?;
-        let (deleted, vehicles) = store::pg::in_transaction(&conn, || {
-            let (deleted, vehicles) = store::pg::delete_positions_before(&conn, before_ts)?;
-            detect_vehicles_postgres(&conn, &vehicles)?;
-            Ok((deleted, vehicles.len()))
-        })?;
-        // Months left empty go once the prune is committed, each in a moment of its
-        // own (dropping one locks the positions for as long as it takes).
-        store::pg::drop_empty_months_before(&conn, before_ts)?;
-        return Ok((deleted, vehicles));
-    }
+/// Removes every position before `before_ts` from the fleet at `db` and analyses
+/// the vehicles that had some again, in one write transaction, so every derived row
+/// is what a full analysis of the positions kept gives; how many positions went,
+/// and from how many vehicles.
+pub fn prune_before(db: &store::Location, before_ts: i64) -> Result<(usize, usize)> {
+    let path = match db {
+        store::Location::File(path) => path,
+        store::Location::Postgres(target) => {
+            let conn = store::pg::open_reader(target)?;
+            let (deleted, vehicles) = store::pg::in_transaction(&conn, || {
+                let (deleted, vehicles) = store::pg::delete_positions_before(&conn, before_ts)?;
+                detect_vehicles_postgres(&conn, &vehicles)?;
+                Ok((deleted, vehicles.len()))
+            })?;
+            // Months left empty go once the prune is committed, each in a moment of
+            // its own (dropping one locks the positions for as long as it takes).
+            store::pg::drop_empty_months_before(&conn, before_ts)?;
+            return Ok((deleted, vehicles));
+        }
+    };
     store::with_write_transaction(path, |conn| {
         let (deleted, vehicles) = store::live::delete_positions_before(conn, before_ts)?;
         if !vehicles.is_empty() {
@@ -478,34 +480,36 @@ pub fn reanalyze(
     })
 }
 
-/// Changes the fleet at `path` (a file or a `postgres://` URL) with `edit` (places,
+/// Changes the fleet at `db` with `edit` (places,
 /// geofences, a vehicle's limit) and re-runs detection with the stored thresholds —
 /// for every vehicle, or for `only` these — in one write transaction.
 pub fn edit_and_reanalyze<T>(
-    path: &Path,
+    db: &store::Location,
     edit: impl FnOnce(&dyn store::sql::Sql) -> Result<T>,
     only: Option<&[i64]>,
     progress: &mut dyn FnMut(f64),
 ) -> Result<(T, AnalyzeSummary)> {
-    if store::pg::is_url(path) {
-        let target = store::pg::Target::parse(&path.to_string_lossy())?;
-        let conn = store::pg::open_reader(&target)?;
-        return store::pg::in_transaction(&conn, || {
-            let out = edit(&conn)?;
-            let all: Vec<i64>;
-            let vehicles = match only {
-                Some(ids) => ids,
-                None => {
-                    all = store::read::vehicles(&conn)?
-                        .into_iter()
-                        .map(|(v, _)| v.id)
-                        .collect();
-                    &all
-                }
-            };
-            Ok((out, detect_vehicles_postgres(&conn, vehicles)?))
-        });
-    }
+    let path = match db {
+        store::Location::File(path) => path,
+        store::Location::Postgres(target) => {
+            let conn = store::pg::open_reader(target)?;
+            return store::pg::in_transaction(&conn, || {
+                let out = edit(&conn)?;
+                let all: Vec<i64>;
+                let vehicles = match only {
+                    Some(ids) => ids,
+                    None => {
+                        all = store::read::vehicles(&conn)?
+                            .into_iter()
+                            .map(|(v, _)| v.id)
+                            .collect();
+                        &all
+                    }
+                };
+                Ok((out, detect_vehicles_postgres(&conn, vehicles)?))
+            });
+        }
+    };
     store::with_write_transaction(path, |conn| {
         let out = edit(conn)?;
         let summary = match only {

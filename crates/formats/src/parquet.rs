@@ -123,7 +123,7 @@ mod tests {
         let path = dir.join("short-column.parquet");
         std::fs::write(&path, SHORT_COLUMN).unwrap();
         let opts = ImportOptions {
-            db: dir.join("fleet.db"),
+            db: fleetctl_core::ingest::Location::File(dir.join("fleet.db")),
             time_zone: Some("UTC".to_string()),
             wall_now: 1_796_256_000,
             strict_units: false,

@@ -127,7 +127,7 @@ struct Conn {
 }
 
 /// Starts the worker threads; each owns a read-only database connection.
-fn start_workers(db_path: &Path, opts: &HttpOptions) -> Result<SyncSender<Task>> {
+fn start_workers(db_path: &crate::store::Location, opts: &HttpOptions) -> Result<SyncSender<Task>> {
     let (jobs, queue) = mpsc::sync_channel::<Task>(opts.queue.max(1));
     let queue = Arc::new(Mutex::new(queue));
     let shared = Arc::new(crate::mcp::answers::SharedAnswers::default());
@@ -234,7 +234,7 @@ async fn stop_signal() {
 }
 
 /// Serves until SIGTERM or SIGINT: stops accepting, finishes the requests in hand.
-pub fn serve(db_path: &Path, opts: HttpOptions) -> Result<()> {
+pub fn serve(db_path: &crate::store::Location, opts: HttpOptions) -> Result<()> {
     let listener = std::net::TcpListener::bind(opts.addr)
         .map_err(|e| Error::io(Path::new(&opts.addr.to_string()), e))?;
     listener

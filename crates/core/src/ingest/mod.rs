@@ -23,6 +23,8 @@ pub mod time;
 pub mod units;
 
 pub use crate::parallel::Flow;
+/// Where the fleet imported into lives (`ImportOptions::db`).
+pub use crate::store::Location;
 pub use rejects::{NoRejectsFile, Reject, RejectReason, RejectSink};
 pub use rows::{CheckedBatch, Checker, RawRow, Rejected, TypedCells};
 pub use units::{FileUnits, OdometerUnit, SpeedUnit};
@@ -100,8 +102,8 @@ pub struct ImportSummary {
 /// Where and how to import.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImportOptions {
-    /// The database, created when missing.
-    pub db: PathBuf,
+    /// The database, created when missing (a file).
+    pub db: store::Location,
     /// The fleet's IANA zone: required for a new database; for an existing one it
     /// must match the stored zone.
     pub time_zone: Option<String>,
@@ -751,12 +753,12 @@ pub fn import(
         .as_deref()
         .map(FleetZone::named)
         .transpose()?;
-    let postgres = if store::pg::is_url(&opts.db) {
-        Some(store::pg::Target::parse(&opts.db.to_string_lossy())?)
-    } else {
-        None
+    // The file, when the fleet is one (the PostgreSQL paths below never read it).
+    let (postgres, file) = match &opts.db {
+        store::Location::Postgres(target) => (Some(target.clone()), PathBuf::new()),
+        store::Location::File(path) => (None, path.clone()),
     };
-    let created = postgres.is_none() && matches!(store::probe(&opts.db)?, Probe::Missing);
+    let created = postgres.is_none() && matches!(store::probe(&file)?, Probe::Missing);
     // Sort runs go beside the file, or (PostgreSQL) in the temporary folder.
     let (spill_dir, spill_prefix) = match &postgres {
         Some(target) => (
@@ -764,14 +766,12 @@ pub fn import(
             format!(".fleetctl-{}.import-", target.database()),
         ),
         None => (
-            opts.db
-                .parent()
+            file.parent()
                 .filter(|p| !p.as_os_str().is_empty())
                 .map_or_else(|| PathBuf::from("."), |p| p.to_path_buf()),
             format!(
                 ".{}.import-",
-                opts.db
-                    .file_name()
+                file.file_name()
                     .map_or_else(|| "fleet.db".into(), |n| n.to_string_lossy().into_owned())
             ),
         ),
@@ -909,11 +909,11 @@ pub fn import(
         let zone = wanted.ok_or_else(|| {
             Error::invalid(format!(
                 "{} does not exist, and a new database needs the fleet's time zone",
-                opts.db.display()
+                file.display()
             ))
             .with_hint("add --time-zone with an IANA name, e.g. --time-zone Europe/London")
         })?;
-        store::build_new(&opts.db, false, store::BULK_PAGE_SIZE, |w| {
+        store::build_new(&file, false, store::BULK_PAGE_SIZE, |w| {
             w.set_meta("schema_version", &store::SCHEMA_VERSION.to_string())?;
             w.set_meta("time_zone", &zone.name)?;
             // The new file has no journal: the stream's rows are deleted instead.
@@ -937,12 +937,12 @@ pub fn import(
             Ok(out)
         })?
     } else {
-        store::with_write_transaction(&opts.db, |conn| {
+        store::with_write_transaction(&file, |conn| {
             let zone = store::read_zone(conn)?;
             if let Some(w) = wanted.as_ref().filter(|w| **w != zone) {
                 return Err(Error::invalid(format!(
                     "{} keeps its times in {}, not {}",
-                    opts.db.display(),
+                    file.display(),
                     zone.name,
                     w.name
                 ))
@@ -961,7 +961,7 @@ pub fn import(
         })?
     };
     Ok(ImportSummary {
-        db: PathBuf::from(store::pg::shown(&opts.db)),
+        db: PathBuf::from(opts.db.shown()),
         created,
         zone,
         files,

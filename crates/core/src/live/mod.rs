@@ -515,17 +515,18 @@ pub struct Analysed {
 /// the store's alert outbox reads and writes it too).
 pub use crate::model::NewEvent;
 
-/// Opens the database at `path` (a SQLite file or a `postgres://` URL) for the
-/// feed: its writer and its analyser.
-pub fn open(path: &std::path::Path, options: Options) -> Result<(Writer, Analyser)> {
-    if store::pg::is_url(path) {
-        let target = store::pg::Target::parse(&path.to_string_lossy())?;
-        let (writer, analyser) = postgres::open(&target, options)?;
-        return Ok((
-            Writer::Postgres(Box::new(writer)),
-            Analyser::Postgres(Box::new(analyser)),
-        ));
-    }
+/// Opens the fleet at `db` for the feed: its writer and its analyser.
+pub fn open(db: &store::Location, options: Options) -> Result<(Writer, Analyser)> {
+    let path = match db {
+        store::Location::File(path) => path,
+        store::Location::Postgres(target) => {
+            let (writer, analyser) = postgres::open(target, options)?;
+            return Ok((
+                Writer::Postgres(Box::new(writer)),
+                Analyser::Postgres(Box::new(analyser)),
+            ));
+        }
+    };
     let conn = store::live::open_writer(path)?;
     let ingestor = Ingestor::new(&conn, options)?;
     let seen_version = store::live::data_version(&conn)?;
@@ -1113,7 +1114,7 @@ mod tests {
         })
         .unwrap();
         let (mut writer, mut analyser) = open(
-            &path,
+            &store::Location::File(path.clone()),
             Options {
                 auto_register: None,
                 osmand_speed: SpeedUnit::Kmh,

@@ -93,12 +93,12 @@ fn file_id(path: &Path) -> Option<FileId> {
 }
 
 impl Db {
-    /// Opens the database read-only: `path` is a SQLite file, or a `postgres://`
-    /// URL (what `--db` takes).
-    pub fn open(path: &Path) -> Result<Db> {
-        if store::pg::is_url(path) {
-            return Db::open_postgres(&store::pg::Target::parse(&path.to_string_lossy())?);
-        }
+    /// Opens the fleet at `db` read-only.
+    pub fn open(db: &store::Location) -> Result<Db> {
+        let path = match db {
+            store::Location::Postgres(target) => return Db::open_postgres(target),
+            store::Location::File(path) => path,
+        };
         let file = file_id(path);
         let conn = store::open_read_only(path)?;
         Db::with(Box::new(conn), path.to_path_buf(), None, file)
@@ -272,7 +272,7 @@ impl Db {
             }
             self.load(file)?;
         } else {
-            let mut fresh = Db::open(&self.path)?;
+            let mut fresh = Db::open(&store::Location::File(self.path.clone()))?;
             fresh.tiles = self.tiles.take();
             *self = fresh;
         }

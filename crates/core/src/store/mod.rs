@@ -21,6 +21,7 @@ mod event_kinds;
 pub mod file;
 pub mod import;
 pub mod live;
+pub mod location;
 pub mod mbtiles;
 pub mod pg;
 pub mod positions;
@@ -30,6 +31,7 @@ pub mod tables;
 mod writer;
 
 pub use derived::{DerivedWriter, WrittenRows, delete_rows, write_rows};
+pub use location::Location;
 pub(crate) use writer::append_fixes;
 pub use writer::{BULK_PAGE_SIZE, LIVE_PAGE_SIZE, Writer, build_new};
 
@@ -245,24 +247,24 @@ pub(crate) fn next_id(table: &str) -> String {
     format!("(SELECT COALESCE(MAX(id), 0) + 1 FROM {table})")
 }
 
-/// Runs `f` in one write transaction on the fleet at `db`, a SQLite file or a
-/// `postgres://` URL: committed when `f` succeeds, rolled back when it fails.
-pub fn with_write<T>(db: &Path, f: impl FnOnce(&dyn sql::Sql) -> Result<T>) -> Result<T> {
-    if pg::is_url(db) {
-        let conn = pg::open_reader(&pg::Target::parse(&db.to_string_lossy())?)?;
-        return pg::in_transaction(&conn, || f(&conn));
+/// Runs `f` in one write transaction on the fleet at `db`: committed when `f`
+/// succeeds, rolled back when it fails.
+pub fn with_write<T>(db: &Location, f: impl FnOnce(&dyn sql::Sql) -> Result<T>) -> Result<T> {
+    match db {
+        Location::Postgres(target) => {
+            let conn = pg::open_reader(target)?;
+            pg::in_transaction(&conn, || f(&conn))
+        }
+        Location::File(path) => with_write_transaction(path, |conn| f(conn)),
     }
-    with_write_transaction(db, |conn| f(conn))
 }
 
-/// Opens the fleet at `db`, a SQLite file or a `postgres://` URL, for reading.
-pub fn open_for_reading(db: &Path) -> Result<Box<dyn sql::Sql + Send>> {
-    if pg::is_url(db) {
-        return Ok(Box::new(pg::open_reader(&pg::Target::parse(
-            &db.to_string_lossy(),
-        )?)?));
-    }
-    Ok(Box::new(open_read_only(db)?))
+/// Opens the fleet at `db` for reading.
+pub fn open_for_reading(db: &Location) -> Result<Box<dyn sql::Sql + Send>> {
+    Ok(match db {
+        Location::Postgres(target) => Box::new(pg::open_reader(target)?),
+        Location::File(path) => Box::new(open_read_only(path)?),
+    })
 }
 
 /// Opens a fleet database read-only, checking that it is one and of our schema.
