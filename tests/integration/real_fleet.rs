@@ -200,13 +200,7 @@ fn a_speed_field_stuck_at_zero_hides_no_driving_and_no_average_tops_its_maximum(
         }
     };
     check(crate::harness::fixture_db(), "2026-11-18", "2026-11-25");
-    for (name, flags) in crate::distance::REAL_FILES {
-        let db = dir.join(&format!("{name}.db"));
-        let mut args = vec!["--db", db.to_str().unwrap(), "import"];
-        args.extend_from_slice(flags);
-        let path = format!("{}/fixtures/real/{name}", env!("CARGO_MANIFEST_DIR"));
-        args.push(&path);
-        run(fleetctl(&args)).ok();
+    for (_, db) in crate::distance::real_databases(&dir) {
         let (from, to): (String, String) = crate::harness::open(&db)
             .query_row("SELECT min(date), max(date) FROM daily", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
@@ -230,13 +224,7 @@ fn every_vehicle_day_has_the_same_figures_in_every_report_and_export() {
         same_figures_everywhere(crate::harness::fixture_db(), &dir.join("demo"), usize::MAX);
     assert!(checked > 80, "{checked} vehicle-days");
     // And over every real fixture (the reports of its first 40 vehicle-days).
-    for (name, flags) in crate::distance::REAL_FILES {
-        let db = dir.join(&format!("{name}.db"));
-        let mut args = vec!["--db", db.to_str().unwrap(), "import"];
-        args.extend_from_slice(flags);
-        let path = format!("{}/fixtures/real/{name}", env!("CARGO_MANIFEST_DIR"));
-        args.push(&path);
-        run(fleetctl(&args)).ok();
+    for (name, db) in crate::distance::real_databases(&dir) {
         assert!(
             same_figures_everywhere(&db, &dir.join(name), 40) > 0,
             "{name}"

@@ -7,19 +7,6 @@ use crate::error::{Error, ErrorCode, Result};
 use std::path::Path;
 use std::sync::Arc;
 
-/// True when `--db` names a PostgreSQL database rather than a SQLite file.
-/// `--db`'s value for messages and logs: a path as it is, a URL with its password
-/// masked (`***`).
-pub fn shown(db: &Path) -> String {
-    if !is_url(db) {
-        return db.display().to_string();
-    }
-    match Target::parse(&db.to_string_lossy()) {
-        Ok(target) => target.display().to_string(),
-        Err(_) => "a postgres:// URL that does not parse".to_string(),
-    }
-}
-
 /// True when `--db` names a PostgreSQL database: a `postgres://` or `postgresql://`
 /// URL, or a libpq `key=value` connection string (`host=db user=ana dbname=fleet`),
 /// which must never be taken for a file name (a file named after the password).

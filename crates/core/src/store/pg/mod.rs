@@ -17,7 +17,7 @@ mod load;
 use crate::clock::{Date, FleetZone};
 use crate::error::{Error, ErrorCode, Result};
 pub use conn::PgConn;
-pub use connect::{Target, is_url, shown};
+pub use connect::{Target, is_url};
 pub use copy::{Partitions, copy_fixes, copy_positions_out};
 pub(crate) use derived::ANALYSIS_LOCK;
 pub use derived::{
